@@ -1,0 +1,40 @@
+"""A structured-concurrency actor framework on Trio.
+
+Actors are tasks in nurseries; their mailboxes are bounded Trio memory
+channels; references are typed by the messages they accept. See the README
+for a tour.
+"""
+
+from ._determinism import current_seed as current_seed
+from ._determinism import run as run
+from ._envelope import Address as Address
+from ._envelope import Envelope as Envelope
+from ._errors import ActorError as ActorError
+from ._errors import ActorFailedError as ActorFailedError
+from ._errors import ActorNameError as ActorNameError
+from ._errors import ActorStoppedError as ActorStoppedError
+from ._errors import AlreadyRepliedError as AlreadyRepliedError
+from ._errors import AskTimeoutError as AskTimeoutError
+from ._errors import RestartIntensityError as RestartIntensityError
+from ._mailbox import DEFAULT_CAPACITY as DEFAULT_CAPACITY
+from ._mailbox import RECEIVE_BATCH as RECEIVE_BATCH
+from ._mailbox import ActorRef as ActorRef
+from ._mailbox import ActorState as ActorState
+from ._mailbox import ActorStatistics as ActorStatistics
+from ._mailbox import Inbox as Inbox
+from ._reply import Reply as Reply
+from ._sequencer import Sequencer as Sequencer
+from ._sequencer import SequencerStatistics as SequencerStatistics
+from ._supervision import OneForAll as OneForAll
+from ._supervision import OneForOne as OneForOne
+from ._supervision import RestartBudget as RestartBudget
+from ._supervision import Strategy as Strategy
+from ._supervision import Supervisor as Supervisor
+from ._system import ActorSystem as ActorSystem
+from ._system import open_system as open_system
+from ._trace import EventKind as EventKind
+from ._trace import Trace as Trace
+from ._trace import TraceEvent as TraceEvent
+from ._trace import Tracer as Tracer
+
+__version__ = "0.1.0"

@@ -1,0 +1,37 @@
+"""Addresses and the envelopes messages travel in."""
+
+from __future__ import annotations
+
+from typing import Generic, TypeVar
+
+import attrs
+
+M_co = TypeVar("M_co", covariant=True)
+
+
+@attrs.frozen(order=True)
+class Address:
+    """Who an actor (or a sequencer) is: a name, unique among the live actors of
+    its system, and a uid, unique for the system's whole life."""
+
+    name: str
+    uid: int
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@attrs.frozen(slots=True)
+class Envelope(Generic[M_co]):
+    """A delivered message with its stamp.
+
+    ``seq`` is the message's position in the stream that ordered it: for a direct
+    ``tell`` or ``ask``, the receiving mailbox's own count (0, 1, 2, ...); for a
+    :class:`~actors.Sequencer` broadcast, the sequencer's stamp, which is the same
+    for every member of its group. ``sender`` is the actor (or sequencer) that
+    sent it, or ``None`` when it came from outside any actor.
+    """
+
+    message: M_co
+    seq: int
+    sender: Address | None

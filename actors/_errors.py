@@ -1,0 +1,42 @@
+"""The errors of the actor framework: one base, one noun per failure."""
+
+from __future__ import annotations
+
+import trio
+
+
+class ActorError(Exception):
+    """Base class of every error raised by the ``actors`` package."""
+
+
+class ActorStoppedError(ActorError, trio.BrokenResourceError):
+    """A message was sent to an actor that stopped, or stopped before replying.
+
+    It is also a :class:`trio.BrokenResourceError`, the error trio raises when the
+    receiving side of a channel is gone: code that already handles that one
+    handles this one.
+    """
+
+
+class AskTimeoutError(ActorError, trio.TooSlowError):
+    """An ``ask`` got no reply within its timeout. Also a :class:`trio.TooSlowError`."""
+
+
+class AlreadyRepliedError(ActorError):
+    """A :class:`~actors.Reply` was completed twice."""
+
+
+class ActorNameError(ActorError):
+    """An actor was spawned under a name a live actor of the same system holds."""
+
+
+class RestartIntensityError(ActorError):
+    """A supervisor's restart budget is exhausted, so it escalates the failure.
+
+    Its ``__cause__`` is the failure that exhausted the budget.
+    """
+
+
+class ActorFailedError(ActorError):
+    """An actor failed while an ask's message was in its hands, so no reply will
+    come. Its ``__cause__`` is the actor's failure."""

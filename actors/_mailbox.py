@@ -1,0 +1,365 @@
+"""Mailboxes: the typed reference senders hold, and the inbox an actor reads.
+
+An actor's mailbox is one trio memory channel, bounded by default, so a fast
+sender waits for a slow actor (backpressure) instead of growing a queue. The
+state both halves share lives in a :class:`_Cell`, which only the framework
+builds.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import enum
+import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar, cast, final
+
+import attrs
+import trio
+
+from ._envelope import Address, Envelope
+from ._errors import ActorError, ActorFailedError, ActorStoppedError, AskTimeoutError
+from ._reply import Reply
+from ._trace import EventKind, TraceEvent
+from ._util import NoPublicConstructor
+
+if TYPE_CHECKING:
+    from ._trace import Tracer
+
+M = TypeVar("M")
+M_co = TypeVar("M_co", covariant=True)
+M_contra = TypeVar("M_contra", contravariant=True)
+R = TypeVar("R")
+
+DEFAULT_CAPACITY = 64
+"""How many messages a mailbox holds before senders wait, unless told otherwise."""
+
+RECEIVE_BATCH = 64
+"""An inbox gives the scheduler a turn at least once per this many receives."""
+
+# The actor whose task is running: the sender stamped on what it sends.
+current_address: contextvars.ContextVar[Address | None] = contextvars.ContextVar(
+    "actors_current_address", default=None
+)
+
+
+class ActorState(enum.StrEnum):
+    """Where an actor is in its life."""
+
+    RUNNING = "running"
+    STOPPING = "stopping"
+    """Its mailbox is closed; it still delivers what it accepted."""
+    STOPPED = "stopped"
+
+
+@attrs.frozen
+class ActorStatistics:
+    """A snapshot of one actor's mailbox, from :meth:`ActorRef.statistics`."""
+
+    address: Address
+    state: ActorState
+    queued: int
+    capacity: float
+    delivered: int
+    restarts: int
+    pending_asks: int
+
+
+@attrs.define(eq=False, slots=True)
+class _Ask:
+    """An ask waiting for its reply; ``taken`` once the actor received its message."""
+
+    envelope: Envelope[object]
+    reply: Reply[Any]
+    taken: bool = False
+
+
+@attrs.define(eq=False)
+class _Cell(Generic[M]):
+    """The state of one actor, shared by its reference, its inbox and its task."""
+
+    address: Address
+    send_channel: trio.MemorySendChannel[Envelope[M]]
+    receive_channel: trio.MemoryReceiveChannel[Envelope[M]]
+    capacity: float
+    tracer: Tracer | None
+    # Invariant: every direct envelope's seq is below next_seq, and the stamps
+    # the mailbox accepts are strictly increasing (a sender cancelled while it
+    # waited for room leaves a gap: its message was never accepted).
+    next_seq: int = 0
+    delivered: int = 0
+    # Asks still waiting for their reply, by the stamp of their message.
+    pending: dict[int, _Ask] = attrs.field(factory=dict)
+    restarts: int = 0
+    state: ActorState = ActorState.RUNNING
+    receive_budget: int = RECEIVE_BATCH
+    stopped: trio.Event = attrs.field(factory=trio.Event)
+    scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
+
+    @classmethod
+    def open(cls, address: Address, capacity: float, tracer: Tracer | None) -> _Cell[M]:
+        if not (capacity == math.inf or (isinstance(capacity, int) and capacity >= 0)):
+            raise ValueError(f"capacity must be a whole number >= 0 or math.inf, not {capacity!r}")
+        send, receive = trio.open_memory_channel[Envelope[M]](capacity)
+        return cls(address, send, receive, capacity, tracer)
+
+    def record(self, kind: EventKind, seq: int | None = None, detail: str | None = None) -> None:
+        if self.tracer is not None:
+            self.tracer.record(
+                TraceEvent(trio.current_time(), self.address.name, kind, seq, detail)
+            )
+
+    def stopped_error(self) -> ActorStoppedError:
+        return ActorStoppedError(f"actor {self.address.name!r} is stopped")
+
+    def close_mailbox(self) -> None:
+        """Accept nothing more; what was accepted is still delivered. Idempotent."""
+        if self.state is ActorState.RUNNING:
+            self.state = ActorState.STOPPING
+            self.send_channel.close()
+            self.record(EventKind.STOPPING)
+
+    def fail_delivered_asks(self, error: BaseException) -> None:
+        """The behaviour failed: the asks it took and did not answer never will be."""
+        for seq in [seq for seq, ask in self.pending.items() if ask.taken and not ask.reply.done]:
+            failure = ActorFailedError(
+                f"actor {self.address.name!r} failed before replying to message {seq}"
+            )
+            failure.__cause__ = error
+            self.pending.pop(seq).reply.fail(failure)
+
+    def terminate(self) -> None:
+        """The actor's task is ending: close the mailbox, report what it accepted
+        and will never deliver, and fail the asks that will get no reply."""
+        self.close_mailbox()
+        while True:
+            try:
+                envelope = self.receive_channel.receive_nowait()
+            except (trio.WouldBlock, trio.EndOfChannel):
+                break
+            self.record(EventKind.DROPPED, envelope.seq)
+        self.receive_channel.close()
+        for seq, ask in self.pending.items():
+            if ask.reply.done:
+                continue
+            ask.reply.fail(
+                ActorStoppedError(
+                    f"actor {self.address.name!r} stopped before replying to message {seq}"
+                )
+            )
+        self.pending.clear()
+        self.state = ActorState.STOPPED
+        self.record(EventKind.STOPPED)
+        self.stopped.set()
+
+
+@final
+class ActorRef(Generic[M_contra], metaclass=NoPublicConstructor):
+    """A reference to an actor, typed by the messages it accepts.
+
+    References compare equal when they name the same actor, and stay valid
+    across restarts: a restarted actor keeps its mailbox.
+    """
+
+    __slots__ = ("_cell",)
+
+    def __init__(self, cell: _Cell[M_contra]) -> None:
+        self._cell = cell
+
+    def __repr__(self) -> str:
+        return f"<ActorRef {self._cell.address.name!r} ({self._cell.state})>"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ActorRef) and other._cell is self._cell
+
+    def __hash__(self) -> int:
+        return hash(self._cell.address)
+
+    @property
+    def address(self) -> Address:
+        return self._cell.address
+
+    @property
+    def name(self) -> str:
+        return self._cell.address.name
+
+    def tell_nowait(self, message: M_contra) -> None:
+        """Put ``message`` in the mailbox now, or raise :class:`trio.WouldBlock`
+        if it is full (nothing is queued then). Raises
+        :class:`~actors.ActorStoppedError` if the actor stopped accepting."""
+        cell = self._cell
+        envelope = Envelope(message, cell.next_seq, current_address.get())
+        try:
+            cell.send_channel.send_nowait(envelope)
+        except (trio.ClosedResourceError, trio.BrokenResourceError):
+            raise cell.stopped_error() from None
+        cell.next_seq += 1
+
+    async def tell(self, message: M_contra) -> None:
+        """Put ``message`` in the mailbox, waiting for room while it is full.
+
+        A checkpoint. If cancelled, the message was not accepted (and never
+        will be). Raises :class:`~actors.ActorStoppedError` if the actor stops
+        accepting before there is room.
+        """
+        cell = self._cell
+        seq = cell.next_seq
+        cell.next_seq = seq + 1
+        try:
+            await cell.send_channel.send(Envelope(message, seq, current_address.get()))
+        except (trio.ClosedResourceError, trio.BrokenResourceError):
+            raise cell.stopped_error() from None
+
+    async def ask(
+        self,
+        build: Callable[[Reply[R]], M_contra],
+        *,
+        timeout: float | None = None,  # noqa: ASYNC109 (its error names the actor)
+    ) -> R:
+        """Send ``build(reply)`` and wait for the actor to complete ``reply``.
+
+        ``build`` makes the message from the reply handle, so the reply's type
+        is checked against the message's: ``await ref.ask(GetCount, timeout=1)``
+        where ``GetCount`` holds a ``Reply[int]`` returns an ``int``.
+
+        A checkpoint. Raises :class:`~actors.AskTimeoutError` after ``timeout``
+        seconds (``None``: wait as long as it takes),
+        :class:`~actors.ActorStoppedError` if the actor stops before replying,
+        :class:`~actors.ActorFailedError` if it fails while the message was in
+        its hands, or the error the handler passed to ``reply.fail``. If
+        cancelled, the message may already have been accepted and handled; its
+        reply is discarded.
+        """
+        cell = self._cell
+        seq = cell.next_seq
+        reply = cast("Reply[R]", Reply._create(cell.address.name, seq))
+        envelope = Envelope(build(reply), seq, current_address.get())
+        cell.next_seq = seq + 1
+        cell.pending[seq] = _Ask(envelope, reply)
+        try:
+            try:
+                await cell.send_channel.send(envelope)
+            except (trio.ClosedResourceError, trio.BrokenResourceError):
+                raise cell.stopped_error() from None
+            if timeout is None:
+                return await reply._wait()
+            with trio.move_on_after(timeout):
+                return await reply._wait()
+            raise AskTimeoutError(
+                f"ask of actor {cell.address.name!r} got no reply within {timeout:g}s"
+            )
+        finally:
+            cell.pending.pop(seq, None)
+
+    async def stop(self) -> None:
+        """Stop the actor gracefully: it accepts nothing more, delivers what it
+        already accepted, and ends when its behaviour returns. Returns once it
+        has stopped; stopping a stopped actor returns at once.
+
+        A checkpoint. If cancelled, the actor still stops; only the wait ends.
+        An actor cannot wait for its own stop: it calls ``inbox.close()``.
+        """
+        cell = self._cell
+        if current_address.get() == cell.address and cell.state is not ActorState.STOPPED:
+            raise ActorError(
+                f"actor {cell.address.name!r} cannot wait for its own stop; "
+                "close its inbox and let its loop drain"
+            )
+        cell.close_mailbox()
+        await cell.stopped.wait()
+
+    async def kill(self) -> None:
+        """Cancel the actor now. Messages it accepted and did not take are
+        reported as dropped in the trace; asks waiting on it fail. Returns once
+        it has stopped. A checkpoint."""
+        cell = self._cell
+        cell.scope.cancel()
+        await cell.stopped.wait()
+
+    def statistics(self) -> ActorStatistics:
+        cell = self._cell
+        return ActorStatistics(
+            address=cell.address,
+            state=cell.state,
+            queued=cell.send_channel.statistics().current_buffer_used,
+            capacity=cell.capacity,
+            delivered=cell.delivered,
+            restarts=cell.restarts,
+            pending_asks=len(cell.pending),
+        )
+
+
+@final
+class Inbox(Generic[M_co], metaclass=NoPublicConstructor):
+    """The receiving end of an actor's mailbox, handed to its behaviour.
+
+    Iterating yields :class:`~actors.Envelope` objects in the order the mailbox
+    accepted them and ends once the mailbox is closed and drained (a graceful
+    stop). Every receive is a cancel point; it is a schedule point when the
+    mailbox is empty and at least once per ``RECEIVE_BATCH`` messages, so a
+    busy actor takes a batch per turn instead of one message per turn.
+    """
+
+    __slots__ = ("_cell",)
+
+    def __init__(self, cell: _Cell[M_co]) -> None:
+        self._cell = cell
+
+    def __repr__(self) -> str:
+        return f"<Inbox of actor {self._cell.address.name!r}>"
+
+    @property
+    def address(self) -> Address:
+        return self._cell.address
+
+    def __aiter__(self) -> Self:
+        return self
+
+    async def __anext__(self) -> Envelope[M_co]:
+        try:
+            return await self.receive()
+        except trio.EndOfChannel:
+            raise StopAsyncIteration from None
+
+    async def receive(self) -> Envelope[M_co]:
+        """Take the next envelope, waiting for one. Raises
+        :class:`trio.EndOfChannel` once the mailbox is closed and drained.
+        If cancelled, nothing was taken."""
+        cell = self._cell
+        if cell.receive_budget > 0:
+            await trio.lowlevel.checkpoint_if_cancelled()
+            try:
+                envelope = cell.receive_channel.receive_nowait()
+            except trio.WouldBlock:
+                envelope = await cell.receive_channel.receive()
+                cell.receive_budget = RECEIVE_BATCH
+            else:
+                cell.receive_budget -= 1
+        else:
+            envelope = await cell.receive_channel.receive()
+            cell.receive_budget = RECEIVE_BATCH
+        self._took(envelope)
+        return envelope
+
+    def receive_nowait(self) -> Envelope[M_co]:
+        """Take the next envelope now, or raise :class:`trio.WouldBlock` (empty)
+        or :class:`trio.EndOfChannel` (closed and drained)."""
+        envelope = self._cell.receive_channel.receive_nowait()
+        self._took(envelope)
+        return envelope
+
+    def close(self) -> None:
+        """Accept nothing more; the loop still receives what was accepted, then
+        ends. How an actor stops itself gracefully."""
+        self._cell.close_mailbox()
+
+    def _took(self, envelope: Envelope[M_co]) -> None:
+        cell = self._cell
+        cell.delivered += 1
+        if cell.pending:
+            ask = cell.pending.get(envelope.seq)
+            if ask is not None and ask.envelope is envelope:
+                ask.taken = True
+        if cell.tracer is not None:
+            sender = envelope.sender
+            cell.record(EventKind.DELIVERED, envelope.seq, None if sender is None else sender.name)

@@ -1,0 +1,179 @@
+"""The actor system: the nursery scope actors live in."""
+
+from __future__ import annotations
+
+import itertools
+import random
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any, TypeVar, TypeVarTuple, Unpack, cast, final
+
+import trio
+
+from ._determinism import current_seed
+from ._envelope import Address
+from ._errors import ActorNameError
+from ._mailbox import DEFAULT_CAPACITY, ActorRef, Inbox, _Cell, current_address
+from ._sequencer import Sequencer
+from ._supervision import OneForAll, Strategy, Supervisor, open_supervisor
+from ._trace import EventKind, Tracer
+from ._util import NoPublicConstructor
+
+M = TypeVar("M")
+Ts = TypeVarTuple("Ts")
+
+
+@final
+class ActorSystem(metaclass=NoPublicConstructor):
+    """The scope of a group of actors: built by :func:`open_system`.
+
+    ``seed`` drives every random choice the library makes in this system, through
+    ``random``; ``tracer`` (if any) receives every delivery and lifecycle event.
+    """
+
+    def __init__(self, nursery: trio.Nursery, seed: int, tracer: Tracer | None) -> None:
+        self._nursery = nursery
+        self.seed = seed
+        self.random = random.Random(seed)
+        self.tracer = tracer
+        self._uids = itertools.count()
+        # Every live actor of the system, by name, in spawn order.
+        self._live: dict[str, _Cell[Any]] = {}
+
+    def __repr__(self) -> str:
+        return f"<ActorSystem seed={self.seed} actors={len(self._live)}>"
+
+    def _allocate(self, name: str) -> Address:
+        return Address(name, next(self._uids))
+
+    async def spawn(
+        self,
+        behaviour: Callable[[Inbox[M], Unpack[Ts]], Awaitable[None]],
+        *args: *Ts,
+        name: str | None = None,
+        capacity: float = DEFAULT_CAPACITY,
+        nursery: trio.Nursery | None = None,
+    ) -> ActorRef[M]:
+        """Start an actor running ``behaviour(inbox, *args)``; return its reference
+        once its mailbox accepts messages.
+
+        ``name`` must not be held by a live actor of this system (default: the
+        behaviour's name and a number). ``capacity`` bounds the mailbox
+        (``math.inf`` for unbounded). The actor lives in the system's nursery, or
+        in ``nursery`` if given (stop it before that nursery's block ends, or it
+        keeps the block open). If the behaviour raises, the error cancels the
+        scope it lives in and propagates (one-for-all); use
+        :meth:`open_supervisor` with :class:`~actors.OneForOne` for restarts.
+        """
+        return await self._spawn(
+            behaviour,
+            args,
+            name=name,
+            capacity=capacity,
+            nursery=self._nursery if nursery is None else nursery,
+            supervisor=None,
+        )
+
+    async def _spawn(
+        self,
+        behaviour: Callable[[Inbox[M], Unpack[Ts]], Awaitable[None]],
+        args: tuple[*Ts],
+        *,
+        name: str | None,
+        capacity: float,
+        nursery: trio.Nursery,
+        supervisor: Supervisor | None,
+    ) -> ActorRef[M]:
+        uid = next(self._uids)
+        if name is None:
+            name = f"{getattr(behaviour, '__name__', 'actor')}-{uid}"
+        if name in self._live:
+            raise ActorNameError(f"an actor named {name!r} is already running")
+        cell: _Cell[M] = _Cell.open(Address(name, uid), capacity, self.tracer)
+        self._live[name] = cell
+        try:
+            ref: ActorRef[M] = await nursery.start(
+                self._run_actor, cell, behaviour, args, supervisor
+            )
+        except BaseException:
+            self._live.pop(name, None)
+            raise
+        return ref
+
+    async def _run_actor(
+        self,
+        cell: _Cell[M],
+        behaviour: Callable[[Inbox[M], Unpack[Ts]], Awaitable[None]],
+        args: tuple[*Ts],
+        supervisor: Supervisor | None,
+        *,
+        task_status: trio.TaskStatus[ActorRef[M]],
+    ) -> None:
+        current_address.set(cell.address)
+        inbox = cast("Inbox[M]", Inbox._create(cell))
+        try:
+            with cell.scope:
+                task_status.started(cast("ActorRef[M]", ActorRef._create(cell)))
+                cell.record(EventKind.SPAWNED)
+                while True:
+                    try:
+                        await behaviour(inbox, *args)
+                    except Exception as error:
+                        cell.record(EventKind.FAILED, detail=repr(error))
+                        cell.fail_delivered_asks(error)
+                        if supervisor is None:
+                            error.add_note(f"raised by actor {cell.address.name!r}")
+                            raise
+                        supervisor._handle_failure(cell, error)
+                        cell.restarts += 1
+                        cell.record(EventKind.RESTARTED, detail=f"restart {cell.restarts}")
+                    else:
+                        return
+        finally:
+            cell.terminate()
+            if self._live.get(cell.address.name) is cell:
+                del self._live[cell.address.name]
+
+    def open_supervisor(
+        self, strategy: Strategy | None = None, *, name: str = "supervisor"
+    ) -> AbstractAsyncContextManager[Supervisor]:
+        """A scope of actors under ``strategy`` (default :class:`~actors.OneForAll`).
+
+        ``async with system.open_supervisor(OneForOne(intensity=3, period=5)) as sup:``
+        spawns with ``sup.spawn``. When the block ends, the scope stops its live
+        children gracefully, last spawned first, and returns once they stopped.
+        """
+        return open_supervisor(self, OneForAll() if strategy is None else strategy, name)
+
+    def sequencer(self, members: Sequence[ActorRef[M]], *, name: str) -> Sequencer[M]:
+        """A sequencer that stamps messages and broadcasts them to ``members``."""
+        cells = [ref._cell for ref in members]
+        return cast("Sequencer[M]", Sequencer._create(self._allocate(name), cells, self.tracer))
+
+    async def _stop_all(self) -> None:
+        while self._live:
+            cell = next(reversed(self._live.values()))
+            cell.close_mailbox()
+            await cell.stopped.wait()
+
+
+@asynccontextmanager
+async def open_system(
+    *, seed: int | None = None, tracer: Tracer | None = None
+) -> AsyncIterator[ActorSystem]:
+    """Open an actor system: a nursery scope whose actors end with it.
+
+    When the block ends normally, every live actor of the system is stopped
+    gracefully, last spawned first (later actors may depend on earlier ones),
+    and the block returns once all have stopped. If the block or an actor
+    raises, everything in it is cancelled and the error propagates (in a
+    :class:`BaseExceptionGroup`, as Trio's nurseries do).
+
+    ``seed`` defaults to the seed :func:`actors.run` was given, or 0.
+    """
+    if seed is None:
+        seed = current_seed()
+    async with trio.open_nursery() as nursery:
+        system = ActorSystem._create(nursery, seed, tracer)
+        yield system
+        await system._stop_all()

@@ -1,0 +1,3 @@
+"""The ``trio-reconcile`` command."""
+
+from ._cli import main as main
