@@ -1,0 +1,162 @@
+from __future__ import annotations
+
+import pytest
+import trio
+import trio.testing
+
+import actors
+from actors import (
+    ActorFailedError,
+    ActorStoppedError,
+    AlreadyRepliedError,
+    AskTimeoutError,
+    Inbox,
+    OneForOne,
+    Reply,
+)
+
+from .messages import Add, Boom, Hold, Total, counter
+
+
+async def test_ask_returns_the_reply() -> None:
+    async with actors.open_system() as system:
+        ref = await system.spawn(counter)
+        await ref.tell(Add(40))
+        await ref.tell(Add(2))
+        assert await ref.ask(Total, timeout=1) == 42
+        assert ref.statistics().pending_asks == 0
+
+
+async def test_ask_times_out_with_a_named_error() -> None:
+    never = trio.Event()
+    async with actors.open_system() as system:
+        ref = await system.spawn(counter, name="slow")
+        await ref.tell(Hold(never))
+        start = trio.current_time()
+        message = r"^ask of actor 'slow' got no reply within 2.5s$"
+        with pytest.raises(AskTimeoutError, match=message):
+            await ref.ask(Total, timeout=2.5)
+        assert trio.current_time() - start == 2.5
+        assert ref.statistics().pending_asks == 0
+        never.set()  # the late reply goes nowhere and harms nothing
+        assert await ref.ask(Total) == 0
+
+
+async def test_a_timeout_is_also_a_trio_too_slow_error() -> None:
+    never = trio.Event()
+    async with actors.open_system() as system:
+        ref = await system.spawn(counter)
+        await ref.tell(Hold(never))
+        with pytest.raises(trio.TooSlowError):
+            await ref.ask(Total, timeout=1)
+        never.set()
+
+
+async def test_a_failed_reply_raises_in_the_asker() -> None:
+    async def refuser(inbox: Inbox[Total]) -> None:
+        async for envelope in inbox:
+            envelope.message.reply.fail(LookupError("no total here"))
+
+    async with actors.open_system() as system:
+        ref = await system.spawn(refuser)
+        with pytest.raises(LookupError, match=r"^no total here$"):
+            await ref.ask(Total)
+
+
+async def test_replying_twice_raises_and_keeps_the_first_reply() -> None:
+    errors: list[str] = []
+
+    async def twice(inbox: Inbox[Total]) -> None:
+        async for envelope in inbox:
+            envelope.message.reply.send(1)
+            try:
+                envelope.message.reply.send(2)
+            except AlreadyRepliedError as error:
+                errors.append(str(error))
+
+    async with actors.open_system() as system:
+        ref = await system.spawn(twice, name="twice")
+        assert await ref.ask(Total) == 1
+    assert errors == ["reply to message 0 of actor 'twice' was already sent"]
+
+
+async def test_an_ask_the_actor_failed_on_raises_actor_failed_error() -> None:
+    async def fails_on_ask(inbox: Inbox[Total]) -> None:
+        async for _ in inbox:
+            raise ValueError("no")
+
+    async with (
+        actors.open_system() as system,
+        system.open_supervisor(OneForOne(intensity=5)) as supervisor,
+    ):
+        ref = await supervisor.spawn(fails_on_ask, name="flaky")
+        with pytest.raises(
+            ActorFailedError, match=r"^actor 'flaky' failed before replying to message 0$"
+        ) as info:
+            await ref.ask(Total)
+        assert isinstance(info.value.__cause__, ValueError)
+
+
+async def test_asks_not_yet_taken_survive_a_restart() -> None:
+    release = trio.Event()
+    async with (
+        actors.open_system() as system,
+        system.open_supervisor(OneForOne(intensity=5)) as supervisor,
+    ):
+        ref = await supervisor.spawn(counter)
+        await ref.tell(Hold(release))
+        await ref.tell(Boom())
+        async with trio.open_nursery() as nursery:
+            answers: list[int] = []
+
+            async def ask_total() -> None:
+                answers.append(await ref.ask(Total))
+
+            nursery.start_soon(ask_total)
+            await trio.testing.wait_all_tasks_blocked()
+            release.set()
+        assert answers == [0]
+
+
+async def test_an_actor_that_stops_before_replying_fails_the_ask() -> None:
+    async def hoards(inbox: Inbox[Total], kept: list[Reply[int]]) -> None:
+        async for envelope in inbox:
+            kept.append(envelope.message.reply)
+            inbox.close()
+
+    kept: list[Reply[int]] = []
+    async with actors.open_system() as system:
+        ref = await system.spawn(hoards, kept, name="hoarder")
+        with pytest.raises(
+            ActorStoppedError, match=r"^actor 'hoarder' stopped before replying to message 0$"
+        ):
+            await ref.ask(Total)
+    assert len(kept) == 1
+    assert kept[0].done
+
+
+async def test_a_reply_may_come_later_from_another_message() -> None:
+    async def deferred(inbox: Inbox[Total | Add]) -> None:
+        waiting: list[Reply[int]] = []
+        async for envelope in inbox:
+            match envelope.message:
+                case Total(reply):
+                    waiting.append(reply)
+                case Add(amount):
+                    for reply in waiting:
+                        reply.send(amount)
+                    waiting.clear()
+
+    async with actors.open_system() as system:
+        ref = await system.spawn(deferred)
+        async with trio.open_nursery() as nursery:
+            answers: list[int] = []
+
+            async def ask_total() -> None:
+                answers.append(await ref.ask(Total))
+
+            nursery.start_soon(ask_total)
+            nursery.start_soon(ask_total)
+            await trio.testing.wait_all_tasks_blocked()
+            await ref.tell(Add(7))
+        assert answers == [7, 7]

@@ -1,0 +1,71 @@
+from __future__ import annotations
+
+import pytest
+
+import actors
+import barrier
+import sharing
+
+PUBLIC = {
+    "ActorError",
+    "ActorFailedError",
+    "ActorNameError",
+    "ActorRef",
+    "ActorState",
+    "ActorStatistics",
+    "ActorStoppedError",
+    "ActorSystem",
+    "Address",
+    "AlreadyRepliedError",
+    "AskTimeoutError",
+    "DEFAULT_CAPACITY",
+    "Envelope",
+    "EventKind",
+    "Inbox",
+    "OneForAll",
+    "OneForOne",
+    "RECEIVE_BATCH",
+    "Reply",
+    "RestartBudget",
+    "RestartIntensityError",
+    "Sequencer",
+    "SequencerStatistics",
+    "Strategy",
+    "Supervisor",
+    "Trace",
+    "TraceEvent",
+    "Tracer",
+    "current_seed",
+    "open_system",
+    "run",
+}
+
+
+def test_the_public_names_are_pinned() -> None:
+    names = {name for name in vars(actors) if not name.startswith("_")}
+    names -= {"driver"}  # the subpackage, once imported
+    assert names == PUBLIC
+    assert barrier.__all__ == []
+    assert sharing.__all__ == []
+
+
+@pytest.mark.parametrize(
+    "cls",
+    [
+        actors.ActorRef,
+        actors.ActorSystem,
+        actors.Inbox,
+        actors.Reply,
+        actors.Sequencer,
+        actors.Supervisor,
+    ],
+)
+def test_classes_only_the_framework_builds_refuse_construction(cls: type) -> None:
+    with pytest.raises(TypeError, match=r"has no public constructor$"):
+        cls()
+
+
+def test_every_error_derives_from_the_package_base() -> None:
+    errors = [value for name, value in vars(actors).items() if name.endswith("Error")]
+    assert len(errors) == 7
+    assert all(issubclass(error, actors.ActorError) for error in errors)

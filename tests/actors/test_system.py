@@ -1,0 +1,91 @@
+from __future__ import annotations
+
+import pytest
+import trio
+import trio.testing
+
+import actors
+from actors import ActorNameError, EventKind, Inbox
+
+from .messages import Add, Boom, Total, counter, recorder
+
+
+async def test_spawn_returns_a_reference_that_accepts_messages_at_once() -> None:
+    async with actors.open_system() as system:
+        ref = await system.spawn(counter, name="ready")
+        ref.tell_nowait(Add(5))
+        assert await ref.ask(Total) == 5
+        assert ref.name == "ready"
+        assert ref.address.name == "ready"
+
+
+async def test_leaving_the_system_stops_actors_last_spawned_first() -> None:
+    trace = actors.Trace()
+    async with actors.open_system(tracer=trace) as system:
+        for name in ("first", "second", "third"):
+            await system.spawn(counter, name=name)
+    stopped = [event.actor for event in trace if event.kind is EventKind.STOPPED]
+    assert stopped == ["third", "second", "first"]
+
+
+async def test_a_producer_spawned_after_its_consumer_drains_into_it_on_exit() -> None:
+    seen: list[object] = []
+
+    async def producer(inbox: Inbox[int], sink: actors.ActorRef[object]) -> None:
+        async for envelope in inbox:
+            await sink.tell(envelope.message)
+
+    async with actors.open_system() as system:
+        sink = await system.spawn(recorder, seen, name="sink")
+        source = await system.spawn(producer, sink, name="source")
+        for value in range(10):
+            await source.tell(value)
+    assert seen == list(range(10))
+
+
+async def test_a_live_name_cannot_be_taken_twice_but_a_stopped_one_can() -> None:
+    async with actors.open_system() as system:
+        first = await system.spawn(counter, name="unique")
+        with pytest.raises(ActorNameError, match=r"^an actor named 'unique' is already running$"):
+            await system.spawn(counter, name="unique")
+        assert await first.ask(Total) == 0  # the refused spawn changed nothing
+        await first.stop()
+        second = await system.spawn(counter, name="unique")
+        assert second != first
+
+
+async def test_default_names_come_from_the_behaviour() -> None:
+    async with actors.open_system() as system:
+        ref = await system.spawn(counter)
+        assert ref.name.startswith("counter-")
+
+
+async def test_an_actor_can_live_in_a_nursery_passed_in() -> None:
+    async with actors.open_system() as system, trio.open_nursery() as nursery:
+        ref = await system.spawn(counter, nursery=nursery)
+        await ref.tell(Add(3))
+        assert await ref.ask(Total) == 3
+        await ref.stop()
+
+
+async def test_a_failing_actor_cancels_its_siblings_and_its_error_reaches_the_caller() -> None:
+    trace = actors.Trace()
+    with pytest.RaisesGroup(pytest.RaisesExc(ValueError, match=r"^boom\n")) as info:
+        async with actors.open_system(tracer=trace) as system:
+            await system.spawn(counter, name="sibling")
+            failing = await system.spawn(counter, name="failing")
+            await failing.tell(Boom())
+            await trio.sleep_forever()
+    (error,) = info.value.exceptions
+    assert error.__notes__ == ["raised by actor 'failing'"]
+    kinds = {(event.actor, event.kind) for event in trace}
+    assert ("failing", EventKind.FAILED) in kinds
+    assert ("sibling", EventKind.STOPPED) in kinds
+
+
+async def test_the_system_seed_defaults_to_zero_and_drives_its_random() -> None:
+    async with actors.open_system() as first, actors.open_system(seed=0) as second:
+        assert first.seed == 0
+        assert first.random.random() == second.random.random()
+    async with actors.open_system(seed=7) as seeded:
+        assert seeded.seed == 7
