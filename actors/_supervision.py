@@ -98,7 +98,8 @@ class Supervisor(metaclass=NoPublicConstructor):
         self._budget = (
             RestartBudget.for_strategy(strategy) if isinstance(strategy, OneForOne) else None
         )
-        self._children: list[_Cell[Any]] = []
+        # The live children, by uid, in spawn order.
+        self._children: dict[int, _Cell[Any]] = {}
 
     def __repr__(self) -> str:
         return f"<Supervisor {self.address.name!r} {self.strategy!r}>"
@@ -114,7 +115,8 @@ class Supervisor(metaclass=NoPublicConstructor):
         ref: ActorRef[M] = await self._system._spawn(
             behaviour, args, name=name, capacity=capacity, nursery=self._nursery, supervisor=self
         )
-        self._children.append(ref._cell)
+        if ref._cell.state is not ActorState.STOPPED:
+            self._children[ref.address.uid] = ref._cell
         return ref
 
     def _handle_failure(self, cell: _Cell[Any], error: Exception) -> None:
@@ -139,10 +141,10 @@ class Supervisor(metaclass=NoPublicConstructor):
         raise RestartIntensityError(message) from error
 
     async def _stop_children(self) -> None:
-        for cell in reversed(self._children):
-            if cell.state is not ActorState.STOPPED:
-                cell.close_mailbox()
-                await cell.stopped.wait()
+        while self._children:
+            cell = next(reversed(self._children.values()))
+            cell.close_mailbox()
+            await cell.stopped.wait()
 
 
 @asynccontextmanager

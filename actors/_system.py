@@ -121,8 +121,8 @@ class ActorSystem(metaclass=NoPublicConstructor):
                     except Exception as error:
                         cell.record(EventKind.FAILED, detail=repr(error))
                         cell.fail_delivered_asks(error)
+                        error.add_note(f"raised by actor {cell.address.name!r}")
                         if supervisor is None:
-                            error.add_note(f"raised by actor {cell.address.name!r}")
                             raise
                         supervisor._handle_failure(cell, error)
                         cell.restarts += 1
@@ -133,6 +133,8 @@ class ActorSystem(metaclass=NoPublicConstructor):
             cell.terminate()
             if self._live.get(cell.address.name) is cell:
                 del self._live[cell.address.name]
+            if supervisor is not None:
+                supervisor._children.pop(cell.address.uid, None)
 
     def open_supervisor(
         self, strategy: Strategy | None = None, *, name: str = "supervisor"

@@ -136,3 +136,23 @@ async def test_leaving_a_supervisor_stops_its_children_gracefully() -> None:
             ref.tell_nowait(Add(1))
         assert ref.statistics().state is actors.ActorState.STOPPED
         assert ref.statistics().delivered == 1
+
+
+async def test_a_supervisor_forgets_children_once_they_stop() -> None:
+    async with actors.open_system() as system, system.open_supervisor() as scope:
+        for _ in range(3):
+            ref = await scope.spawn(counter)
+            await ref.stop()
+        kept = await scope.spawn(counter)
+        assert scope._children == {kept.address.uid: kept._cell}
+
+
+async def test_a_failure_under_one_for_all_names_the_actor() -> None:
+    with pytest.RaisesGroup(pytest.RaisesGroup(ValueError)) as info:
+        async with actors.open_system() as system, system.open_supervisor() as scope:
+            ref = await scope.spawn(counter, name="named")
+            await ref.tell(Boom())
+            await trio.sleep_forever()
+    (inner,) = info.value.exceptions
+    assert isinstance(inner, BaseExceptionGroup)
+    assert inner.exceptions[0].__notes__ == ["raised by actor 'named'"]
