@@ -230,6 +230,7 @@ class ActorRef(Generic[M_contra], metaclass=NoPublicConstructor):
         cancelled, the message may already have been accepted and handled; its
         reply is discarded.
         """
+        await trio.lowlevel.checkpoint_if_cancelled()
         cell = self._cell
         seq = cell.next_seq
         reply = cast("Reply[R]", Reply._create(cell.address.name, seq))
@@ -237,8 +238,13 @@ class ActorRef(Generic[M_contra], metaclass=NoPublicConstructor):
         cell.next_seq = seq + 1
         cell.pending[seq] = _Ask(envelope, reply)
         try:
+            # One schedule point per ask when the mailbox has room: the wait for
+            # the reply below. Only a full mailbox adds a wait for room.
             try:
-                await cell.send_channel.send(envelope)
+                try:
+                    cell.send_channel.send_nowait(envelope)
+                except trio.WouldBlock:
+                    await cell.send_channel.send(envelope)
             except (trio.ClosedResourceError, trio.BrokenResourceError):
                 raise cell.stopped_error() from None
             if timeout is None:

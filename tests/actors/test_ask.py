@@ -160,3 +160,37 @@ async def test_a_reply_may_come_later_from_another_message() -> None:
             await trio.testing.wait_all_tasks_blocked()
             await ref.tell(Add(7))
         assert answers == [7, 7]
+
+
+async def test_an_ask_waiting_for_room_fails_when_the_actor_stops() -> None:
+    release = trio.Event()
+    async with actors.open_system() as system:
+        ref = await system.spawn(counter, name="full", capacity=0)
+        await ref.tell(Hold(release))
+        async with trio.open_nursery() as nursery:
+            failures: list[str] = []
+
+            async def ask_total() -> None:
+                try:
+                    await ref.ask(Total)
+                except ActorStoppedError as error:
+                    failures.append(str(error))
+
+            nursery.start_soon(ask_total)
+            await trio.testing.wait_all_tasks_blocked()
+            nursery.start_soon(ref.stop)
+            await trio.testing.wait_all_tasks_blocked()
+            release.set()
+        assert failures == ["actor 'full' is stopped"]
+        assert ref.statistics().pending_asks == 0
+
+
+async def test_a_cancelled_ask_sends_nothing() -> None:
+    async with actors.open_system() as system:
+        ref = await system.spawn(counter)
+        with trio.CancelScope() as scope:
+            scope.cancel()
+            await ref.ask(Total)
+        assert ref.statistics().pending_asks == 0
+        await ref.stop()
+        assert ref.statistics().delivered == 0

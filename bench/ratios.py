@@ -1,0 +1,55 @@
+"""Print the goal ratios from a ``bench/run.py --json OUT`` file.
+
+    .venv/bin/python bench/ratios.py bench/results/full.json
+
+Each ratio is the median over repeats of (actors row ops/s / baseline row ops/s)
+within the same repeat, the way the baseline computes its ``vs ref`` column.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from typing import Any
+
+PAIRS = [
+    *((f"actors sequencer K={k}", f"trio fan-out K={k}") for k in (1, 2, 4, 8, 16)),
+    ("actors sequencer K=8 batch=1", "trio fan-out K=8"),
+    ("actors ask", "trio ping-pong"),
+    ("actors ask", "pykka ThreadingActor ask"),
+    ("actors ask timeout=5", "trio ping-pong"),
+    ("actors ask timeout=5", "pykka ThreadingActor ask"),
+    ("actors tell", "trio stream buf=0"),
+    ("actors tell", "trio stream buf=128"),
+]
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        print("usage: bench/ratios.py RESULTS.json", file=sys.stderr)
+        return 2
+    with open(argv[0]) as f:
+        doc: dict[str, Any] = json.load(f)
+    rates: dict[str, list[float]] = {r["name"]: r["ops_per_s"] for r in doc["results"]}
+    width = max(len(a) + len(b) for a, b in PAIRS) + 3
+    for a, b in PAIRS:
+        if a not in rates or b not in rates:
+            continue
+        ratios = [x / y for x, y in zip(rates[a], rates[b], strict=True)]
+        above = sum(r > 1 for r in ratios)
+        print(
+            f"{a + ' / ' + b:<{width}} {statistics.median(ratios):6.2f}x"
+            f"  (per repeat {min(ratios):.2f}..{max(ratios):.2f}; >1 in {above}/{len(ratios)})"
+        )
+    memory = doc.get("idle_memory")
+    if memory:
+        print(
+            f"bytes per idle actor ({memory['actors']:,} actors): "
+            f"{memory['bytes_per_idle_actor']:,.0f}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,42 @@
+"""The benchmarks still run (at their smallest), beside the shared baseline."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+BASELINE = ROOT.parent / "shared" / "bench" / "baseline.py"
+
+
+@pytest.mark.skipif(not BASELINE.is_file(), reason="../shared/bench/baseline.py is not here")
+def test_the_actor_rows_run_beside_the_baseline() -> None:
+    result = subprocess.run(
+        [sys.executable, "bench/run.py", "--quick", "--repeats", "1", "--only", "actors", "-q"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    rows = [line.split("  ")[0] for line in result.stdout.splitlines()]
+    assert "actors sequencer K=8" in rows
+    assert "actors ask" in rows
+    assert "trio ping-pong" in rows
+    assert "idle actor memory:" in result.stdout
+
+
+def test_the_runner_exits_2_without_the_baseline(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "bench/run.py", "--quick"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={"TRIO_RECONCILE_BASELINE": str(tmp_path / "missing.py"), "PATH": ""},
+    )
+    assert result.returncode == 2
+    assert "baseline not found" in result.stderr
