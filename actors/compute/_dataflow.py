@@ -1,0 +1,91 @@
+"""One worker's part of an index dataflow (DESIGN.md §2.5).
+
+Rows are split over a runtime's workers by a stable hash of their key columns
+(CRC-32 of a canonical JSON encoding: never Python's salted ``hash``). Each
+worker arranges its part and advances the part's upper as it steps; the
+index's upper is the minimum over the parts.
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from collections.abc import Callable
+
+import attrs
+
+from ._protocol import DataflowDescription, Frontier, Row
+from ._shard import Shard
+
+
+def partition_of(row: Row, key: tuple[int, ...], parts: int) -> int:
+    """The part (0 .. parts-1) that holds ``row``: stable across runs and processes.
+    A key column the row lacks hashes as null."""
+    values = [row[column] if column < len(row) else None for column in key]
+    encoded = json.dumps(values, separators=(",", ":"), ensure_ascii=False).encode()
+    return zlib.crc32(encoded) % parts
+
+
+@attrs.define(eq=False)
+class IndexPart:
+    """A worker's part of one index dataflow: its rows, upper and compaction.
+
+    ``upper`` is ``None`` until the dataflow is scheduled and has stepped once:
+    a dataflow does nothing until it is scheduled.
+    """
+
+    dataflow: DataflowDescription
+    shard: Shard
+    part: int
+    parts: int
+    # Invariant: since >= as_of, and since only moves forward.
+    since: int
+    upper: int | None = None
+    scheduled: bool = False
+    # Rows of this part, with the time they were written at, in time order.
+    rows: list[tuple[int, Row]] = attrs.field(factory=list)
+    # How far into the shard's log this part has read.
+    cursor: int = 0
+    stop_listening: Callable[[], None] | None = None
+
+    @classmethod
+    def build(
+        cls, dataflow: DataflowDescription, shard: Shard, part: int, parts: int
+    ) -> IndexPart:
+        return cls(dataflow, shard, part, parts, since=dataflow.as_of)
+
+    @property
+    def frontier(self) -> Frontier | None:
+        return None if self.upper is None else Frontier.at(self.upper)
+
+    def step(self) -> bool:
+        """Take what the shard has that this part has not; return whether the
+        upper moved. Does nothing until scheduled."""
+        if not self.scheduled:
+            return False
+        updates = self.shard.updates
+        key, part, parts = self.dataflow.key, self.part, self.parts
+        for ts, row in updates[self.cursor :]:
+            if partition_of(row, key, parts) == part:
+                self.rows.append((ts, row))
+        self.cursor = len(updates)
+        upper = max(self.shard.upper, self.dataflow.as_of)
+        if upper != self.upper:
+            self.upper = upper
+            return True
+        return False
+
+    def read_error(self, ts: int) -> str | None:
+        """Why a read at ``ts`` cannot be served, if it cannot."""
+        if ts < self.since:
+            return f"read at ts {ts} is before the compaction frontier {self.since}"
+        return None
+
+    def ready(self, ts: int) -> bool:
+        """Whether this part is complete at ``ts`` (its upper is past it)."""
+        return self.upper is not None and self.upper > ts
+
+    def read(self, ts: int) -> list[Row]:
+        """The part's rows at ``ts``: every row written at or before ``ts``
+        (history before ``since`` is merged; rows are never retracted)."""
+        return [row for written, row in self.rows if written <= ts]

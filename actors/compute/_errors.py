@@ -1,0 +1,30 @@
+"""The errors of the compute replica model."""
+
+from __future__ import annotations
+
+from .._errors import ActorError
+
+
+class ComputeError(ActorError):
+    """Base class of the errors of ``actors.compute``."""
+
+
+class WriteBelowUpperError(ComputeError):
+    """A shard write at a time below the shard's upper; nothing was written."""
+
+
+class UpperRegressionError(ComputeError):
+    """An ``advance`` that would move a shard's upper back; nothing changed."""
+
+
+class PeekFailedError(ComputeError):
+    """A peek answered with an error (an unknown collection, a read below the
+    compaction frontier); the message is the replica's."""
+
+
+class PeekCanceledError(ComputeError):
+    """A peek answered as canceled."""
+
+
+class ProtocolError(ComputeError):
+    """A command the API refuses before sending, or one the replica rejected."""
