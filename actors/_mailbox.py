@@ -359,6 +359,12 @@ class Inbox(Generic[M_co], metaclass=NoPublicConstructor):
         ends. How an actor stops itself gracefully."""
         self._cell.close_mailbox()
 
+    def mark(self, detail: str, seq: int | None = None) -> None:
+        """Record an application event for this actor in the system's trace
+        (a ``mark`` event; nothing happens without a tracer)."""
+        if self._cell.tracer is not None:
+            self._cell.record(EventKind.MARK, seq, detail)
+
     def _took(self, envelope: Envelope[M_co]) -> None:
         cell = self._cell
         cell.delivered += 1

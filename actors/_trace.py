@@ -36,6 +36,8 @@ class EventKind(enum.StrEnum):
     """An accepted message was never delivered, because the actor ended first."""
     LEFT = "left"
     """A sequencer's member stopped, so it receives no further broadcasts."""
+    MARK = "mark"
+    """An event the actor's behaviour recorded itself (``Inbox.mark``); ``detail`` says what."""
 
 
 @attrs.frozen

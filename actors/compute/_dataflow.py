@@ -49,9 +49,7 @@ class IndexPart:
     stop_listening: Callable[[], None] | None = None
 
     @classmethod
-    def build(
-        cls, dataflow: DataflowDescription, shard: Shard, part: int, parts: int
-    ) -> IndexPart:
+    def build(cls, dataflow: DataflowDescription, shard: Shard, part: int, parts: int) -> IndexPart:
         return cls(dataflow, shard, part, parts, since=dataflow.as_of)
 
     @property

@@ -96,3 +96,17 @@ def test_the_run_seed_is_the_systems_default_seed() -> None:
             return system.seed
 
     assert actors.run(seed_of_system, seed=42) == 42
+
+
+async def test_a_behaviour_can_mark_its_own_events_in_the_trace() -> None:
+    trace = Trace()
+
+    async def phases(inbox: Inbox[int]) -> None:
+        async for envelope in inbox:
+            inbox.mark(f"phase {envelope.message}", envelope.seq)
+
+    async with actors.open_system(tracer=trace) as system:
+        ref = await system.spawn(phases, name="p")
+        await ref.tell(7)
+    marks = [(e.kind, e.seq, e.detail) for e in trace if e.kind is EventKind.MARK]
+    assert marks == [(EventKind.MARK, 0, "phase 7")]

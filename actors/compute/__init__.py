@@ -1,0 +1,50 @@
+"""An executable model of a compute replica, built on the actor framework.
+
+See DESIGN.md §2: processes, a runtime of workers, the command channel,
+channel adapters, the multiplexing client, reconciliation, and a controller.
+"""
+
+from ._connection import ConnectionOrder as ConnectionOrder
+from ._controller import Controller as Controller
+from ._controller import open_controller as open_controller
+from ._dataflow import IndexPart as IndexPart
+from ._dataflow import partition_of as partition_of
+from ._errors import ComputeError as ComputeError
+from ._errors import PeekCanceledError as PeekCanceledError
+from ._errors import PeekFailedError as PeekFailedError
+from ._errors import ProtocolError as ProtocolError
+from ._errors import UpperRegressionError as UpperRegressionError
+from ._errors import WriteBelowUpperError as WriteBelowUpperError
+from ._merge import PartitionedState as PartitionedState
+from ._protocol import AllowCompaction as AllowCompaction
+from ._protocol import Canceled as Canceled
+from ._protocol import CancelPeek as CancelPeek
+from ._protocol import Command as Command
+from ._protocol import CommandRejected as CommandRejected
+from ._protocol import CreateDataflow as CreateDataflow
+from ._protocol import CreateInstance as CreateInstance
+from ._protocol import DataflowDescription as DataflowDescription
+from ._protocol import Frontier as Frontier
+from ._protocol import Frontiers as Frontiers
+from ._protocol import Hello as Hello
+from ._protocol import InitializationComplete as InitializationComplete
+from ._protocol import InstanceConfig as InstanceConfig
+from ._protocol import Peek as Peek
+from ._protocol import PeekError as PeekError
+from ._protocol import PeekResponse as PeekResponse
+from ._protocol import Response as Response
+from ._protocol import Row as Row
+from ._protocol import Rows as Rows
+from ._protocol import Schedule as Schedule
+from ._protocol import UpdateConfiguration as UpdateConfiguration
+from ._replica import Replica as Replica
+from ._replica import ReplicaConfig as ReplicaConfig
+from ._replica import Runtime as Runtime
+from ._replica import open_replica as open_replica
+from ._shard import Shard as Shard
+from ._shard import ShardCatalog as ShardCatalog
+from ._state import ComputeState as ComputeState
+from ._state import ReconcilePlan as ReconcilePlan
+from ._state import plan_reconcile as plan_reconcile
+from ._worker import SequencedCommand as SequencedCommand
+from ._worker import Worker as Worker

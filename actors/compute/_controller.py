@@ -1,0 +1,211 @@
+"""The controller client: connects to every process of a replica, routes
+commands, and merges the processes' responses (DESIGN.md §2.2).
+
+``Hello`` and ``UpdateConfiguration`` go to every process; every other command
+to process 0 only. A reconnect opens a new connection (a fresh nonce from the
+replica's seed) to every process, sends only ``Hello``, and closes the old one,
+so the replica's response sends to it fail from then on.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import AsyncIterator, Collection
+from contextlib import asynccontextmanager
+
+import attrs
+import trio
+
+from ._connection import ClientEnd, open_connection
+from ._errors import PeekCanceledError, PeekFailedError, ProtocolError
+from ._merge import PartitionedState
+from ._protocol import (
+    Canceled,
+    CancelPeek,
+    Command,
+    CommandRejected,
+    Frontier,
+    Frontiers,
+    Hello,
+    Peek,
+    PeekError,
+    PeekResponse,
+    PeekResult,
+    Row,
+    Rows,
+    UpdateConfiguration,
+)
+from ._replica import Replica
+
+
+@attrs.define(eq=False)
+class _PendingPeek:
+    done: trio.Event = attrs.field(factory=trio.Event)
+    result: PeekResult | None = None
+
+
+@attrs.define(eq=False)
+class _Session:
+    """What the controller knows on one connection."""
+
+    nonce: int
+    ends: list[ClientEnd]
+    merger: PartitionedState
+    frontiers: dict[int, Frontier] = attrs.field(factory=dict)
+    peeks: dict[int, _PendingPeek] = attrs.field(factory=dict)
+
+
+@attrs.define(eq=False)
+class Controller:
+    """A controller of one replica; built by :func:`open_controller`."""
+
+    replica: Replica
+    _nursery: trio.Nursery
+    _session: _Session | None = None
+    _uuids: itertools.count[int] = attrs.field(factory=lambda: itertools.count(1))
+    _changed: trio.Event = attrs.field(factory=trio.Event)
+    rejections: list[CommandRejected] = attrs.field(factory=list)
+    connections: int = 0
+
+    @property
+    def nonce(self) -> int:
+        if self._session is None:
+            raise ProtocolError("the controller is not connected")
+        return self._session.nonce
+
+    async def connect(self, *, lose_hello_at: Collection[int] = ()) -> int:
+        """Open a new connection to every process (closing the current one) and
+        send ``Hello``; return its nonce. A checkpoint.
+
+        ``lose_hello_at`` injects a fault: the ``Hello`` to those processes is
+        lost, so they serve the connection without ever recording it in their
+        connection order (process 0 must not be among them).
+        """
+        if 0 in lose_hello_at:
+            raise ProtocolError("process 0 must record every connection")
+        await trio.lowlevel.checkpoint()
+        old = self._session
+        if old is not None:
+            for end in old.ends:
+                end.close()
+            for pending in old.peeks.values():
+                pending.result = PeekError("connection closed before the peek was answered")
+                pending.done.set()
+        nonce = self.replica.system.random.getrandbits(63)
+        ends: list[ClientEnd] = []
+        for process in self.replica.processes:
+            client, server = open_connection(nonce)
+            process.accept(server)
+            ends.append(client)
+        session = _Session(nonce, ends, PartitionedState(len(ends)))
+        self._session = session
+        self.connections += 1
+        for part, end in enumerate(ends):
+            self._nursery.start_soon(self._read_responses, session, part, end)
+        self._notify()
+        await trio.lowlevel.checkpoint()
+        for part, end in enumerate(ends):
+            if part not in lose_hello_at:
+                end.commands.send_nowait(Hello(nonce))
+        return nonce
+
+    async def send(self, command: Command) -> None:
+        """Send ``command``, routed by the protocol's rules; returns once sent,
+        without waiting for the replica to apply it. A checkpoint."""
+        await trio.lowlevel.checkpoint()
+        session = self._connected()
+        targets = (
+            session.ends if isinstance(command, Hello | UpdateConfiguration) else session.ends[:1]
+        )
+        for end in targets:
+            end.commands.send_nowait(command)
+
+    def frontier(self, id: int) -> Frontier | None:
+        """The merged frontier the replica reported for ``id`` on this connection."""
+        return self._connected().frontiers.get(id)
+
+    async def await_frontier(self, id: int, ts: int) -> Frontier:
+        """Wait until the replica reported a frontier for ``id`` that reached
+        ``ts`` (every time before ``ts`` complete); return it. Parks on changes,
+        never polls; use a cancel scope for a timeout."""
+        while True:
+            frontier = self._connected().frontiers.get(id)
+            if frontier is not None and frontier.reached(ts):
+                await trio.lowlevel.checkpoint()
+                return frontier
+            await self._changed.wait()
+
+    async def peek(self, id: int, ts: int) -> list[Row]:
+        """Read collection ``id`` at ``ts``; return its rows, sorted.
+
+        Raises :class:`~actors.compute.PeekFailedError` with the replica's
+        message (unknown collection, read below the compaction frontier). The
+        replica has no peek timeout: use a cancel scope. If cancelled, the peek
+        is canceled at the replica too.
+        """
+        session = self._connected()
+        uuid = next(self._uuids)
+        pending = session.peeks[uuid] = _PendingPeek()
+        await self.send(Peek(uuid, id, ts))
+        try:
+            await pending.done.wait()
+        except BaseException:
+            if session.peeks.pop(uuid, None) is not None and session is self._session:
+                session.ends[0].commands.send_nowait(CancelPeek(uuid))
+            raise
+        result = pending.result
+        match result:
+            case Rows(rows):
+                return sorted(rows, key=_row_order)
+            case PeekError(message):
+                raise PeekFailedError(message)
+            case Canceled():
+                raise PeekCanceledError(f"peek {uuid} of collection {id} was canceled")
+        raise AssertionError(f"peek {uuid} finished without a result")
+
+    def _connected(self) -> _Session:
+        if self._session is None:
+            raise ProtocolError("the controller is not connected")
+        return self._session
+
+    def _notify(self) -> None:
+        self._changed.set()
+        self._changed = trio.Event()
+
+    async def _read_responses(self, session: _Session, part: int, end: ClientEnd) -> None:
+        try:
+            async for response in end.responses:
+                merged = session.merger.absorb(part, response)
+                match merged:
+                    case None:
+                        continue
+                    case Frontiers(id, upper):
+                        session.frontiers[id] = upper
+                        self._notify()
+                    case PeekResponse(uuid, result):
+                        pending = session.peeks.pop(uuid, None)
+                        if pending is not None:
+                            pending.result = result
+                            pending.done.set()
+                    case CommandRejected():
+                        self.rejections.append(merged)
+                        self._notify()
+        except trio.ClosedResourceError:
+            return
+
+
+def _row_order(row: Row) -> tuple[tuple[int, int, str], ...]:
+    """Rows sort by their values, column by column: integers numerically
+    (before strings), strings by code point."""
+    return tuple((0, value, "") if isinstance(value, int) else (1, 0, value) for value in row)
+
+
+@asynccontextmanager
+async def open_controller(replica: Replica, *, connect: bool = True) -> AsyncIterator[Controller]:
+    """A controller for ``replica``, connected (``Hello`` sent) unless told not to."""
+    async with trio.open_nursery() as nursery:
+        controller = Controller(replica, nursery)
+        if connect:
+            await controller.connect()
+        yield controller
+        nursery.cancel_scope.cancel()

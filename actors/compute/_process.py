@@ -1,0 +1,171 @@
+"""A clusterd process: its multiplexing client and its channel adapters
+(DESIGN.md §2.2).
+
+The multiplexing client serves the controller's connections to this process
+one at a time: on ``Hello`` it records the nonce in the process's
+:class:`ConnectionOrder` first, then forwards commands to the runtime(s) and
+merges their responses back onto the connection.
+
+A channel adapter serves one connection at a time for one worker: the adapter
+of global worker 0 sequences the connection's commands into the runtime's
+command channel (with the connection's position in process 0's order); every
+adapter forwards its worker's responses for that connection. A response for a
+connection the adapter has not seen yet is stashed until it arrives. Once a
+response send fails (the controller went away), the adapter leaves the
+connection and drops its queued commands; it also leaves when the connection's
+command stream ended and it forwarded everything. Either way it then waits for
+the next connection.
+"""
+
+from __future__ import annotations
+
+import math
+
+import attrs
+import trio
+
+from .._sequencer import Sequencer
+from ._connection import ConnectionOrder, RuntimeConnection, ServerEnd
+from ._merge import PartitionedState
+from ._protocol import Hello, Response
+from ._worker import SequencedCommand
+
+
+@attrs.define(eq=False)
+class ChannelAdapter:
+    """The adapter of one worker: the worker's global ``index``, and (for global
+    worker 0 only) the command channel it sequences into."""
+
+    index: int
+    local: int
+    worker_responses: trio.MemoryReceiveChannel[tuple[int, Response]]
+    connections: trio.MemoryReceiveChannel[RuntimeConnection]
+    sequencer: Sequencer[SequencedCommand] | None
+    leader_order: ConnectionOrder | None
+    stash: list[tuple[int, Response]] = attrs.field(factory=list)
+    seen: set[int] = attrs.field(factory=set)
+
+    async def run(self) -> None:
+        async for connection in self.connections:
+            self.seen.add(connection.nonce)
+            await self._serve(connection)
+
+    async def _serve(self, connection: RuntimeConnection) -> None:
+        stashed, self.stash = self.stash, []
+        for nonce, response in stashed:
+            if nonce == connection.nonce:
+                try:
+                    connection.responses.send_nowait((self.local, response))
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    connection.leave(drop_queued=True)
+                    return
+            elif nonce not in self.seen:
+                self.stash.append((nonce, response))
+        outcome: list[bool] = []
+        async with trio.open_nursery() as nursery:
+            if self.sequencer is not None:
+                nursery.start_soon(self._forward_commands, connection, nursery, outcome)
+            else:
+                nursery.start_soon(self._await_end, connection, nursery, outcome)
+            nursery.start_soon(self._forward_responses, connection, nursery, outcome)
+        # The first reason to leave wins: a failed response send drops the queue.
+        connection.leave(drop_queued=outcome[:1] == [True])
+
+    async def _forward_commands(
+        self, connection: RuntimeConnection, nursery: trio.Nursery, outcome: list[bool]
+    ) -> None:
+        assert self.sequencer is not None, "only global worker 0's adapter sequences"
+        assert self.leader_order is not None, "the leader reads process 0's order"
+        async for command in connection.commands:
+            position = self.leader_order.position(connection.nonce)
+            # A command taken from the queue is forwarded whole: worker
+            # mailboxes are unbounded, so this never waits for room.
+            with trio.CancelScope(shield=True):
+                await self.sequencer.broadcast(
+                    SequencedCommand(connection.nonce, position, command)
+                )
+        outcome.append(False)
+        nursery.cancel_scope.cancel()
+
+    async def _await_end(
+        self, connection: RuntimeConnection, nursery: trio.Nursery, outcome: list[bool]
+    ) -> None:
+        await connection.ended.wait()
+        outcome.append(False)
+        nursery.cancel_scope.cancel()
+
+    async def _forward_responses(
+        self, connection: RuntimeConnection, nursery: trio.Nursery, outcome: list[bool]
+    ) -> None:
+        async for nonce, response in self.worker_responses:
+            if nonce == connection.nonce:
+                try:
+                    connection.responses.send_nowait((self.local, response))
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    outcome.append(True)
+                    nursery.cancel_scope.cancel()
+                    return
+            elif nonce not in self.seen:
+                # The worker is already on a connection this adapter has not
+                # seen: keep the response for it, and move on.
+                self.stash.append((nonce, response))
+                outcome.append(False)
+                nursery.cancel_scope.cancel()
+                return
+
+
+@attrs.define(eq=False)
+class Process:
+    """One clusterd process: its connection order, its incoming connections,
+    and for each runtime the inboxes of its local channel adapters."""
+
+    index: int
+    workers: int
+    order: ConnectionOrder = attrs.field(factory=ConnectionOrder)
+    # Per runtime, the channels that hand a connection to each local adapter.
+    adapters: dict[str, list[trio.MemorySendChannel[RuntimeConnection]]] = attrs.field(factory=dict)
+    _incoming: tuple[trio.MemorySendChannel[ServerEnd], trio.MemoryReceiveChannel[ServerEnd]] = (
+        attrs.field(factory=lambda: trio.open_memory_channel[ServerEnd](math.inf))
+    )
+    # The runtime connections of every connection served, by nonce (for tests
+    # and tracing: how many commands each adapter dropped).
+    served: dict[int, dict[str, RuntimeConnection]] = attrs.field(factory=dict)
+
+    def accept(self, connection: ServerEnd) -> None:
+        """A controller opened ``connection`` to this process."""
+        self._incoming[0].send_nowait(connection)
+
+    async def multiplex(self, nursery: trio.Nursery) -> None:
+        """Serve connections one at a time, in the order they arrive."""
+        async for connection in self._incoming[1]:
+            runtimes = {
+                name: RuntimeConnection.open(connection.nonce, len(channels))
+                for name, channels in self.adapters.items()
+            }
+            self.served[connection.nonce] = runtimes
+            for name, channels in self.adapters.items():
+                for channel in channels:
+                    channel.send_nowait(runtimes[name])
+            nursery.start_soon(self._merge_responses, connection, runtimes)
+            async for command in connection.commands:
+                if isinstance(command, Hello):
+                    self.order.record(command.nonce)
+                for runtime in runtimes.values():
+                    runtime.commands_in.send_nowait(command)
+            for runtime in runtimes.values():
+                runtime.end()
+
+    async def _merge_responses(
+        self, connection: ServerEnd, runtimes: dict[str, RuntimeConnection]
+    ) -> None:
+        (runtime,) = runtimes.values()
+        merger = PartitionedState(self.workers)
+        async for local, response in runtime.responses_out:
+            merged = merger.absorb(local, response)
+            if merged is None:
+                continue
+            try:
+                connection.responses.send_nowait(merged)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                runtime.responses_out.close()
+                return

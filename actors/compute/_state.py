@@ -1,0 +1,244 @@
+"""A worker's compute state, and reconciliation (DESIGN.md §2.6), without Trio.
+
+:class:`ComputeState` applies commands to one worker's dataflow parts and
+collects the responses they cause; :func:`plan_reconcile` compares a new
+connection's commands with the running dataflows. The worker actor around them
+only moves messages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import attrs
+
+from ._dataflow import IndexPart
+from ._protocol import (
+    AllowCompaction,
+    Canceled,
+    CancelPeek,
+    Command,
+    CommandRejected,
+    CreateDataflow,
+    CreateInstance,
+    Frontier,
+    Frontiers,
+    Hello,
+    InitializationComplete,
+    InstanceConfig,
+    Peek,
+    PeekError,
+    PeekResponse,
+    Response,
+    Rows,
+    Schedule,
+    UpdateConfiguration,
+)
+from ._shard import ShardCatalog
+
+UNKNOWN_COLLECTION = "collection ID does not exist"
+DIFFERENT_INSTANCE = "instance configuration differs from the running instance"
+
+
+@attrs.frozen
+class ReconcilePlan:
+    """What reconciling a new connection does, in order: ``compactions`` (kept
+    dataflows compacted to their new ``as_of``, then drops), then ``rest`` (the
+    new commands still to apply, in the order the controller sent them)."""
+
+    compactions: tuple[AllowCompaction, ...]
+    rest: tuple[Command, ...]
+    retained: frozenset[int]
+    dropped: frozenset[int]
+    rejected: tuple[CommandRejected, ...] = ()
+
+
+def plan_reconcile(
+    instance: InstanceConfig | None, dataflows: dict[int, IndexPart], new: list[Command]
+) -> ReconcilePlan:
+    """Compare a new connection's commands with the running dataflows.
+
+    The old history is reduced first: each dataflow's ``as_of`` is advanced to
+    its compaction frontier (dropped dataflows are already gone). A new
+    ``CreateDataflow`` keeps the running dataflow with the same exports if that
+    one is compatible (same imports, exports and plan; reduced ``as_of`` not
+    after the new one) and uncompacted (compaction frontier not after the new
+    ``as_of``); a kept dataflow is compacted to the new ``as_of``. Every running
+    dataflow not kept is dropped. A ``CreateInstance`` must repeat the running
+    configuration.
+    """
+    unclaimed = dict(dataflows)
+    kept: dict[int, int] = {}
+    rest: list[Command] = []
+    rejected: list[CommandRejected] = []
+    for command in new:
+        match command:
+            case CreateDataflow(dataflow):
+                part = unclaimed.get(dataflow.index_id)
+                if part is not None:
+                    reduced = attrs.evolve(
+                        part.dataflow, as_of=max(part.dataflow.as_of, part.since)
+                    )
+                    if reduced.compatible_with(dataflow) and part.since <= dataflow.as_of:
+                        del unclaimed[dataflow.index_id]
+                        kept[dataflow.index_id] = dataflow.as_of
+                        continue
+                rest.append(command)
+            case CreateInstance(config) if instance is not None:
+                if config != instance:
+                    rejected.append(CommandRejected(command, DIFFERENT_INSTANCE))
+            case _:
+                rest.append(command)
+    compactions = [AllowCompaction(id, Frontier.at(as_of)) for id, as_of in kept.items()]
+    compactions += [AllowCompaction(id, Frontier.empty()) for id in unclaimed]
+    return ReconcilePlan(
+        compactions=tuple(compactions),
+        rest=tuple(rest),
+        retained=frozenset(kept),
+        dropped=frozenset(unclaimed),
+        rejected=tuple(rejected),
+    )
+
+
+@attrs.define(eq=False)
+class ComputeState:
+    """One worker's dataflow parts, pending peeks and reported frontiers.
+
+    ``apply`` and ``step`` never block; the responses they cause collect in
+    ``outbox`` for the worker to send.
+    """
+
+    worker: int
+    workers: int
+    shards: ShardCatalog
+    wake: Callable[[], None]
+    instance: InstanceConfig | None = None
+    configuration: dict[str, str] = attrs.field(factory=dict)
+    dataflows: dict[int, IndexPart] = attrs.field(factory=dict)
+    peeks: dict[int, Peek] = attrs.field(factory=dict)
+    # What this worker last told the current connection, per collection.
+    reported: dict[int, Frontier] = attrs.field(factory=dict)
+    builds: int = 0
+    outbox: list[Response] = attrs.field(factory=list)
+
+    def apply(self, command: Command) -> None:
+        match command:
+            case Hello() | InitializationComplete():
+                pass
+            case CreateInstance(config):
+                if self.instance is None:
+                    self.instance = config
+                elif config != self.instance:
+                    self._reject(command, DIFFERENT_INSTANCE)
+            case UpdateConfiguration(params):
+                self.configuration.update(params)
+            case CreateDataflow(dataflow):
+                self._create(command, dataflow.index_id)
+            case Schedule(id):
+                part = self.dataflows.get(id)
+                if part is None:
+                    self._reject(command, f"schedule of collection {id}: {UNKNOWN_COLLECTION}")
+                elif not part.scheduled:
+                    part.scheduled = True
+                    self.wake()
+            case AllowCompaction(id, frontier):
+                self._compact(command, id, frontier, report_drop=True)
+            case Peek(uuid, id, ts):
+                self._peek(command, uuid, id, ts)
+            case CancelPeek(uuid):
+                if self.peeks.pop(uuid, None) is not None:
+                    self.outbox.append(PeekResponse(uuid, Canceled()))
+
+    def _reject(self, command: Command, reason: str) -> None:
+        self.outbox.append(CommandRejected(command, reason))
+
+    def _create(self, command: CreateDataflow, id: int) -> None:
+        if self.instance is None:
+            self._reject(command, "create dataflow before create instance")
+            return
+        if id in self.dataflows:
+            self._reject(command, f"collection {id} already exists")
+            return
+        dataflow = command.dataflow
+        part = IndexPart.build(
+            dataflow, self.shards.shard(dataflow.shard), self.worker, self.workers
+        )
+        part.stop_listening = part.shard.listen(self.wake)
+        self.dataflows[id] = part
+        self.builds += 1
+
+    def _compact(self, command: Command, id: int, frontier: Frontier, *, report_drop: bool) -> None:
+        part = self.dataflows.get(id)
+        if part is None:
+            self._reject(command, f"allow compaction of collection {id}: {UNKNOWN_COLLECTION}")
+            return
+        if frontier.time is None:
+            del self.dataflows[id]
+            if part.stop_listening is not None:
+                part.stop_listening()
+            for uuid in [uuid for uuid, peek in self.peeks.items() if peek.id == id]:
+                del self.peeks[uuid]
+                self.outbox.append(PeekResponse(uuid, PeekError(UNKNOWN_COLLECTION)))
+            if report_drop:
+                self.outbox.append(Frontiers(id, frontier))
+            self.reported.pop(id, None)
+            return
+        if frontier.time < part.since:
+            self._reject(
+                command,
+                f"allow compaction of collection {id} to {frontier.time} is before "
+                f"its compaction frontier {part.since}",
+            )
+            return
+        part.since = frontier.time
+        for uuid, peek in list(self.peeks.items()):
+            error = part.read_error(peek.timestamp) if peek.id == id else None
+            if error is not None:
+                del self.peeks[uuid]
+                self.outbox.append(PeekResponse(uuid, PeekError(error)))
+
+    def _peek(self, command: Peek, uuid: int, id: int, ts: int) -> None:
+        part = self.dataflows.get(id)
+        if part is None:
+            self.outbox.append(PeekResponse(uuid, PeekError(UNKNOWN_COLLECTION)))
+            return
+        error = part.read_error(ts)
+        if error is not None:
+            self.outbox.append(PeekResponse(uuid, PeekError(error)))
+        elif part.ready(ts):
+            self.outbox.append(PeekResponse(uuid, Rows(tuple(part.read(ts)))))
+        else:
+            self.peeks[uuid] = command
+
+    def step(self, *, report: bool = True) -> None:
+        """Advance every scheduled part to what its shard has; then, if
+        ``report``, answer the peeks that became ready and report frontiers."""
+        for part in self.dataflows.values():
+            part.step()
+        if not report:
+            return
+        for uuid, peek in list(self.peeks.items()):
+            part = self.dataflows[peek.id]
+            if part.ready(peek.timestamp):
+                del self.peeks[uuid]
+                self.outbox.append(PeekResponse(uuid, Rows(tuple(part.read(peek.timestamp)))))
+        for id, part in self.dataflows.items():
+            frontier = part.frontier
+            if frontier is not None and self.reported.get(id) != frontier:
+                self.reported[id] = frontier
+                self.outbox.append(Frontiers(id, frontier))
+
+    def begin_reconcile(self, plan: ReconcilePlan) -> None:
+        """The drop phase: forget the old connection's peeks (no response goes
+        to a connection that is gone), make retained collections report afresh,
+        and run the plan's compactions and drops. Waits on nothing."""
+        self.peeks.clear()
+        self.outbox.extend(plan.rejected)
+        for id in plan.retained:
+            self.reported.pop(id, None)
+        for compaction in plan.compactions:
+            self._compact(compaction, compaction.id, compaction.frontier, report_drop=False)
+
+    def drain(self) -> list[Response]:
+        out, self.outbox = self.outbox, []
+        return out

@@ -1,0 +1,136 @@
+"""The worker actor: receives sequenced commands, reconciles connections, and
+keeps its dataflows stepping (DESIGN.md §2.6).
+
+A worker runs two activities in its nursery: the command loop, and the
+dataflow loop, which steps the worker's dataflow parts whenever a shard they
+read changed or a command gave them work, and parks otherwise (never
+busy-waits). While the command loop waits, the dataflow loop keeps stepping.
+"""
+
+from __future__ import annotations
+
+import attrs
+import trio
+
+from .._mailbox import Inbox
+from ._protocol import Command, InitializationComplete, Response
+from ._shard import ShardCatalog
+from ._state import ComputeState, plan_reconcile
+
+
+def _nothing() -> None:
+    pass
+
+
+@attrs.frozen
+class SequencedCommand:
+    """A command as the command channel delivers it to every worker of a
+    runtime: with the nonce of its connection and that connection's position
+    in process 0's :class:`ConnectionOrder`."""
+
+    nonce: int
+    position: int
+    command: Command
+
+
+@attrs.define(eq=False)
+class Worker:
+    """One worker of one runtime. ``index`` is its global index,
+    ``process * W + local ordinal``."""
+
+    index: int
+    process: int
+    local: int
+    state: ComputeState
+    responses: trio.MemorySendChannel[tuple[int, Response]]
+    # The connection whose commands the worker is applying or reconciling.
+    # Invariant: positions only grow (the command channel delivers in order).
+    position: int = -1
+    nonce: int | None = None
+    # Commands of a connection being reconciled, until InitializationComplete.
+    buffer: list[Command] | None = None
+    # Every command this worker applied, with its stamp and position, in order.
+    applied: list[tuple[int, int, Command]] = attrs.field(factory=list)
+    _work: trio.Event = attrs.field(factory=trio.Event)
+
+    @classmethod
+    def build(
+        cls,
+        index: int,
+        process: int,
+        local: int,
+        workers: int,
+        shards: ShardCatalog,
+        responses: trio.MemorySendChannel[tuple[int, Response]],
+    ) -> Worker:
+        """Worker ``index`` of a runtime of ``workers`` workers."""
+        state = ComputeState(index, workers, shards, wake=_nothing)
+        worker = cls(index, process, local, state, responses)
+        state.wake = worker.wake
+        return worker
+
+    def wake(self) -> None:
+        """There is dataflow work: a shard changed or a command made some."""
+        self._work.set()
+
+    async def run(self, inbox: Inbox[SequencedCommand]) -> None:
+        """The worker's behaviour: its command loop, beside its dataflow loop."""
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._step_dataflows)
+            async for envelope in inbox:
+                self._take(inbox, envelope.seq, envelope.message)
+                self._flush()
+            nursery.cancel_scope.cancel()
+
+    async def _step_dataflows(self) -> None:
+        while True:
+            self.state.step(report=self.buffer is None)
+            self._flush()
+            await self._work.wait()
+            self._work = trio.Event()
+
+    def _take(self, inbox: Inbox[SequencedCommand], seq: int, sequenced: SequencedCommand) -> None:
+        if sequenced.position != self.position:
+            assert sequenced.position > self.position, (
+                f"worker {self.index}: position went back from {self.position} "
+                f"to {sequenced.position}"
+            )
+            # A new connection restarts reconciliation, even an unfinished one.
+            self.position, self.nonce, self.buffer = sequenced.position, sequenced.nonce, []
+            inbox.mark(f"reconcile position={sequenced.position}", seq)
+        command = sequenced.command
+        if self.buffer is None:
+            self._apply(seq, command)
+        elif isinstance(command, InitializationComplete):
+            commands, self.buffer = self.buffer, None
+            self._reconcile(inbox, seq, commands)
+            self._apply(seq, command)
+        else:
+            self.buffer.append(command)
+
+    def _reconcile(self, inbox: Inbox[SequencedCommand], seq: int, commands: list[Command]) -> None:
+        if self.state.instance is None:
+            inbox.mark("first connection: apply", seq)
+            for command in commands:
+                self._apply(seq, command)
+            return
+        plan = plan_reconcile(self.state.instance, self.state.dataflows, commands)
+        inbox.mark(f"drop phase: keep {sorted(plan.retained)} drop {sorted(plan.dropped)}", seq)
+        self.state.begin_reconcile(plan)
+        for compaction in plan.compactions:
+            self.applied.append((seq, self.position, compaction))
+        inbox.mark("create phase", seq)
+        for command in plan.rest:
+            self._apply(seq, command)
+        self.wake()
+
+    def _apply(self, seq: int, command: Command) -> None:
+        self.applied.append((seq, self.position, command))
+        self.state.apply(command)
+
+    def _flush(self) -> None:
+        nonce = self.nonce
+        if nonce is None:
+            return
+        for response in self.state.drain():
+            self.responses.send_nowait((nonce, response))

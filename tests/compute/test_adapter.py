@@ -1,0 +1,85 @@
+"""The channel adapter: stashing early responses, and dropping a gone
+connection's queued commands (DESIGN.md §2.2)."""
+
+from __future__ import annotations
+
+import math
+
+import trio
+import trio.testing
+
+import actors
+from actors import Inbox
+from actors.compute import (
+    ConnectionOrder,
+    CreateInstance,
+    Frontier,
+    Frontiers,
+    Hello,
+    Response,
+    SequencedCommand,
+)
+from actors.compute._connection import RuntimeConnection
+from actors.compute._process import ChannelAdapter
+
+
+async def command_log(inbox: Inbox[SequencedCommand], log: list[SequencedCommand]) -> None:
+    async for envelope in inbox:
+        log.append(envelope.message)
+
+
+async def test_a_failed_response_send_drops_queued_commands_and_the_next_connection_is_served() -> (
+    None
+):
+    log: list[SequencedCommand] = []
+    order = ConnectionOrder()
+    for nonce in (11, 22, 33):
+        order.record(nonce)
+    worker_out, worker_responses = trio.open_memory_channel[tuple[int, Response]](math.inf)
+    offer, connections = trio.open_memory_channel[RuntimeConnection](math.inf)
+    async with actors.open_system() as system, trio.open_nursery() as nursery:
+        member = await system.spawn(command_log, log, capacity=math.inf)
+        channel = system.sequencer([member], name="command-channel")
+        adapter = ChannelAdapter(0, 0, worker_responses, connections, channel, order)
+        nursery.start_soon(adapter.run)
+
+        first = RuntimeConnection.open(11, adapters=1)
+        offer.send_nowait(first)
+        await trio.testing.wait_all_tasks_blocked()
+        # The worker already answers for connection 22, which the adapter has
+        # not seen: it stashes the response and leaves connection 11.
+        worker_out.send_nowait((22, Frontiers(5, Frontier.at(1))))
+        await trio.testing.wait_all_tasks_blocked()
+        assert adapter.stash == [(22, Frontiers(5, Frontier.at(1)))]
+        assert first.dropped_commands == 0
+
+        # Connection 22 arrives with commands queued, but its controller is gone.
+        second = RuntimeConnection.open(22, adapters=1)
+        second.commands_in.send_nowait(Hello(22))
+        second.commands_in.send_nowait(CreateInstance())
+        second.responses_out.close()
+        offer.send_nowait(second)
+        third = RuntimeConnection.open(33, adapters=1)
+        third.commands_in.send_nowait(Hello(33))
+        offer.send_nowait(third)
+        await trio.testing.wait_all_tasks_blocked()
+
+        assert second.dropped_commands == 2
+        assert log == [SequencedCommand(33, 2, Hello(33))]
+        nursery.cancel_scope.cancel()
+
+
+async def test_responses_for_the_current_connection_go_out_tagged_with_the_local_worker() -> None:
+    worker_out, worker_responses = trio.open_memory_channel[tuple[int, Response]](math.inf)
+    offer, connections = trio.open_memory_channel[RuntimeConnection](math.inf)
+    async with trio.open_nursery() as nursery:
+        adapter = ChannelAdapter(3, 1, worker_responses, connections, None, None)
+        nursery.start_soon(adapter.run)
+        connection = RuntimeConnection.open(7, adapters=1)
+        offer.send_nowait(connection)
+        worker_out.send_nowait((7, Frontiers(1, Frontier.at(2))))
+        worker_out.send_nowait((6, Frontiers(1, Frontier.at(1))))  # seen? no: stashed
+        await trio.testing.wait_all_tasks_blocked()
+        assert connection.responses_out.receive_nowait() == (1, Frontiers(1, Frontier.at(2)))
+        assert adapter.stash == [(6, Frontiers(1, Frontier.at(1)))]
+        nursery.cancel_scope.cancel()

@@ -1,0 +1,209 @@
+"""Reconciliation as a plain function: what a new connection keeps, drops and
+creates (DESIGN.md §2.6), and what a worker's state does with bad commands."""
+
+from __future__ import annotations
+
+import pytest
+
+from actors.compute import (
+    AllowCompaction,
+    Canceled,
+    CancelPeek,
+    Command,
+    CommandRejected,
+    ComputeState,
+    CreateDataflow,
+    CreateInstance,
+    DataflowDescription,
+    Frontier,
+    Frontiers,
+    InstanceConfig,
+    Peek,
+    PeekError,
+    PeekResponse,
+    Rows,
+    Schedule,
+    ShardCatalog,
+    plan_reconcile,
+)
+
+
+def index(as_of: int = 0, key: tuple[int, ...] = (0,), id: int = 1001) -> DataflowDescription:
+    return DataflowDescription(1000, "data", id, key, as_of)
+
+
+def running(*dataflows: DataflowDescription, since: int | None = None) -> ComputeState:
+    state = ComputeState(0, 1, ShardCatalog(), wake=lambda: None)
+    state.apply(CreateInstance())
+    for dataflow in dataflows:
+        state.apply(CreateDataflow(dataflow))
+        state.apply(Schedule(dataflow.index_id))
+        if since is not None:
+            state.apply(AllowCompaction(dataflow.index_id, Frontier.at(since)))
+    state.drain()
+    return state
+
+
+def test_an_identical_dataflow_is_kept_and_compacted_to_the_new_as_of() -> None:
+    state = running(index(as_of=0))
+    plan = plan_reconcile(state.instance, state.dataflows, [CreateDataflow(index(as_of=0))])
+    assert plan.retained == {1001}
+    assert plan.dropped == frozenset()
+    assert plan.compactions == (AllowCompaction(1001, Frontier.at(0)),)
+    assert plan.rest == ()
+
+
+def test_a_later_as_of_still_keeps_the_dataflow() -> None:
+    state = running(index(as_of=0))
+    plan = plan_reconcile(state.instance, state.dataflows, [CreateDataflow(index(as_of=4))])
+    assert plan.retained == {1001}
+    assert plan.compactions == (AllowCompaction(1001, Frontier.at(4)),)
+
+
+def test_an_earlier_as_of_rebuilds_the_dataflow() -> None:
+    state = running(index(as_of=3))
+    new = CreateDataflow(index(as_of=1))
+    plan = plan_reconcile(state.instance, state.dataflows, [new])
+    assert plan.dropped == {1001}
+    assert plan.compactions == (AllowCompaction(1001, Frontier.empty()),)
+    assert plan.rest == (new,)
+
+
+def test_a_different_key_at_the_same_as_of_drops_then_creates() -> None:
+    state = running(index(as_of=0, key=(0,)))
+    new = CreateDataflow(index(as_of=0, key=(1,)))
+    plan = plan_reconcile(state.instance, state.dataflows, [new, Schedule(1001)])
+    assert plan.compactions == (AllowCompaction(1001, Frontier.empty()),)
+    assert plan.rest == (new, Schedule(1001))
+
+
+def test_a_dataflow_compacted_past_the_new_as_of_is_rebuilt() -> None:
+    state = running(index(as_of=0), since=5)
+    new = CreateDataflow(index(as_of=2))
+    plan = plan_reconcile(state.instance, state.dataflows, [new])
+    assert plan.dropped == {1001}
+    assert plan.rest == (new,)
+
+
+def test_history_is_reduced_before_comparing() -> None:
+    # as_of 0 compacted to 5 is, for reconciliation, a dataflow built as of 5.
+    state = running(index(as_of=0), since=5)
+    plan = plan_reconcile(state.instance, state.dataflows, [CreateDataflow(index(as_of=5))])
+    assert plan.retained == {1001}
+
+
+def test_a_dataflow_the_new_controller_does_not_mention_is_dropped() -> None:
+    state = running(index(id=1001), index(id=2001))
+    plan = plan_reconcile(state.instance, state.dataflows, [CreateDataflow(index(id=2001))])
+    assert plan.retained == {2001}
+    assert plan.dropped == {1001}
+    assert plan.compactions == (
+        AllowCompaction(2001, Frontier.at(0)),
+        AllowCompaction(1001, Frontier.empty()),
+    )
+
+
+def test_other_commands_keep_their_order_after_the_compactions() -> None:
+    state = running(index())
+    new: list[Command] = [
+        CreateInstance(),
+        CreateDataflow(index()),
+        Schedule(1001),
+        Peek(1, 1001, 0),
+    ]
+    plan = plan_reconcile(state.instance, state.dataflows, new)
+    assert plan.rest == (Schedule(1001), Peek(1, 1001, 0))
+
+
+def test_a_different_instance_configuration_is_rejected() -> None:
+    state = running()
+    other = CreateInstance(InstanceConfig((("workers", "9"),)))
+    plan = plan_reconcile(state.instance, state.dataflows, [other])
+    assert plan.rejected == (
+        CommandRejected(other, "instance configuration differs from the running instance"),
+    )
+
+
+def test_the_drop_phase_forgets_old_peeks_and_reports_nothing_for_drops() -> None:
+    state = running(index(id=1001), index(id=2001))
+    state.apply(Peek(9, 1001, 50))
+    state.step()
+    state.drain()
+    plan = plan_reconcile(state.instance, state.dataflows, [CreateDataflow(index(id=2001))])
+    state.begin_reconcile(plan)
+    assert state.peeks == {}
+    assert state.drain() == []
+    assert set(state.dataflows) == {2001}
+    state.step()
+    assert state.drain() == [Frontiers(2001, Frontier.at(0))]  # reported afresh
+
+
+@pytest.mark.parametrize(
+    ("command", "reason"),
+    [
+        (Schedule(7), "schedule of collection 7: collection ID does not exist"),
+        (
+            AllowCompaction(7, Frontier.at(1)),
+            "allow compaction of collection 7: collection ID does not exist",
+        ),
+        (
+            AllowCompaction(1001, Frontier.at(1)),
+            "allow compaction of collection 1001 to 1 is before its compaction frontier 3",
+        ),
+        (CreateDataflow(index()), "collection 1001 already exists"),
+        (
+            CreateInstance(InstanceConfig((("a", "b"),))),
+            "instance configuration differs from the running instance",
+        ),
+    ],
+)
+def test_a_bad_command_is_rejected_and_changes_nothing(
+    command: CreateDataflow | Schedule | AllowCompaction | CreateInstance, reason: str
+) -> None:
+    state = running(index(), since=3)
+    before = (state.instance, dict(state.dataflows), state.dataflows[1001].since, state.builds)
+    state.apply(command)
+    assert state.drain() == [CommandRejected(command, reason)]
+    assert (state.instance, state.dataflows, state.dataflows[1001].since, state.builds) == before
+
+
+def test_peeks_answer_errors_rows_and_cancellation() -> None:
+    state = running(index(as_of=2))
+    state.shards.shard("data").write(2, [(5,), (6,)])
+    state.step()
+    state.drain()
+    state.apply(Peek(1, 7, 2))
+    state.apply(Peek(2, 1001, 1))
+    state.apply(Peek(3, 1001, 2))
+    state.apply(Peek(4, 1001, 3))
+    state.apply(CancelPeek(4))
+    state.apply(CancelPeek(4))
+    assert state.drain() == [
+        PeekResponse(1, PeekError("collection ID does not exist")),
+        PeekResponse(2, PeekError("read at ts 1 is before the compaction frontier 2")),
+        PeekResponse(3, Rows(((5,), (6,)))),
+        PeekResponse(4, Canceled()),
+    ]
+
+
+def test_a_pending_peek_answers_once_the_frontier_passes_it() -> None:
+    state = running(index())
+    state.apply(Peek(1, 1001, 1))
+    state.step()
+    assert [r for r in state.drain() if isinstance(r, PeekResponse)] == []
+    state.shards.shard("data").write(1, [(1,)])
+    state.step()
+    assert PeekResponse(1, Rows(((1,),))) in state.drain()
+
+
+def test_compaction_past_a_pending_peek_fails_it_and_a_drop_fails_the_rest() -> None:
+    state = running(index())
+    state.apply(Peek(1, 1001, 3))
+    state.apply(Peek(2, 1001, 9))
+    state.apply(AllowCompaction(1001, Frontier.at(5)))
+    state.apply(AllowCompaction(1001, Frontier.empty()))
+    assert state.drain() == [
+        PeekResponse(1, PeekError("read at ts 3 is before the compaction frontier 5")),
+        PeekResponse(2, PeekError("collection ID does not exist")),
+        Frontiers(1001, Frontier.empty()),
+    ]
