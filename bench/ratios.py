@@ -22,6 +22,14 @@ PAIRS = [
     ("actors ask timeout=5", "pykka ThreadingActor ask"),
     ("actors tell", "trio stream buf=0"),
     ("actors tell", "trio stream buf=128"),
+    *((f"compute command channel W={w}", f"trio fan-out K={w}") for w in (1, 2, 4, 8, 16)),
+    # Linearity of reconciliation: dataflows/s at N=100 over dataflows/s at N,
+    # i.e. the time per dataflow at N relative to N=100 (goal: within 2x).
+    *(
+        (f"compute reconcile {kind} N=100", f"compute reconcile {kind} N={n}")
+        for kind in ("kept", "dropped")
+        for n in (1_000, 10_000)
+    ),
 ]
 
 

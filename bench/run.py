@@ -4,7 +4,8 @@
 
 (``./run bench`` from the project root does this in the project's venv.) Loads
 ``../shared/bench/baseline.py`` (or the file named by ``$TRIO_RECONCILE_BASELINE``),
-runs its ``main`` with ``--extra bench/actors_bench.py`` so the actors rows are
+runs its ``main`` with ``--extra`` for ``bench/actors_bench.py`` and
+``bench/compute_bench.py``, so the actors and compute rows are
 interleaved with the baseline's, then prints bytes per idle actor. Exits 2 if
 the baseline is not found.
 """
@@ -19,7 +20,7 @@ from pathlib import Path
 from types import ModuleType
 
 HERE = Path(__file__).resolve().parent
-EXTRA = HERE / "actors_bench.py"
+EXTRAS = (HERE / "actors_bench.py", HERE / "compute_bench.py")
 ENV_VAR = "TRIO_RECONCILE_BASELINE"
 IDLE_ACTORS = 10_000
 IDLE_ACTORS_QUICK = 1_000
@@ -59,7 +60,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     baseline = load_baseline(path)
-    status = int(baseline.main([*args, "--extra", str(EXTRA)]))
+    extras = [option for path in EXTRAS for option in ("--extra", str(path))]
+    status = int(baseline.main([*args, *extras]))
     if status:
         return status
 

@@ -76,13 +76,21 @@ class ChannelAdapter:
     ) -> None:
         assert self.sequencer is not None, "only global worker 0's adapter sequences"
         assert self.leader_order is not None, "the leader reads process 0's order"
+        nonce = connection.nonce
         async for command in connection.commands:
-            position = self.leader_order.position(connection.nonce)
-            # A command taken from the queue is forwarded whole: worker
+            # Sequence everything already queued as one batch (one checkpoint).
+            batch = [command]
+            while True:
+                try:
+                    batch.append(connection.commands.receive_nowait())
+                except (trio.WouldBlock, trio.EndOfChannel):
+                    break
+            position = self.leader_order.position(nonce)
+            # Commands taken from the queue are forwarded whole: worker
             # mailboxes are unbounded, so this never waits for room.
             with trio.CancelScope(shield=True):
-                await self.sequencer.broadcast(
-                    SequencedCommand(connection.nonce, position, command)
+                await self.sequencer.broadcast_many(
+                    [SequencedCommand(nonce, position, command) for command in batch]
                 )
         outcome.append(False)
         nursery.cancel_scope.cancel()
