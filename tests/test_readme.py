@@ -7,14 +7,18 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
-def test_the_readme_api_tour_runs() -> None:
-    blocks = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), re.DOTALL)
-    assert len(blocks) == 1
+BLOCKS = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), re.DOTALL)
+
+
+@pytest.mark.parametrize("block", BLOCKS, ids=["actors", "replica"])
+def test_the_readme_code_runs(block: str) -> None:
     result = subprocess.run(
-        [sys.executable, "-c", blocks[0]], capture_output=True, text=True, check=False
+        [sys.executable, "-c", block], capture_output=True, text=True, check=False
     )
     assert (result.returncode, result.stderr) == (0, "")
 
