@@ -152,6 +152,12 @@ class ActorSystem(metaclass=NoPublicConstructor):
         cells = [ref._cell for ref in members]
         return cast("Sequencer[M]", Sequencer._create(self._allocate(name), cells, self.tracer))
 
+    def cancel(self) -> None:
+        """Cancel every actor of the system now, without a graceful stop: when
+        the ``open_system`` block ends, it ends at once. Messages still queued
+        are reported as dropped. Idempotent."""
+        self._nursery.cancel_scope.cancel()
+
     async def _stop_all(self) -> None:
         while self._live:
             cell = next(reversed(self._live.values()))
@@ -167,8 +173,9 @@ async def open_system(
 
     When the block ends normally, every live actor of the system is stopped
     gracefully, last spawned first (later actors may depend on earlier ones),
-    and the block returns once all have stopped. If the block or an actor
-    raises, everything in it is cancelled and the error propagates (in a
+    and the block returns once all have stopped; after
+    :meth:`ActorSystem.cancel` it returns at once instead. If the block or an
+    actor raises, everything in it is cancelled and the error propagates (in a
     :class:`BaseExceptionGroup`, as Trio's nurseries do).
 
     ``seed`` defaults to the seed :func:`actors.run` was given, or 0.
@@ -178,4 +185,5 @@ async def open_system(
     async with trio.open_nursery() as nursery:
         system = ActorSystem._create(nursery, seed, tracer)
         yield system
-        await system._stop_all()
+        if not nursery.cancel_scope.cancel_called:
+            await system._stop_all()

@@ -1,7 +1,40 @@
 """The reconcile barrier between a replica's two runtimes (DESIGN.md §2.7).
 
-Not built yet: this package is reserved by the distribution's layout and holds
-no public names.
+A worker of each runtime reconciles a reconnecting controller on its own. Its
+drop phase waits on no other worker. Before its create phase, it arrives at
+the barrier it shares with the worker of the same local ordinal, in the same
+process, on the other runtime, with the connection's position, and waits
+until the other side has arrived at that position *or a later one*. Solo
+replicas have no barrier.
+
+Why a later arrival counts. The barrier keeps only each side's latest
+arrival, so a waiter can only ever compare against that:
+
+1. The other side may overwrite its arrival before the waiter rechecks. If it
+   arrived at this connection and then, reconnecting again, at the next one,
+   the waiter sees only the later position; requiring an exact match would
+   make it wait forever for an arrival that is gone.
+2. The other side may never reconcile this connection at all. Once a response
+   send to a connection fails, a runtime's channel adapter leaves it and drops
+   the commands still queued for it, so that runtime can skip a connection the
+   other one finished, and arrive next at a later one.
+
+A later arrival is enough because both runtimes drop before they create: the
+other side arriving anywhere at or after this connection means it has run the
+drops of a connection at least as new, so the incarnations this side is about
+to bind are no longer the ones the other side is about to drop.
+
+Waiters park on the barrier actor's reply (an event, never a poll); if the
+barrier actor dies, a waiting worker gets :class:`BarrierBrokenError` instead of
+hanging.
 """
 
-__all__: list[str] = []
+from ._actor import Arrive as Arrive
+from ._actor import ReconcileBarrier as ReconcileBarrier
+from ._actor import reconcile_barrier as reconcile_barrier
+from ._state import ArrivalRegressionError as ArrivalRegressionError
+from ._state import BarrierBrokenError as BarrierBrokenError
+from ._state import BarrierError as BarrierError
+from ._state import BarrierState as BarrierState
+from ._state import BarrierStatistics as BarrierStatistics
+from ._state import Side as Side

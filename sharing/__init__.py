@@ -1,7 +1,13 @@
 """The sharing registry of index incarnations between runtimes (DESIGN.md §2.8).
 
-Not built yet: this package is reserved by the distribution's layout and holds
-no public names.
+See :mod:`sharing._registry` for the rules: slots keyed by incarnation,
+publishers and peers, bindings that never move, frozen views.
 """
 
-__all__: list[str] = []
+from ._registry import Incarnation as Incarnation
+from ._registry import Peer as Peer
+from ._registry import Publisher as Publisher
+from ._registry import Registry as Registry
+from ._registry import RegistryStatistics as RegistryStatistics
+from ._registry import SharingError as SharingError
+from ._registry import SlotTakenError as SlotTakenError

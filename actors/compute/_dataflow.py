@@ -14,6 +14,8 @@ from collections.abc import Callable
 
 import attrs
 
+from sharing import Peer, Publisher
+
 from ._protocol import DataflowDescription, Frontier, Row
 from ._shard import Shard
 
@@ -47,6 +49,8 @@ class IndexPart:
     # How far into the shard's log this part has read.
     cursor: int = 0
     stop_listening: Callable[[], None] | None = None
+    # Where the maintenance runtime publishes this part for the interactive one.
+    publisher: Publisher[IndexPart] | None = None
 
     @classmethod
     def build(cls, dataflow: DataflowDescription, shard: Shard, part: int, parts: int) -> IndexPart:
@@ -87,3 +91,64 @@ class IndexPart:
         """The part's rows at ``ts``: every row written at or before ``ts``
         (history before ``since`` is merged; rows are never retracted)."""
         return [row for written, row in self.rows if written <= ts]
+
+    def close(self) -> None:
+        """The dataflow is dropped: stop reading the shard, stop publishing."""
+        if self.stop_listening is not None:
+            self.stop_listening()
+        if self.publisher is not None:
+            self.publisher.drop()
+
+
+@attrs.define(eq=False)
+class PeerView:
+    """The interactive runtime's stand-in for an index: no dataflow of its own,
+    a peer bound (through the sharing registry) to the maintenance runtime's
+    part, read at the peer's own compaction frontier.
+
+    Its frontier is the bound publisher's upper; a peer bound to a dropped
+    publisher keeps that publisher's last upper forever (a frozen view), and a
+    parked peer reports nothing.
+    """
+
+    dataflow: DataflowDescription
+    peer: Peer[IndexPart]
+    # Invariant: since >= as_of, and since only moves forward.
+    since: int
+    scheduled: bool = False
+
+    @classmethod
+    def bind(cls, dataflow: DataflowDescription, peer: Peer[IndexPart]) -> PeerView:
+        return cls(dataflow, peer, since=dataflow.as_of)
+
+    @property
+    def _part(self) -> IndexPart | None:
+        publisher = self.peer.publisher
+        return None if publisher is None else publisher.value
+
+    @property
+    def frontier(self) -> Frontier | None:
+        part = self._part
+        if not self.scheduled or part is None:
+            return None
+        return part.frontier
+
+    def step(self) -> bool:
+        return False
+
+    def read_error(self, ts: int) -> str | None:
+        if ts < self.since:
+            return f"read at ts {ts} is before the compaction frontier {self.since}"
+        return None
+
+    def ready(self, ts: int) -> bool:
+        part = self._part
+        return self.scheduled and part is not None and part.ready(ts)
+
+    def read(self, ts: int) -> list[Row]:
+        part = self._part
+        assert part is not None, "a parked peer is never ready"
+        return part.read(ts)
+
+    def close(self) -> None:
+        self.peer.release()

@@ -26,9 +26,13 @@ import trio
 
 from .._sequencer import Sequencer
 from ._connection import ConnectionOrder, RuntimeConnection, ServerEnd
+from ._errors import ProtocolError
 from ._merge import PartitionedState
-from ._protocol import Hello, Response
+from ._protocol import CancelPeek, Command, Hello, Peek, PeekResponse, Response
 from ._worker import SequencedCommand
+
+MAINTENANCE = "maintenance"
+INTERACTIVE = "interactive"
 
 
 @attrs.define(eq=False)
@@ -138,10 +142,45 @@ class Process:
     # The runtime connections of every connection served, by nonce (for tests
     # and tracing: how many commands each adapter dropped).
     served: dict[int, dict[str, RuntimeConnection]] = attrs.field(factory=dict)
+    # Per held runtime, what the multiplexer would have forwarded to it, in
+    # order: a command, or None for the end of a connection's commands.
+    held: dict[str, list[tuple[RuntimeConnection, Command | None]]] = attrs.field(factory=dict)
 
     def accept(self, connection: ServerEnd) -> None:
         """A controller opened ``connection`` to this process."""
         self._incoming[0].send_nowait(connection)
+
+    def hold(self, runtime: str) -> None:
+        """From now on, queue what would be forwarded to ``runtime``."""
+        self._check(runtime)
+        self.held.setdefault(runtime, [])
+
+    def release(self, runtime: str) -> None:
+        """Forward what was queued for ``runtime``, in order, and stop holding it."""
+        self._check(runtime)
+        for connection, command in self.held.pop(runtime, []):
+            _deliver(connection, command)
+
+    def _check(self, runtime: str) -> None:
+        if runtime not in self.adapters:
+            running = ", ".join(self.adapters)
+            raise ProtocolError(f"process {self.index} runs no {runtime} runtime (only {running})")
+
+    def _targets(self, command: Command) -> list[str]:
+        """Peeks go to the interactive runtime only (to maintenance when Solo);
+        every other command to every runtime, maintenance first."""
+        if isinstance(command, Peek | CancelPeek):
+            return [INTERACTIVE if INTERACTIVE in self.adapters else MAINTENANCE]
+        return list(self.adapters)
+
+    def _forward(
+        self, runtime: str, connection: RuntimeConnection, command: Command | None
+    ) -> None:
+        queue = self.held.get(runtime)
+        if queue is None:
+            _deliver(connection, command)
+        else:
+            queue.append((connection, command))
 
     async def multiplex(self, nursery: trio.Nursery) -> None:
         """Serve connections one at a time, in the order they arrive."""
@@ -158,22 +197,51 @@ class Process:
             async for command in connection.commands:
                 if isinstance(command, Hello):
                     self.order.record(command.nonce)
-                for runtime in runtimes.values():
-                    runtime.commands_in.send_nowait(command)
-            for runtime in runtimes.values():
-                runtime.end()
+                for name in self._targets(command):
+                    self._forward(name, runtimes[name], command)
+            for name, runtime in runtimes.items():
+                self._forward(name, runtime, None)
 
     async def _merge_responses(
         self, connection: ServerEnd, runtimes: dict[str, RuntimeConnection]
     ) -> None:
-        (runtime,) = runtimes.values()
-        merger = PartitionedState(self.workers)
+        """Merge each runtime's workers, then the runtimes: a collection's
+        frontier is the minimum over the runtimes; peek responses come from the
+        one runtime that serves peeks."""
+        across = PartitionedState(len(runtimes))
+        async with trio.open_nursery() as nursery:
+            for number, runtime in enumerate(runtimes.values()):
+                nursery.start_soon(
+                    self._pump, connection, runtimes, number, runtime, across, nursery
+                )
+
+    async def _pump(
+        self,
+        connection: ServerEnd,
+        runtimes: dict[str, RuntimeConnection],
+        number: int,
+        runtime: RuntimeConnection,
+        across: PartitionedState,
+        nursery: trio.Nursery,
+    ) -> None:
+        within = PartitionedState(self.workers)
         async for local, response in runtime.responses_out:
-            merged = merger.absorb(local, response)
+            merged = within.absorb(local, response)
+            if merged is not None and not isinstance(merged, PeekResponse):
+                merged = across.absorb(number, merged)
             if merged is None:
                 continue
             try:
                 connection.responses.send_nowait(merged)
             except (trio.BrokenResourceError, trio.ClosedResourceError):
-                runtime.responses_out.close()
+                for gone in runtimes.values():
+                    gone.responses_out.close()
+                nursery.cancel_scope.cancel()
                 return
+
+
+def _deliver(connection: RuntimeConnection, command: Command | None) -> None:
+    if command is None:
+        connection.end()
+    else:
+        connection.commands_in.send_nowait(command)

@@ -1,8 +1,13 @@
-"""A replica: processes, a runtime of workers, and the command channel that
-gives every worker the same commands in the same order (DESIGN.md §2.1-2.3).
+"""A replica: processes, one or two runtimes of workers, and for each runtime
+the command channel that gives its workers the same commands in the same
+order (DESIGN.md §2.1-2.3, §2.6-2.8).
 
 With one runtime the role is Solo: the ``maintenance`` runtime serves every
-command, peeks included.
+command, peeks included. With ``interactive`` on, each process also runs the
+interactive runtime, which serves the peeks from peers bound to maintenance's
+published parts; the two workers of each (process, local ordinal) share a
+sharing registry and, unless the diagnostic ``barrier=False`` is given, a
+reconcile barrier.
 """
 
 from __future__ import annotations
@@ -14,25 +19,38 @@ from contextlib import asynccontextmanager
 import attrs
 import trio
 
+from barrier import ReconcileBarrier, Side
+from sharing import Registry
+
 from .._mailbox import ActorRef
 from .._sequencer import Sequencer
 from .._system import ActorSystem, open_system
 from .._trace import Tracer
 from ._connection import RuntimeConnection
-from ._process import ChannelAdapter, Process
+from ._dataflow import IndexPart
+from ._process import INTERACTIVE, MAINTENANCE, ChannelAdapter, Process
 from ._protocol import Response
 from ._shard import ShardCatalog
+from ._state import Role
 from ._worker import SequencedCommand, Worker
-
-MAINTENANCE = "maintenance"
 
 
 @attrs.frozen
 class ReplicaConfig:
-    """The shape of a replica: ``processes`` processes of ``workers`` workers each."""
+    """The shape of a replica: ``processes`` processes of ``workers`` workers
+    per runtime each; ``interactive`` adds the interactive runtime (the
+    setting ``enable_interactive_runtime``, off by default: Solo).
+
+    ``barrier=False`` is a diagnostic, UNSAFE switch: the runtimes reconcile
+    without the reconcile barrier, which lets the interactive runtime bind an
+    incarnation the maintenance runtime is about to drop (the race of
+    DESIGN.md §2.8). Never the default.
+    """
 
     processes: int = attrs.field(default=1, validator=attrs.validators.ge(1))
     workers: int = attrs.field(default=1, validator=attrs.validators.ge(1))
+    interactive: bool = False
+    barrier: bool = True
 
 
 @attrs.define(eq=False)
@@ -59,10 +77,32 @@ class Replica:
     shards: ShardCatalog
     processes: list[Process]
     runtimes: dict[str, Runtime]
+    # Per (process, local ordinal), with two runtimes only.
+    registries: dict[tuple[int, int], Registry[IndexPart]] = attrs.field(factory=dict)
+    barriers: dict[tuple[int, int], ReconcileBarrier] = attrs.field(factory=dict)
 
     @property
     def solo(self) -> Runtime:
+        """The maintenance runtime (the only one when Solo)."""
         return self.runtimes[MAINTENANCE]
+
+    @property
+    def maintenance(self) -> Runtime:
+        return self.runtimes[MAINTENANCE]
+
+    @property
+    def interactive(self) -> Runtime:
+        return self.runtimes[INTERACTIVE]
+
+    def hold(self, runtime: str) -> None:
+        """Every process's multiplexer queues what it would forward to ``runtime``."""
+        for process in self.processes:
+            process.hold(runtime)
+
+    def release(self, runtime: str) -> None:
+        """Forward what was queued for ``runtime``, in order, and stop holding it."""
+        for process in self.processes:
+            process.release(runtime)
 
 
 @asynccontextmanager
@@ -84,12 +124,36 @@ async def open_replica(
     shards = ShardCatalog() if shards is None else shards
     async with open_system(seed=seed, tracer=tracer) as system, trio.open_nursery() as nursery:
         processes = [Process(index, config.workers) for index in range(config.processes)]
-        runtime = await _start_runtime(MAINTENANCE, config, system, shards, processes, nursery)
-        replica = Replica(config, system, shards, processes, {MAINTENANCE: runtime})
+        places = [(p, local) for p in range(config.processes) for local in range(config.workers)]
+        registries: dict[tuple[int, int], Registry[IndexPart]] = {}
+        barriers: dict[tuple[int, int], ReconcileBarrier] = {}
+        if config.interactive:
+            for p, local in places:
+                registries[p, local] = Registry(name=f"registry/p{p}/w{local}")
+                if config.barrier:
+                    barriers[p, local] = await ReconcileBarrier.spawn(
+                        system, name=f"barrier/p{p}/w{local}"
+                    )
+        runtimes: dict[str, Runtime] = {}
+        roles = (
+            [
+                (MAINTENANCE, Role.MAINTENANCE, Side.MAINTENANCE),
+                (INTERACTIVE, Role.INTERACTIVE, Side.INTERACTIVE),
+            ]
+            if config.interactive
+            else [(MAINTENANCE, Role.SOLO, None)]
+        )
+        for name, role, side in roles:
+            runtimes[name] = await _start_runtime(
+                name, config, system, shards, processes, nursery, role, registries, barriers, side
+            )
+        replica = Replica(config, system, shards, processes, runtimes, registries, barriers)
         for process in processes:
             nursery.start_soon(process.multiplex, nursery)
         yield replica
+        # A replica ends by cancellation: a worker may be parked at a barrier.
         nursery.cancel_scope.cancel()
+        system.cancel()
 
 
 async def _start_runtime(
@@ -99,6 +163,10 @@ async def _start_runtime(
     shards: ShardCatalog,
     processes: list[Process],
     nursery: trio.Nursery,
+    role: Role,
+    registries: dict[tuple[int, int], Registry[IndexPart]],
+    barriers: dict[tuple[int, int], ReconcileBarrier],
+    side: Side | None,
 ) -> Runtime:
     total = config.processes * config.workers
     workers: list[Worker] = []
@@ -108,7 +176,11 @@ async def _start_runtime(
         for local in range(config.workers):
             index = p * config.workers + local
             out, back = trio.open_memory_channel[tuple[int, Response]](math.inf)
-            worker = Worker.build(index, p, local, total, shards, out)
+            worker = Worker.build(
+                index, p, local, total, shards, out, role=role, registry=registries.get((p, local))
+            )
+            worker.barrier = barriers.get((p, local))
+            worker.side = side if worker.barrier is not None else None
             refs.append(
                 await system.spawn(worker.run, name=f"{name}/p{p}/w{local}", capacity=math.inf)
             )

@@ -8,11 +8,14 @@ only moves messages.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable
 
 import attrs
 
-from ._dataflow import IndexPart
+from sharing import Incarnation, Registry
+
+from ._dataflow import IndexPart, PeerView
 from ._protocol import (
     AllowCompaction,
     Canceled,
@@ -36,6 +39,20 @@ from ._protocol import (
 )
 from ._shard import ShardCatalog
 
+Collection = IndexPart | PeerView
+
+
+class Role(enum.StrEnum):
+    """Which runtime a worker belongs to."""
+
+    SOLO = "solo"
+    """The only runtime: maintains indexes and serves reads."""
+    MAINTENANCE = "maintenance"
+    """Maintains indexes and publishes each worker's part in the registry."""
+    INTERACTIVE = "interactive"
+    """Maintains no index: serves reads from peers bound to maintenance's parts."""
+
+
 UNKNOWN_COLLECTION = "collection ID does not exist"
 DIFFERENT_INSTANCE = "instance configuration differs from the running instance"
 
@@ -54,7 +71,7 @@ class ReconcilePlan:
 
 
 def plan_reconcile(
-    instance: InstanceConfig | None, dataflows: dict[int, IndexPart], new: list[Command]
+    instance: InstanceConfig | None, dataflows: dict[int, Collection], new: list[Command]
 ) -> ReconcilePlan:
     """Compare a new connection's commands with the running dataflows.
 
@@ -112,9 +129,12 @@ class ComputeState:
     workers: int
     shards: ShardCatalog
     wake: Callable[[], None]
+    role: Role = Role.SOLO
+    # The registry of this worker's (process, local ordinal); not for Solo.
+    registry: Registry[IndexPart] | None = None
     instance: InstanceConfig | None = None
     configuration: dict[str, str] = attrs.field(factory=dict)
-    dataflows: dict[int, IndexPart] = attrs.field(factory=dict)
+    dataflows: dict[int, Collection] = attrs.field(factory=dict)
     peeks: dict[int, Peek] = attrs.field(factory=dict)
     # What this worker last told the current connection, per collection.
     reported: dict[int, Frontier] = attrs.field(factory=dict)
@@ -160,10 +180,19 @@ class ComputeState:
             self._reject(command, f"collection {id} already exists")
             return
         dataflow = command.dataflow
+        incarnation = Incarnation(id, dataflow.as_of)
+        if self.role is Role.INTERACTIVE:
+            assert self.registry is not None, "an interactive worker has a registry"
+            self.dataflows[id] = PeerView.bind(dataflow, self.registry.bind(incarnation, self.wake))
+            self.builds += 1
+            return
         part = IndexPart.build(
             dataflow, self.shards.shard(dataflow.shard), self.worker, self.workers
         )
         part.stop_listening = part.shard.listen(self.wake)
+        if self.role is Role.MAINTENANCE:
+            assert self.registry is not None, "a maintenance worker has a registry"
+            part.publisher = self.registry.publish(incarnation, part)
         self.dataflows[id] = part
         self.builds += 1
 
@@ -174,8 +203,7 @@ class ComputeState:
             return
         if frontier.time is None:
             del self.dataflows[id]
-            if part.stop_listening is not None:
-                part.stop_listening()
+            part.close()
             for uuid in [uuid for uuid, peek in self.peeks.items() if peek.id == id]:
                 del self.peeks[uuid]
                 self.outbox.append(PeekResponse(uuid, PeekError(UNKNOWN_COLLECTION)))
@@ -214,7 +242,8 @@ class ComputeState:
         """Advance every scheduled part to what its shard has; then, if
         ``report``, answer the peeks that became ready and report frontiers."""
         for part in self.dataflows.values():
-            part.step()
+            if part.step() and isinstance(part, IndexPart) and part.publisher is not None:
+                part.publisher.changed()
         if not report:
             return
         for uuid, peek in list(self.peeks.items()):

@@ -12,10 +12,14 @@ from __future__ import annotations
 import attrs
 import trio
 
+from barrier import ReconcileBarrier, Side
+from sharing import Registry
+
 from .._mailbox import Inbox
+from ._dataflow import IndexPart
 from ._protocol import Command, InitializationComplete, Response
 from ._shard import ShardCatalog
-from ._state import ComputeState, plan_reconcile
+from ._state import ComputeState, Role, plan_reconcile
 
 
 def _nothing() -> None:
@@ -43,6 +47,10 @@ class Worker:
     local: int
     state: ComputeState
     responses: trio.MemorySendChannel[tuple[int, Response]]
+    # With two runtimes: the barrier shared with the worker of the same local
+    # ordinal on the other runtime, and this worker's side of it.
+    barrier: ReconcileBarrier | None = None
+    side: Side | None = None
     # The connection whose commands the worker is applying or reconciling.
     # Invariant: positions only grow (the command channel delivers in order).
     position: int = -1
@@ -62,9 +70,12 @@ class Worker:
         workers: int,
         shards: ShardCatalog,
         responses: trio.MemorySendChannel[tuple[int, Response]],
+        *,
+        role: Role = Role.SOLO,
+        registry: Registry[IndexPart] | None = None,
     ) -> Worker:
         """Worker ``index`` of a runtime of ``workers`` workers."""
-        state = ComputeState(index, workers, shards, wake=_nothing)
+        state = ComputeState(index, workers, shards, wake=_nothing, role=role, registry=registry)
         worker = cls(index, process, local, state, responses)
         state.wake = worker.wake
         return worker
@@ -78,7 +89,7 @@ class Worker:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._step_dataflows)
             async for envelope in inbox:
-                self._take(inbox, envelope.seq, envelope.message)
+                await self._take(inbox, envelope.seq, envelope.message)
                 self._flush()
             nursery.cancel_scope.cancel()
 
@@ -89,7 +100,9 @@ class Worker:
             await self._work.wait()
             self._work = trio.Event()
 
-    def _take(self, inbox: Inbox[SequencedCommand], seq: int, sequenced: SequencedCommand) -> None:
+    async def _take(
+        self, inbox: Inbox[SequencedCommand], seq: int, sequenced: SequencedCommand
+    ) -> None:
         if sequenced.position != self.position:
             assert sequenced.position > self.position, (
                 f"worker {self.index}: position went back from {self.position} "
@@ -103,12 +116,14 @@ class Worker:
             self._apply(seq, command)
         elif isinstance(command, InitializationComplete):
             commands, self.buffer = self.buffer, None
-            self._reconcile(inbox, seq, commands)
+            await self._reconcile(inbox, seq, commands)
             self._apply(seq, command)
         else:
             self.buffer.append(command)
 
-    def _reconcile(self, inbox: Inbox[SequencedCommand], seq: int, commands: list[Command]) -> None:
+    async def _reconcile(
+        self, inbox: Inbox[SequencedCommand], seq: int, commands: list[Command]
+    ) -> None:
         if self.state.instance is None:
             inbox.mark("first connection: apply", seq)
             for command in commands:
@@ -116,9 +131,17 @@ class Worker:
             return
         plan = plan_reconcile(self.state.instance, self.state.dataflows, commands)
         inbox.mark(f"drop phase: keep {sorted(plan.retained)} drop {sorted(plan.dropped)}", seq)
+        # NOTE: the drop phase waits on no other worker.
         self.state.begin_reconcile(plan)
         for compaction in plan.compactions:
             self.applied.append((seq, self.position, compaction))
+        self._flush()
+        if self.barrier is not None:
+            assert self.side is not None
+            # Reads no command while it waits; the dataflow loop keeps stepping.
+            inbox.mark(f"wait at barrier position={self.position}", seq)
+            other = await self.barrier.arrive_and_wait(self.side, self.position)
+            inbox.mark(f"passed barrier: {self.side.other} at {other}", seq)
         inbox.mark("create phase", seq)
         for command in plan.rest:
             self._apply(seq, command)

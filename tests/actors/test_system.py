@@ -89,3 +89,24 @@ async def test_the_system_seed_defaults_to_zero_and_drives_its_random() -> None:
         assert first.random.random() == second.random.random()
     async with actors.open_system(seed=7) as seeded:
         assert seeded.seed == 7
+
+
+async def test_a_cancelled_system_ends_at_once_and_reports_queued_messages() -> None:
+    trace = actors.Trace()
+    never = trio.Event()
+
+    async def stuck(inbox: Inbox[int]) -> None:
+        await inbox.receive()
+        await never.wait()
+
+    async with actors.open_system(tracer=trace) as system:
+        ref = await system.spawn(stuck, name="stuck")
+        await ref.tell(1)
+        await ref.tell(2)
+        await trio.testing.wait_all_tasks_blocked()
+        system.cancel()
+    assert ref.statistics().state is actors.ActorState.STOPPED
+    assert [(e.kind, e.seq) for e in trace.for_actor("stuck")][-2:] == [
+        (EventKind.DROPPED, 1),
+        (EventKind.STOPPED, None),
+    ]

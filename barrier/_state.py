@@ -1,0 +1,95 @@
+"""The barrier's state, without Trio: each side's latest arrival, and the
+waiters parked until the other side catches up."""
+
+from __future__ import annotations
+
+import enum
+from typing import Generic, TypeVar
+
+import attrs
+
+W = TypeVar("W")
+
+
+class BarrierError(Exception):
+    """Base class of the errors of the ``barrier`` package."""
+
+
+class ArrivalRegressionError(BarrierError):
+    """A side arrived at a position below its own latest arrival."""
+
+
+class BarrierBrokenError(BarrierError):
+    """The barrier stopped (or failed) while a side waited at it."""
+
+
+class Side(enum.StrEnum):
+    """The two runtimes that meet at a barrier."""
+
+    MAINTENANCE = "maintenance"
+    INTERACTIVE = "interactive"
+
+    @property
+    def other(self) -> Side:
+        return Side.INTERACTIVE if self is Side.MAINTENANCE else Side.MAINTENANCE
+
+
+@attrs.frozen
+class BarrierStatistics:
+    """A snapshot: each side's latest arrival (``None`` before its first) and
+    which sides have a waiter parked."""
+
+    maintenance: int | None
+    interactive: int | None
+    waiting: tuple[Side, ...]
+
+
+@attrs.define(eq=False)
+class BarrierState(Generic[W]):
+    """Each side's latest arrival, and at most one parked waiter per side.
+
+    A waiter at position ``p`` passes once the other side's latest arrival is
+    ``>= p``: the same connection, or a later one.
+    """
+
+    # Invariant: a side's latest arrival never decreases.
+    _latest: dict[Side, int] = attrs.field(factory=dict)
+    # Invariant: a parked waiter's position is above the other side's latest.
+    _waiting: dict[Side, tuple[int, W]] = attrs.field(factory=dict)
+
+    def latest(self, side: Side) -> int | None:
+        return self._latest.get(side)
+
+    def arrive(self, side: Side, position: int) -> W | None:
+        """Record ``side``'s arrival at ``position``, overwriting its older one;
+        return the other side's parked waiter if it now passes (it is unparked).
+        An arrival below the side's latest is refused and changes nothing."""
+        latest = self._latest.get(side)
+        if latest is not None and position < latest:
+            raise ArrivalRegressionError(
+                f"{side} arrived at position {position} after position {latest}"
+            )
+        self._latest[side] = position
+        parked = self._waiting.get(side.other)
+        if parked is not None and position >= parked[0]:
+            del self._waiting[side.other]
+            return parked[1]
+        return None
+
+    def passes(self, side: Side, position: int) -> bool:
+        """Whether a waiter of ``side`` at ``position`` may pass now."""
+        other = self._latest.get(side.other)
+        return other is not None and other >= position
+
+    def park(self, side: Side, position: int, waiter: W) -> None:
+        """Park ``waiter`` until the other side arrives at ``position`` or later."""
+        assert not self.passes(side, position), "a waiter that passes is not parked"
+        assert side not in self._waiting, f"{side} already has a waiter parked"
+        self._waiting[side] = (position, waiter)
+
+    def statistics(self) -> BarrierStatistics:
+        return BarrierStatistics(
+            maintenance=self._latest.get(Side.MAINTENANCE),
+            interactive=self._latest.get(Side.INTERACTIVE),
+            waiting=tuple(side for side in Side if side in self._waiting),
+        )
