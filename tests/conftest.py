@@ -1,9 +1,11 @@
 """Every async test runs on Trio's mock clock with autojump, whether or not it
-asks for the ``autojump_clock`` fixture: a timeout costs no real time, and a
-hang becomes a fast, deterministic failure instead of a stuck run."""
+asks for the ``autojump_clock`` fixture, under a deadline in *virtual* time: a
+timeout costs no real time, and a deadlock (every task blocked for good) lets
+the clock jump to the deadline, so it fails fast instead of hanging the run."""
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
 
@@ -20,7 +22,16 @@ def run_on_autojump_clock(
 ) -> object:
     if clock is None:
         clock = trio.testing.MockClock(autojump_threshold=0)
-    return trio.run(fn, clock=clock, instruments=instruments)
+    return trio.run(functools.partial(_within_deadline, fn), clock=clock, instruments=instruments)
+
+
+VIRTUAL_DEADLINE = 24 * 3600.0
+"""Virtual seconds an async test may take; far beyond any timeout a test sets."""
+
+
+async def _within_deadline(fn: Callable[[], Awaitable[object]]) -> object:
+    with trio.fail_after(VIRTUAL_DEADLINE):
+        return await fn()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -8,6 +8,7 @@ from ._connection import ConnectionOrder as ConnectionOrder
 from ._controller import Controller as Controller
 from ._controller import open_controller as open_controller
 from ._dataflow import IndexPart as IndexPart
+from ._dataflow import PeerView as PeerView
 from ._dataflow import partition_of as partition_of
 from ._errors import ComputeError as ComputeError
 from ._errors import PeekCanceledError as PeekCanceledError
