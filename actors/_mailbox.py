@@ -359,6 +359,12 @@ class Inbox(Generic[M_co], metaclass=NoPublicConstructor):
         ends. How an actor stops itself gracefully."""
         self._cell.close_mailbox()
 
+    @property
+    def tracing(self) -> bool:
+        """Whether the system records a trace (so a caller can skip building
+        the detail of a mark nobody will read)."""
+        return self._cell.tracer is not None
+
     def mark(self, detail: str, seq: int | None = None) -> None:
         """Record an application event for this actor in the system's trace
         (a ``mark`` event; nothing happens without a tracer)."""

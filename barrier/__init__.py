@@ -24,14 +24,14 @@ other side arriving anywhere at or after this connection means it has run the
 drops of a connection at least as new, so the incarnations this side is about
 to bind are no longer the ones the other side is about to drop.
 
-Waiters park on the barrier actor's reply (an event, never a poll); if the
-barrier actor dies, a waiting worker gets :class:`BarrierBrokenError` instead of
-hanging.
+A waiter parks on an event of its side's generation, which the other side's
+arrival sets; woken, it rechecks the other side's latest arrival (never
+polls). If the barrier actor ends, every waiter gets
+:class:`BarrierBrokenError` instead of hanging.
 """
 
-from ._actor import Arrive as Arrive
-from ._actor import ReconcileBarrier as ReconcileBarrier
-from ._actor import reconcile_barrier as reconcile_barrier
+from ._barrier import Inspect as Inspect
+from ._barrier import ReconcileBarrier as ReconcileBarrier
 from ._state import ArrivalRegressionError as ArrivalRegressionError
 from ._state import BarrierBrokenError as BarrierBrokenError
 from ._state import BarrierError as BarrierError

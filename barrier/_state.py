@@ -4,11 +4,8 @@ waiters parked until the other side catches up."""
 from __future__ import annotations
 
 import enum
-from typing import Generic, TypeVar
 
 import attrs
-
-W = TypeVar("W")
 
 
 class BarrierError(Exception):
@@ -45,8 +42,8 @@ class BarrierStatistics:
 
 
 @attrs.define(eq=False)
-class BarrierState(Generic[W]):
-    """Each side's latest arrival, and at most one parked waiter per side.
+class BarrierState:
+    """Each side's latest arrival: an arrival overwrites the side's older one.
 
     A waiter at position ``p`` passes once the other side's latest arrival is
     ``>= p``: the same connection, or a later one.
@@ -54,15 +51,12 @@ class BarrierState(Generic[W]):
 
     # Invariant: a side's latest arrival never decreases.
     _latest: dict[Side, int] = attrs.field(factory=dict)
-    # Invariant: a parked waiter's position is above the other side's latest.
-    _waiting: dict[Side, tuple[int, W]] = attrs.field(factory=dict)
 
     def latest(self, side: Side) -> int | None:
         return self._latest.get(side)
 
-    def arrive(self, side: Side, position: int) -> W | None:
-        """Record ``side``'s arrival at ``position``, overwriting its older one;
-        return the other side's parked waiter if it now passes (it is unparked).
+    def arrive(self, side: Side, position: int) -> None:
+        """Record ``side``'s arrival at ``position``, overwriting its older one.
         An arrival below the side's latest is refused and changes nothing."""
         latest = self._latest.get(side)
         if latest is not None and position < latest:
@@ -70,26 +64,15 @@ class BarrierState(Generic[W]):
                 f"{side} arrived at position {position} after position {latest}"
             )
         self._latest[side] = position
-        parked = self._waiting.get(side.other)
-        if parked is not None and position >= parked[0]:
-            del self._waiting[side.other]
-            return parked[1]
-        return None
 
     def passes(self, side: Side, position: int) -> bool:
         """Whether a waiter of ``side`` at ``position`` may pass now."""
         other = self._latest.get(side.other)
         return other is not None and other >= position
 
-    def park(self, side: Side, position: int, waiter: W) -> None:
-        """Park ``waiter`` until the other side arrives at ``position`` or later."""
-        assert not self.passes(side, position), "a waiter that passes is not parked"
-        assert side not in self._waiting, f"{side} already has a waiter parked"
-        self._waiting[side] = (position, waiter)
-
-    def statistics(self) -> BarrierStatistics:
+    def statistics(self, waiting: tuple[Side, ...] = ()) -> BarrierStatistics:
         return BarrierStatistics(
             maintenance=self._latest.get(Side.MAINTENANCE),
             interactive=self._latest.get(Side.INTERACTIVE),
-            waiting=tuple(side for side in Side if side in self._waiting),
+            waiting=waiting,
         )

@@ -16,6 +16,16 @@ part with :func:`time.perf_counter`, and returns ``(ops, seconds)``.
   none (all dropped). Timed from the reconnect to the end of the
   reconciliation (every task blocked again). One op is one dataflow
   reconciled, so ops/s is the inverse of the reconcile time per dataflow.
+* ``barrier rounds``: two tasks, one per side, arrive at one
+  :class:`~barrier.ReconcileBarrier` at positions 0, 1, 2, ... and each waits
+  for the other; one op is one round (both passed). Compare with
+  ``trio rendezvous (Event)``.
+* ``compute frontier advances none waiting`` / ``... one waiting``: a replica
+  with both runtimes, one process of 2 workers, one scheduled index. Each op
+  writes one row at the next time and waits until every maintenance part's
+  upper passed it. In the second row maintenance worker 0 is parked at its
+  barrier (the interactive runtime is held mid-reconcile; worker 1's barrier
+  was passed), so its part advances only through the dataflow loop.
 """
 
 from __future__ import annotations
@@ -26,6 +36,7 @@ from collections.abc import Callable
 import trio
 import trio.testing
 
+import actors
 from actors.compute import (
     Controller,
     CreateDataflow,
@@ -39,6 +50,7 @@ from actors.compute import (
     open_controller,
     open_replica,
 )
+from barrier import ReconcileBarrier, Side
 
 COMMANDS_M = 5_000
 WORKER_COUNTS = (1, 2, 4, 8, 16)
@@ -110,6 +122,63 @@ def make_reconcile(*, keep: bool) -> BenchFn:
     return bench
 
 
+def barrier_rounds(n: int) -> tuple[int, float]:
+    async def main() -> float:
+        async with actors.open_system() as system:
+            barrier = await ReconcileBarrier.spawn(system, name="barrier")
+
+            async def side(which: Side) -> None:
+                for position in range(n):
+                    await barrier.arrive_and_wait(which, position)
+
+            start = time.perf_counter()
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(side, Side.MAINTENANCE)
+                nursery.start_soon(side, Side.INTERACTIVE)
+            return time.perf_counter() - start
+
+    return n, trio.run(main)
+
+
+def make_frontier_advances(*, one_waiting: bool) -> BenchFn:
+    def bench(n: int) -> tuple[int, float]:
+        async def main() -> float:
+            shards = ShardCatalog()
+            data = shards.shard("data")
+            data.write(0, [(0,)])
+            index = DataflowDescription(1000, "data", 1001, (0,), 0)
+            config = ReplicaConfig(processes=1, workers=2, interactive=True)
+            async with (
+                open_replica(config, shards=shards) as replica,
+                open_controller(replica) as controller,
+                trio.open_nursery() as helpers,
+            ):
+                await _install(controller, [index])
+                await trio.testing.wait_all_tasks_blocked()
+                workers = replica.maintenance.workers
+                if one_waiting:
+                    replica.hold("interactive")
+                    # Worker 1's barrier is passed by hand; worker 0 waits.
+                    helpers.start_soon(replica.barriers[0, 1].arrive_and_wait, Side.INTERACTIVE, 1)
+                    await controller.connect()
+                    await _install(controller, [index])
+                    await trio.testing.wait_all_tasks_blocked()
+                    assert [worker.buffer for worker in workers] == [None, None]
+                start = time.perf_counter()
+                for ts in range(1, n + 1):
+                    data.write(ts, [(ts,)])
+                    await trio.testing.wait_all_tasks_blocked()
+                elapsed = time.perf_counter() - start
+                uppers = [worker.state.dataflows[1001].frontier for worker in workers]
+                assert all(u is not None and u.time == n + 1 for u in uppers), uppers
+                helpers.cancel_scope.cancel()
+            return elapsed
+
+        return n, trio.run(main)
+
+    return bench
+
+
 def compute_benchmarks() -> list[object]:
     from baseline import Bench  # registered by baseline.py before it loads this module
 
@@ -130,6 +199,17 @@ def compute_benchmarks() -> list[object]:
                     f"compute reconcile {label} N={n}", make_reconcile(keep=keep), n, n, "dataflow"
                 )
             )
+    rows.append(Bench("barrier rounds", barrier_rounds, 20_000, 2_000, "round"))
+    for one_waiting, label in ((False, "none waiting"), (True, "one waiting")):
+        rows.append(
+            Bench(
+                f"compute frontier advances {label}",
+                make_frontier_advances(one_waiting=one_waiting),
+                2_000,
+                200,
+                "advance",
+            )
+        )
     return rows
 
 

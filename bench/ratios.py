@@ -30,6 +30,8 @@ PAIRS = [
         for kind in ("kept", "dropped")
         for n in (1_000, 10_000)
     ),
+    ("barrier rounds", "trio rendezvous (Event)"),
+    ("compute frontier advances one waiting", "compute frontier advances none waiting"),
 ]
 
 

@@ -14,6 +14,7 @@ from barrier import (
     BarrierBrokenError,
     BarrierState,
     BarrierStatistics,
+    Inspect,
     ReconcileBarrier,
     Side,
 )
@@ -22,13 +23,13 @@ MAINT, INTER = Side.MAINTENANCE, Side.INTERACTIVE
 
 
 def test_a_waiter_passes_when_the_other_side_arrived_at_the_same_connection() -> None:
-    state: BarrierState[str] = BarrierState()
-    assert state.arrive(INTER, 1) is None
+    state = BarrierState()
+    state.arrive(INTER, 1)
     assert state.passes(MAINT, 1)
 
 
 def test_a_waiter_waits_while_the_other_side_is_behind() -> None:
-    state: BarrierState[str] = BarrierState()
+    state = BarrierState()
     state.arrive(INTER, 0)
     assert not state.passes(MAINT, 1)
     assert state.passes(MAINT, 0)  # the same connection passes
@@ -37,7 +38,7 @@ def test_a_waiter_waits_while_the_other_side_is_behind() -> None:
 def test_a_later_arrival_counts_when_the_other_side_overwrote_its_arrival() -> None:
     # The other side arrived at this connection, then at the next one, before
     # the waiter looked: only the later arrival is kept, and it must count.
-    state: BarrierState[str] = BarrierState()
+    state = BarrierState()
     state.arrive(INTER, 1)
     state.arrive(INTER, 2)
     assert state.latest(INTER) == 2
@@ -47,23 +48,24 @@ def test_a_later_arrival_counts_when_the_other_side_overwrote_its_arrival() -> N
 def test_a_later_arrival_counts_when_the_other_side_never_reconciled_the_connection() -> None:
     # The other runtime's adapter dropped connection 1's commands: it never
     # arrives at 1, and arrives next at 2. The parked waiter at 1 passes.
-    state: BarrierState[str] = BarrierState()
+    state = BarrierState()
     state.arrive(MAINT, 1)
-    state.park(MAINT, 1, "maintenance worker")
-    assert state.arrive(INTER, 2) == "maintenance worker"
+    assert not state.passes(MAINT, 1)
+    state.arrive(INTER, 2)
+    assert state.passes(MAINT, 1)
     assert state.statistics() == BarrierStatistics(maintenance=1, interactive=2, waiting=())
 
 
-def test_an_arrival_short_of_a_parked_waiter_leaves_it_parked() -> None:
-    state: BarrierState[str] = BarrierState()
+def test_an_arrival_short_of_a_waiters_position_does_not_let_it_pass() -> None:
+    state = BarrierState()
     state.arrive(MAINT, 3)
-    state.park(MAINT, 3, "waiter")
-    assert state.arrive(INTER, 2) is None
-    assert state.statistics().waiting == (MAINT,)
+    state.arrive(INTER, 2)
+    assert not state.passes(MAINT, 3)
+    assert state.passes(INTER, 2)
 
 
 def test_an_arrival_below_the_sides_latest_is_refused_and_changes_nothing() -> None:
-    state: BarrierState[str] = BarrierState()
+    state = BarrierState()
     state.arrive(MAINT, 4)
     with pytest.raises(
         ArrivalRegressionError, match=r"^maintenance arrived at position 3 after position 4$"
@@ -88,7 +90,7 @@ async def test_the_actor_passes_on_the_same_connection() -> None:
             nursery.start_soon(maintenance)
             await trio.testing.wait_all_tasks_blocked()
             assert passed == []
-            assert (await barrier.statistics()).waiting == (MAINT,)
+            assert barrier.statistics().waiting == (MAINT,)
             assert await barrier.arrive_and_wait(INTER, 1) == 1
         assert passed == [1]
 
@@ -109,7 +111,7 @@ async def test_the_actor_wakes_a_parked_waiter_on_a_later_arrival() -> None:
                 await trio.testing.wait_all_tasks_blocked()
                 assert passed == [2]  # woken: 2 is later than 1
                 # maintenance at 2 waits in turn, until interactive reaches 2
-                assert (await barrier.statistics()).waiting == (MAINT,)
+                assert barrier.statistics().waiting == (MAINT,)
                 assert await barrier.arrive_and_wait(INTER, 2) == 2
 
 
@@ -129,6 +131,27 @@ async def test_a_waiter_gets_an_error_not_a_hang_when_the_barrier_dies() -> None
             await trio.testing.wait_all_tasks_blocked()
             await barrier.ref.kill()
         assert errors == ["reconcile barrier 'b' stopped while maintenance waited at position 1"]
+
+
+async def test_the_actor_answers_inspection() -> None:
+    async with actors.open_system() as system:
+        barrier = await ReconcileBarrier.spawn(system, name="b")
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(barrier.arrive_and_wait, MAINT, 3)
+            await trio.testing.wait_all_tasks_blocked()
+            assert await barrier.ref.ask(Inspect) == BarrierStatistics(
+                maintenance=3, interactive=None, waiting=(MAINT,)
+            )
+            await barrier.arrive_and_wait(INTER, 3)
+
+
+async def test_arrivals_after_the_barrier_ended_are_refused() -> None:
+    async with actors.open_system() as system:
+        barrier = await ReconcileBarrier.spawn(system, name="b")
+        await barrier.ref.stop()
+        with pytest.raises(BarrierBrokenError):
+            await barrier.arrive_and_wait(MAINT, 0)
+        assert barrier.statistics() == BarrierStatistics(None, None, ())
 
 
 async def test_the_actor_refuses_a_regressing_arrival_and_goes_on() -> None:
