@@ -13,6 +13,7 @@ import trio.testing
 
 import actors
 from actors.compute import (
+    AllowCompaction,
     Controller,
     CreateDataflow,
     CreateInstance,
@@ -21,6 +22,7 @@ from actors.compute import (
     IndexPart,
     InitializationComplete,
     Peek,
+    PeekFailedError,
     PeerView,
     Replica,
     ReplicaConfig,
@@ -247,3 +249,18 @@ async def test_a_dead_barrier_fails_the_waiting_worker_instead_of_hanging() -> N
     assert [str(error) for error in broken] == [
         "reconcile barrier 'barrier/p0/w0' stopped while interactive waited at position 1"
     ]
+
+
+async def test_the_interactive_runtime_holds_reads_at_its_own_compaction_frontier() -> None:
+    async with two_runtimes(workers=2) as (replica, controller, shards):
+        await hydrate(controller, shards)
+        shards.shard("data").write(3, [(4, "d")])
+        await send_all(controller, AllowCompaction(1001, Frontier.at(2)))
+        with pytest.raises(
+            PeekFailedError, match=r"^read at ts 1 is before the compaction frontier 2$"
+        ):
+            await controller.peek(1001, 1)
+        assert await controller.peek(1001, 3) == [(1, "a"), (2, "b"), (4, "d")]
+        views = [worker.state.dataflows[1001] for worker in replica.interactive.workers]
+        assert [view.since for view in views] == [2, 2]
+        assert all(isinstance(view, PeerView) for view in views)
