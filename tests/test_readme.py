@@ -24,6 +24,9 @@ def test_the_readme_code_runs(block: str) -> None:
 
 
 def test_the_readme_has_exactly_two_setup_commands() -> None:
-    blocks = re.findall(r"```sh\n(.*?)```", README.read_text(encoding="utf-8"), re.DOTALL)
+    text = README.read_text(encoding="utf-8")
+    setup = text[text.index("## Set up and run") : text.index("## What is built")]
+    blocks = re.findall(r"```sh\n(.*?)```", setup, re.DOTALL)
     commands = [line.split("#")[0].strip() for block in blocks for line in block.splitlines()]
     assert [command for command in commands if command] == ["./run main", "./run test"]
+    assert text.count("./run ") == 2

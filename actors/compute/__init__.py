@@ -38,6 +38,7 @@ from ._protocol import Row as Row
 from ._protocol import Rows as Rows
 from ._protocol import Schedule as Schedule
 from ._protocol import UpdateConfiguration as UpdateConfiguration
+from ._protocol import row_order as row_order
 from ._replica import Replica as Replica
 from ._replica import ReplicaConfig as ReplicaConfig
 from ._replica import Runtime as Runtime

@@ -34,6 +34,7 @@ from ._protocol import (
     Row,
     Rows,
     UpdateConfiguration,
+    row_order,
 )
 from ._replica import Replica
 
@@ -156,7 +157,7 @@ class Controller:
         result = pending.result
         match result:
             case Rows(rows):
-                return sorted(rows, key=_row_order)
+                return sorted(rows, key=row_order)
             case PeekError(message):
                 raise PeekFailedError(message)
             case Canceled():
@@ -192,12 +193,6 @@ class Controller:
                         self._notify()
         except trio.ClosedResourceError:
             return
-
-
-def _row_order(row: Row) -> tuple[tuple[int, int, str], ...]:
-    """Rows sort by their values, column by column: integers numerically
-    (before strings), strings by code point."""
-    return tuple((0, value, "") if isinstance(value, int) else (1, 0, value) for value in row)
 
 
 @asynccontextmanager

@@ -15,6 +15,12 @@ Row = tuple[int | str, ...]
 """A row: integer and string fields."""
 
 
+def row_order(row: Row) -> tuple[tuple[int, int, str], ...]:
+    """The sort key of a row: by value, column by column; integers numerically
+    and before strings; strings by code point."""
+    return tuple((0, value, "") if isinstance(value, int) else (1, 0, value) for value in row)
+
+
 @functools.total_ordering
 @attrs.frozen
 class Frontier:

@@ -16,14 +16,26 @@ from barrier import ReconcileBarrier, Side
 from sharing import Registry
 
 from .._mailbox import Inbox
-from ._dataflow import IndexPart
-from ._protocol import Command, InitializationComplete, Response
+from ._dataflow import IndexPart, PeerView
+from ._protocol import Command, CreateDataflow, InitializationComplete, Response
 from ._shard import ShardCatalog
-from ._state import ComputeState, Role, plan_reconcile
+from ._state import Collection, ComputeState, Role, plan_reconcile
 
 
 def _nothing() -> None:
     pass
+
+
+def _sharing(collection: Collection) -> str | None:
+    if isinstance(collection, PeerView):
+        peer = collection.peer
+        if peer.publisher is None:
+            return f"peer {peer.incarnation} parked: no publisher yet"
+        frozen = ", frozen: its publisher was dropped" if peer.frozen else ""
+        return f"peer {peer.incarnation} bound to publisher #{peer.publisher.serial}{frozen}"
+    if collection.publisher is not None:
+        return f"publish {collection.publisher.incarnation} as #{collection.publisher.serial}"
+    return None
 
 
 @attrs.frozen
@@ -60,6 +72,9 @@ class Worker:
     # Every command this worker applied, with its stamp and position, in order.
     applied: list[tuple[int, int, Command]] = attrs.field(factory=list)
     _work: trio.Event = attrs.field(factory=trio.Event)
+    _inbox: Inbox[SequencedCommand] | None = None
+    # What the trace last said of each collection's sharing (see _note_sharing).
+    _noted: dict[Collection, str] = attrs.field(factory=dict)
 
     @classmethod
     def build(
@@ -86,6 +101,7 @@ class Worker:
 
     async def run(self, inbox: Inbox[SequencedCommand]) -> None:
         """The worker's behaviour: its command loop, beside its dataflow loop."""
+        self._inbox = inbox
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._step_dataflows)
             async for envelope in inbox:
@@ -97,6 +113,7 @@ class Worker:
         while True:
             self.state.step(report=self.buffer is None)
             self._flush()
+            self._note_sharing()
             await self._work.wait()
             self._work = trio.Event()
 
@@ -150,6 +167,23 @@ class Worker:
     def _apply(self, seq: int, command: Command) -> None:
         self.applied.append((seq, self.position, command))
         self.state.apply(command)
+        if isinstance(command, CreateDataflow):
+            self._note_sharing()
+
+    def _note_sharing(self) -> None:
+        """Mark in the trace what changed in the sharing of this worker's
+        collections: a part published, a peer parked, bound, or frozen."""
+        inbox = self._inbox
+        if inbox is None or not inbox.tracing:
+            return
+        noted: dict[Collection, str] = {}
+        for collection in self.state.dataflows.values():
+            text = _sharing(collection)
+            if text is not None:
+                if self._noted.get(collection) != text:
+                    inbox.mark(text)
+                noted[collection] = text
+        self._noted = noted
 
     def _flush(self) -> None:
         nonce = self.nonce

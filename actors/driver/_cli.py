@@ -1,29 +1,176 @@
-"""The ``trio-reconcile`` command line."""
+"""The ``trio-reconcile`` command (SPEC_FORMAT.md, The command).
+
+Exit status: 0 when every stanza matched, 1 when any did not, 2 on bad input
+or bad arguments (nothing runs then).
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
+from typing import TextIO
 
 import actors
 
+from ._bundled import BUNDLED_TWO_RUNTIME, bundled_spec
+from ._demo import demo
+from ._runner import Outcome, Topology, run_spec
+from ._spec import Spec, SpecError, read_spec
+
+DEFAULT_SEED = 1
+WORKFLOW_TOPOLOGIES = (
+    Topology(processes=1, workers=1),
+    Topology(processes=1, workers=2),
+    Topology(processes=2, workers=1),
+    Topology(processes=2, workers=2),
+)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        raise SystemExit(2)
+
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="trio-reconcile",
-        description="A Trio actor framework and a model of a two-runtime compute replica.",
+        description="Run spec files against a model of a two-runtime compute replica.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {actors.__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    run = commands.add_parser("run", help="run spec files against a fresh replica each")
+    run.add_argument("specs", nargs="+", metavar="SPEC")
+    run.add_argument("--workers", type=_positive, default=1, metavar="W")
+    run.add_argument("--processes", type=_positive, default=1, metavar="P")
+    runtimes = run.add_mutually_exclusive_group()
+    runtimes.add_argument("--interactive", dest="interactive", action="store_true", default=True)
+    runtimes.add_argument("--solo", dest="interactive", action="store_false")
+    run.add_argument("--no-barrier", dest="barrier", action="store_false", default=True)
+    run.add_argument("--seed", type=int, default=DEFAULT_SEED, metavar="N")
+    run.add_argument("--rewrite", action="store_true")
+    run.add_argument("--trace", metavar="FILE")
+    workflow = commands.add_parser("workflow", help="run a bundled workflow")
+    workflow.add_argument("name", choices=["two-runtime-compute"])
+    workflow.add_argument("--seed", type=int, default=DEFAULT_SEED, metavar="N")
+    show = commands.add_parser("demo", help="show the race and its fix")
+    show.add_argument("--seed", type=int, default=DEFAULT_SEED, metavar="N")
     return parser
 
 
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1: {value}")
+    return value
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command; return its exit status (2 for bad arguments)."""
+    """Run the command; return its exit status."""
     parser = build_parser()
     try:
-        parser.parse_args(argv)
+        args = parser.parse_args(argv)
     except SystemExit as exit_:
         return exit_.code if isinstance(exit_.code, int) else 2
+    match args.command:
+        case "run":
+            rewrite = args.rewrite or os.environ.get("REWRITE") == "1"
+            topology = Topology(args.processes, args.workers, args.interactive, args.barrier)
+            return run_command(args.specs, topology, args.seed, rewrite, args.trace, sys.stdout)
+        case "workflow":
+            return workflow_command(args.seed, sys.stdout)
+        case "demo":
+            return demo(args.seed, sys.stdout)
     parser.print_help(sys.stdout)
     return 0
+
+
+def _load(paths: Sequence[str]) -> list[Spec] | None:
+    specs: list[Spec] = []
+    for path in paths:
+        try:
+            specs.append(read_spec(Path(path), path))
+        except SpecError as error:
+            print(error, file=sys.stderr)
+            return None
+    return specs
+
+
+def run_command(
+    paths: Sequence[str],
+    topology: Topology,
+    seed: int,
+    rewrite: bool,
+    trace_path: str | None,
+    out: TextIO,
+) -> int:
+    specs = _load(paths)
+    if specs is None:
+        return 2
+    trace = actors.Trace() if trace_path is not None else None
+    failed = False
+    for spec in specs:
+        outcomes = run_spec(spec, topology, seed=seed, trace=trace)
+        if rewrite:
+            Path(spec.path).write_text(rewritten(spec, outcomes), encoding="utf-8")
+            print(f"rewrote {spec.path} ({len(outcomes)} stanzas, {topology})", file=out)
+            continue
+        failed |= report(spec, outcomes, topology, out)
+    if trace is not None and trace_path is not None:
+        with open(trace_path, "w", encoding="utf-8") as file:
+            trace.write_jsonl(file)
+    return 1 if failed else 0
+
+
+def report(spec: Spec, outcomes: list[Outcome], topology: Topology, out: TextIO) -> bool:
+    """Print mismatches (and a summary line); return whether any stanza differed."""
+    mismatches = [outcome for outcome in outcomes if not outcome.matched]
+    for outcome in mismatches:
+        stanza = outcome.stanza
+        print(f"{spec.path}:{stanza.line}: {spec.lines[stanza.line - 1]}", file=out)
+        print("  expected:", file=out)
+        for line in stanza.expected or ("(nothing)",):
+            print(f"    {line}", file=out)
+        print("  actual:", file=out)
+        for line in outcome.actual or ("(nothing)",):
+            print(f"    {line}", file=out)
+    verdict = "FAIL" if mismatches else "ok"
+    detail = f"{len(mismatches)} of {len(outcomes)} stanzas differ" if mismatches else ""
+    print(f"{verdict} {spec.path}: {detail or f'{len(outcomes)} stanzas'} ({topology})", file=out)
+    return bool(mismatches)
+
+
+def rewritten(spec: Spec, outcomes: list[Outcome]) -> str:
+    """The spec's text with every expected block replaced by what ran."""
+    lines = list(spec.lines)
+    for outcome in reversed(outcomes):
+        stanza = outcome.stanza
+        lines[stanza.divider_line : stanza.end_line - 1] = list(outcome.actual)
+    text = "\n".join(lines)
+    return text + "\n" if spec.trailing_newline else text
+
+
+def workflow_command(seed: int, out: TextIO) -> int:
+    """Every bundled two-runtime spec, with both runtimes, on every topology."""
+    failed = False
+    print(f"{'spec':<36} {'topology':<28} result", file=out)
+    for name in BUNDLED_TWO_RUNTIME:
+        with bundled_spec(name) as path:
+            spec = read_spec(path, name)
+            for topology in WORKFLOW_TOPOLOGIES:
+                outcomes = run_spec(spec, topology, seed=seed, trace=None)
+                bad = sum(not outcome.matched for outcome in outcomes)
+                result = f"ok ({len(outcomes)} stanzas)" if not bad else f"FAIL ({bad} differ)"
+                print(f"{name:<36} {topology!s:<28} {result}", file=out, flush=True)
+                if bad:
+                    report(spec, outcomes, topology, out)
+                failed |= bool(bad)
+    print("workflow two-runtime-compute: " + ("FAILED" if failed else "passed"), file=out)
+    return 1 if failed else 0

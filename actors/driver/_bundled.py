@@ -1,0 +1,26 @@
+"""The spec files shipped inside the package."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from importlib import resources
+from pathlib import Path
+
+BUNDLED_TWO_RUNTIME = (
+    "reconciliation.spec",
+    "two_runtime_recreate_index.spec",
+    "compaction.spec",
+    "drops.spec",
+    "two_indexes.spec",
+    "reconnects.spec",
+    "rows.spec",
+)
+
+
+@contextmanager
+def bundled_spec(name: str) -> Iterator[Path]:
+    """A path to bundled spec ``name``, valid inside the block (works from an
+    installed package, in any directory)."""
+    with resources.as_file(resources.files("actors.driver") / "specs" / name) as path:
+        yield path
