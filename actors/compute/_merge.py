@@ -34,6 +34,11 @@ class PartitionedState:
     _uppers: dict[int, list[Frontier | None]] = attrs.field(factory=dict)
     _merged: dict[int, Frontier] = attrs.field(factory=dict)
     _peeks: dict[int, list[PeekResult | None]] = attrs.field(factory=dict)
+    # Reports of parts that are ahead: they reported a collection dropped and
+    # then a new one under the same id, before every part reported the drop.
+    # All their later reports for the id wait here, in order, until it did.
+    _next: dict[int, list[tuple[int, Frontier]]] = attrs.field(factory=dict)
+    _ahead: dict[int, set[int]] = attrs.field(factory=dict)
     # A rejection is reported once, not once per part.
     _rejections: set[tuple[object, str]] = attrs.field(factory=set)
 
@@ -42,22 +47,7 @@ class PartitionedState:
         assert 0 <= part < self.parts, f"part {part} of {self.parts}"
         match response:
             case Frontiers(id, upper):
-                uppers = self._uppers.setdefault(id, [None] * self.parts)
-                previous = uppers[part]
-                assert previous is None or previous <= upper, (
-                    f"part {part} regressed collection {id} from {previous} to {upper}"
-                )
-                uppers[part] = upper
-                if any(known is None for known in uppers):
-                    return None
-                merged = min(known for known in uppers if known is not None)
-                if id in self._merged and merged <= self._merged[id]:
-                    return None
-                self._merged[id] = merged
-                if merged.is_empty:
-                    # Dropped: a later dataflow that reuses the id starts afresh.
-                    del self._uppers[id], self._merged[id]
-                return Frontiers(id, merged)
+                return self._absorb_frontier(part, id, upper)
             case PeekResponse(uuid, result):
                 answers = self._peeks.setdefault(uuid, [None] * self.parts)
                 assert answers[part] is None, f"part {part} answered peek {uuid} twice"
@@ -71,6 +61,37 @@ class PartitionedState:
                     return None
                 self._rejections.add((command, reason))
                 return response
+
+    def _absorb_frontier(self, part: int, id: int, upper: Frontier) -> Response | None:
+        uppers = self._uppers.setdefault(id, [None] * self.parts)
+        previous = uppers[part]
+        ahead = self._ahead.setdefault(id, set())
+        if part in ahead or (previous is not None and previous.is_empty and not upper.is_empty):
+            # A new collection under a dropped id, before every part dropped it.
+            ahead.add(part)
+            self._next.setdefault(id, []).append((part, upper))
+            return None
+        assert previous is None or previous <= upper, (
+            f"part {part} regressed collection {id} from {previous} to {upper}"
+        )
+        uppers[part] = upper
+        if any(known is None for known in uppers):
+            return None
+        merged = min(known for known in uppers if known is not None)
+        if id in self._merged and merged <= self._merged[id]:
+            return None
+        self._merged[id] = merged
+        if not merged.is_empty:
+            return Frontiers(id, merged)
+        # Dropped everywhere: a later collection that reuses the id starts afresh.
+        del self._uppers[id], self._merged[id]
+        self._ahead.pop(id, None)
+        for early_part, early_upper in self._next.pop(id, []):
+            # Cannot complete a merge: the part that dropped last (just now)
+            # reports its new collection only after its drop, so it is unknown.
+            replayed = self._absorb_frontier(early_part, id, early_upper)
+            assert replayed is None, "a replayed report completes no merge"
+        return Frontiers(id, merged)
 
 
 def _combine(answers: list[PeekResult]) -> PeekResult:

@@ -61,7 +61,7 @@ class ChannelAdapter:
                 try:
                     connection.responses.send_nowait((self.local, response))
                 except (trio.BrokenResourceError, trio.ClosedResourceError):
-                    connection.leave(drop_queued=True)
+                    connection.leave(drop_queued=self.sequencer is not None)
                     return
             elif nonce not in self.seen:
                 self.stash.append((nonce, response))
@@ -72,8 +72,9 @@ class ChannelAdapter:
             else:
                 nursery.start_soon(self._await_end, connection, nursery, outcome)
             nursery.start_soon(self._forward_responses, connection, nursery, outcome)
-        # The first reason to leave wins: a failed response send drops the queue.
-        connection.leave(drop_queued=outcome[:1] == [True])
+        # The first reason to leave wins: a failed response send drops the queue
+        # of commands, which only global worker 0's adapter reads.
+        connection.leave(drop_queued=outcome[:1] == [True] and self.sequencer is not None)
 
     async def _forward_commands(
         self, connection: RuntimeConnection, nursery: trio.Nursery, outcome: list[bool]
@@ -225,23 +226,34 @@ class Process:
         nursery: trio.Nursery,
     ) -> None:
         within = PartitionedState(self.workers)
-        async for local, response in runtime.responses_out:
-            merged = within.absorb(local, response)
-            if merged is not None and not isinstance(merged, PeekResponse):
-                merged = across.absorb(number, merged)
-            if merged is None:
-                continue
-            try:
-                connection.responses.send_nowait(merged)
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                for gone in runtimes.values():
-                    gone.responses_out.close()
-                nursery.cancel_scope.cancel()
-                return
+        try:
+            async for local, response in runtime.responses_out:
+                merged = within.absorb(local, response)
+                if merged is not None and not isinstance(merged, PeekResponse):
+                    merged = across.absorb(number, merged)
+                if merged is None:
+                    continue
+                try:
+                    connection.responses.send_nowait(merged)
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    # The controller went away. Cancel the other runtime's pump
+                    # before closing its channel under it, then fail the
+                    # adapters' next response sends.
+                    nursery.cancel_scope.cancel()
+                    for gone in runtimes.values():
+                        gone.responses_out.close()
+                    return
+        except trio.ClosedResourceError:
+            return
 
 
 def _deliver(connection: RuntimeConnection, command: Command | None) -> None:
     if command is None:
         connection.end()
-    else:
+        return
+    try:
         connection.commands_in.send_nowait(command)
+    except trio.BrokenResourceError:
+        # Its adapter left the connection after a failed response send: the
+        # commands still coming for it are dropped like those it had queued.
+        connection.dropped_commands += 1

@@ -60,8 +60,8 @@ DIFFERENT_INSTANCE = "instance configuration differs from the running instance"
 @attrs.frozen
 class ReconcilePlan:
     """What reconciling a new connection does, in order: ``compactions`` (kept
-    dataflows compacted to their new ``as_of``, then drops), then ``rest`` (the
-    new commands still to apply, in the order the controller sent them)."""
+    dataflows compacted to their new ``as_of``, then drops), then ``rest``: the
+    creates, then every other new command, each in the order it was sent."""
 
     compactions: tuple[AllowCompaction, ...]
     rest: tuple[Command, ...]
@@ -86,6 +86,7 @@ def plan_reconcile(
     """
     unclaimed = dict(dataflows)
     kept: dict[int, int] = {}
+    creates: list[Command] = []
     rest: list[Command] = []
     rejected: list[CommandRejected] = []
     for command in new:
@@ -100,7 +101,7 @@ def plan_reconcile(
                         del unclaimed[dataflow.index_id]
                         kept[dataflow.index_id] = dataflow.as_of
                         continue
-                rest.append(command)
+                creates.append(command)
             case CreateInstance(config) if instance is not None:
                 if config != instance:
                     rejected.append(CommandRejected(command, DIFFERENT_INSTANCE))
@@ -110,7 +111,7 @@ def plan_reconcile(
     compactions += [AllowCompaction(id, Frontier.empty()) for id in unclaimed]
     return ReconcilePlan(
         compactions=tuple(compactions),
-        rest=tuple(rest),
+        rest=(*creates, *rest),
         retained=frozenset(kept),
         dropped=frozenset(unclaimed),
         rejected=tuple(rejected),
@@ -140,6 +141,10 @@ class ComputeState:
     reported: dict[int, Frontier] = attrs.field(factory=dict)
     builds: int = 0
     outbox: list[Response] = attrs.field(factory=list)
+    # Ids the controller dropped on the current connection: ids are not reused
+    # (with two runtimes a reused id would race like a reconnect without the
+    # barrier), so a create of one is rejected. Cleared for each connection.
+    retired: set[int] = attrs.field(factory=set)
 
     def apply(self, command: Command) -> None:
         match command:
@@ -179,6 +184,11 @@ class ComputeState:
         if id in self.dataflows:
             self._reject(command, f"collection {id} already exists")
             return
+        if id in self.retired:
+            self._reject(
+                command, f"collection {id} was dropped on this connection; ids are not reused"
+            )
+            return
         dataflow = command.dataflow
         incarnation = Incarnation(id, dataflow.as_of)
         if self.role is Role.INTERACTIVE:
@@ -209,6 +219,7 @@ class ComputeState:
                 self.outbox.append(PeekResponse(uuid, PeekError(UNKNOWN_COLLECTION)))
             if report_drop:
                 self.outbox.append(Frontiers(id, frontier))
+                self.retired.add(id)
             self.reported.pop(id, None)
             return
         if frontier.time < part.since:

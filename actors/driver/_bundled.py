@@ -15,6 +15,7 @@ BUNDLED_TWO_RUNTIME = (
     "two_indexes.spec",
     "reconnects.spec",
     "rows.spec",
+    "reused_id.spec",
 )
 
 

@@ -54,6 +54,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--seed", type=int, default=DEFAULT_SEED, metavar="N")
     run.add_argument("--rewrite", action="store_true")
     run.add_argument("--trace", metavar="FILE")
+    run.add_argument(
+        "--check-determinism",
+        action="store_true",
+        help="run each spec twice with the seed and fail if the traces differ",
+    )
     workflow = commands.add_parser("workflow", help="run a bundled workflow")
     workflow.add_argument("name", choices=["two-runtime-compute"])
     workflow.add_argument("--seed", type=int, default=DEFAULT_SEED, metavar="N")
@@ -83,13 +88,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         case "run":
             rewrite = args.rewrite or os.environ.get("REWRITE") == "1"
             topology = Topology(args.processes, args.workers, args.interactive, args.barrier)
+            if args.check_determinism:
+                return determinism_command(args.specs, topology, args.seed, sys.stdout)
             return run_command(args.specs, topology, args.seed, rewrite, args.trace, sys.stdout)
         case "workflow":
             return workflow_command(args.seed, sys.stdout)
         case "demo":
             return demo(args.seed, sys.stdout)
-    parser.print_help(sys.stdout)
-    return 0
+    parser.print_usage(sys.stderr)
+    print(f"{parser.prog}: error: a command is required (run, workflow or demo)", file=sys.stderr)
+    return 2
 
 
 def _load(paths: Sequence[str]) -> list[Spec] | None:
@@ -117,15 +125,40 @@ def run_command(
     trace = actors.Trace() if trace_path is not None else None
     failed = False
     for spec in specs:
-        outcomes = run_spec(spec, topology, seed=seed, trace=trace)
+        run = run_spec(spec, topology, seed=seed, trace=trace)
         if rewrite:
-            Path(spec.path).write_text(rewritten(spec, outcomes), encoding="utf-8")
-            print(f"rewrote {spec.path} ({len(outcomes)} stanzas, {topology})", file=out)
+            Path(spec.path).write_text(rewritten(spec, run.outcomes), encoding="utf-8")
+            print(f"rewrote {spec.path} ({len(run.outcomes)} stanzas, {topology})", file=out)
             continue
-        failed |= report(spec, outcomes, topology, out)
+        failed |= report(spec, run.outcomes, topology, out)
+        for violation in run.violations:
+            print(f"{spec.path}: invariant broken: {violation}", file=out)
+        failed |= bool(run.violations)
     if trace is not None and trace_path is not None:
         with open(trace_path, "w", encoding="utf-8") as file:
             trace.write_jsonl(file)
+    return 1 if failed else 0
+
+
+def determinism_command(paths: Sequence[str], topology: Topology, seed: int, out: TextIO) -> int:
+    """Run each spec twice with ``seed``; the traces must be identical."""
+    specs = _load(paths)
+    if specs is None:
+        return 2
+    failed = False
+    for spec in specs:
+        first, second = actors.Trace(), actors.Trace()
+        run_spec(spec, topology, seed=seed, trace=first)
+        run_spec(spec, topology, seed=seed, trace=second)
+        if first.events == second.events:
+            print(f"deterministic {spec.path}: {len(first)} trace events, seed {seed}", file=out)
+            continue
+        failed = True
+        at = next(
+            (i for i, (a, b) in enumerate(zip(first, second, strict=False)) if a != b),
+            min(len(first), len(second)),
+        )
+        print(f"NONDETERMINISTIC {spec.path}: traces differ at event {at} (seed {seed})", file=out)
     return 1 if failed else 0
 
 
@@ -165,8 +198,9 @@ def workflow_command(seed: int, out: TextIO) -> int:
         with bundled_spec(name) as path:
             spec = read_spec(path, name)
             for topology in WORKFLOW_TOPOLOGIES:
-                outcomes = run_spec(spec, topology, seed=seed, trace=None)
-                bad = sum(not outcome.matched for outcome in outcomes)
+                run = run_spec(spec, topology, seed=seed, trace=None)
+                outcomes = run.outcomes
+                bad = sum(not outcome.matched for outcome in outcomes) + len(run.violations)
                 result = f"ok ({len(outcomes)} stanzas)" if not bad else f"FAIL ({bad} differ)"
                 print(f"{name:<36} {topology!s:<28} {result}", file=out, flush=True)
                 if bad:

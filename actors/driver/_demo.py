@@ -30,7 +30,7 @@ def demo(seed: int, out: TextIO) -> int:
     for barrier in (False, True):
         topology = Topology(processes=1, workers=1, interactive=True, barrier=barrier)
         trace = actors.Trace()
-        outcomes = run_spec(spec, topology, seed=seed, trace=trace)
+        outcomes = run_spec(spec, topology, seed=seed, trace=trace).outcomes
         title = "barrier ON (the default)" if barrier else "barrier OFF (--no-barrier, unsafe)"
         print(f"== {title}", file=out)
         _timeline(trace, outcomes[-1], out)

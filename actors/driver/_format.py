@@ -2,18 +2,38 @@
 
 from __future__ import annotations
 
-import json
+import unicodedata
 from collections.abc import Iterable
 
 from actors.compute import Row, row_order
 
+_SHORT = {
+    '"': '\\"',
+    "\\": "\\\\",
+    "\b": "\\b",
+    "\f": "\\f",
+    "\n": "\\n",
+    "\r": "\\r",
+    "\t": "\\t",
+}
+
+
+def _escape(char: str) -> str:
+    short = _SHORT.get(char)
+    if short is not None:
+        return short
+    if unicodedata.category(char) == "Cc":
+        return f"\\u{ord(char):04x}"
+    return char
+
 
 def format_field(value: int | str) -> str:
-    """Integers bare; strings double-quoted with JSON escaping (only ``"``,
-    ``\\`` and control characters escaped; everything else as it is)."""
+    """Integers bare; strings double-quoted with JSON escaping: only ``"``,
+    ``\\`` and control characters (Unicode category Cc) are escaped; every
+    other character, non-ASCII included, is written as it is."""
     if isinstance(value, int):
         return str(value)
-    return json.dumps(value, ensure_ascii=False)
+    return '"' + "".join(_escape(char) for char in value) + '"'
 
 
 def format_rows(rows: Iterable[Row]) -> list[str]:

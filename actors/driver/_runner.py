@@ -70,14 +70,36 @@ class _Session:
     shards: ShardCatalog
 
 
-def run_spec(
-    spec: Spec, topology: Topology, *, seed: int, trace: actors.Trace | None
-) -> list[Outcome]:
+@attrs.frozen
+class SpecRun:
+    """What running a spec printed, and the replica's invariants it broke."""
+
+    outcomes: list[Outcome]
+    violations: list[str]
+
+    @property
+    def passed(self) -> bool:
+        return not self.violations and all(outcome.matched for outcome in self.outcomes)
+
+
+def run_spec(spec: Spec, topology: Topology, *, seed: int, trace: actors.Trace | None) -> SpecRun:
     """Run every stanza of ``spec`` against a fresh replica on the mock clock."""
     return actors.run(_run, spec, topology, trace, seed=seed)
 
 
-async def _run(spec: Spec, topology: Topology, trace: actors.Trace | None) -> list[Outcome]:
+def violations(replica: Replica, controller: Controller) -> list[str]:
+    """The replica's invariants that do not hold: every worker of a runtime
+    applied the same command sequence; merged frontiers never went back."""
+    found = list(controller.regressions)
+    for name, runtime in replica.runtimes.items():
+        first = runtime.workers[0].applied
+        for worker in runtime.workers[1:]:
+            if worker.applied != first:
+                found.append(f"{name}: worker {worker.index} applied other commands than worker 0")
+    return found
+
+
+async def _run(spec: Spec, topology: Topology, trace: actors.Trace | None) -> SpecRun:
     shards = ShardCatalog()
     outcomes: list[Outcome] = []
     async with (
@@ -91,7 +113,9 @@ async def _run(spec: Spec, topology: Topology, trace: actors.Trace | None) -> li
             except ComputeError as error:
                 actual = [f"error: {error}"]
             outcomes.append(Outcome(stanza, tuple(actual), trio.current_time()))
-    return outcomes
+        await trio.testing.wait_all_tasks_blocked()
+        found = violations(replica, controller)
+    return SpecRun(outcomes, found)
 
 
 def _int(value: Value) -> int:

@@ -31,7 +31,7 @@ Value = int | str | tuple[int, ...]
 _INT = re.compile(r"-?[0-9]+")
 _TIME = re.compile(r"[0-9]+")
 _SECONDS = re.compile(r"[0-9]+(\.[0-9]+)?")
-_LIST = re.compile(r"\[([0-9]+(,[0-9]+)*)?\]")
+_LIST = re.compile(r"\[[0-9]+(,[0-9]+)*\]")
 
 
 def _time(text: str) -> Value:
@@ -53,8 +53,7 @@ def _count(text: str) -> Value:
 def _columns(text: str) -> Value:
     if not _LIST.fullmatch(text):
         raise ValueError("a list is written [0] or [0,1]")
-    inner = text[1:-1]
-    return tuple(int(part) for part in inner.split(",")) if inner else ()
+    return tuple(int(part) for part in text[1:-1].split(","))
 
 
 def _seconds(text: str) -> Value:
@@ -147,6 +146,11 @@ def read_spec(path: Path, display: str | None = None) -> Spec:
     except UnicodeDecodeError as error:
         line = data[: error.start].count(b"\n") + 1
         raise SpecError(shown, line, "the file is not valid UTF-8") from None
+    if text.startswith("\ufeff"):
+        raise SpecError(shown, 1, "the file starts with a byte order mark")
+    if "\r" in text:
+        line = text[: text.index("\r")].count("\n") + 1
+        raise SpecError(shown, line, "carriage return in a line (lines end with LF only)")
     return parse_spec(text, shown)
 
 
@@ -167,8 +171,11 @@ def parse_spec(text: str, path: str) -> Spec:
         signature = DIRECTIVES[name]
         i += 1
         body: list[str] = []
-        while i < len(lines) and lines[i].startswith("  ") and lines[i].strip():
-            body.append(lines[i].strip())
+        while i < len(lines) and (
+            (lines[i].startswith("  ") and lines[i].strip()) or lines[i].startswith("#")
+        ):
+            if not lines[i].startswith("#"):
+                body.append(lines[i].strip())
             i += 1
         if i >= len(lines) or lines[i] != DIVIDER:
             raise SpecError(path, number, f"missing {DIVIDER} after directive {name!r}")

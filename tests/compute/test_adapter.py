@@ -83,3 +83,15 @@ async def test_responses_for_the_current_connection_go_out_tagged_with_the_local
         assert connection.responses_out.receive_nowait() == (1, Frontiers(1, Frontier.at(2)))
         assert adapter.stash == [(6, Frontiers(1, Frontier.at(1)))]
         nursery.cancel_scope.cancel()
+
+
+def test_a_command_for_a_connection_its_adapters_left_is_dropped_and_counted() -> None:
+    from actors.compute._process import _deliver
+
+    connection = RuntimeConnection.open(5, adapters=1)
+    connection.commands_in.send_nowait(Hello(5))
+    connection.leave(drop_queued=True)
+    _deliver(connection, CreateInstance())
+    _deliver(connection, None)
+    assert connection.dropped_commands == 2
+    assert connection.ended.is_set()

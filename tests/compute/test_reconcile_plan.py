@@ -207,3 +207,18 @@ def test_compaction_past_a_pending_peek_fails_it_and_a_drop_fails_the_rest() -> 
         PeekResponse(2, PeekError("collection ID does not exist")),
         Frontiers(1001, Frontier.empty()),
     ]
+
+
+def test_an_id_dropped_on_this_connection_is_not_reused() -> None:
+    state = running(index())
+    state.apply(AllowCompaction(1001, Frontier.empty()))
+    state.drain()
+    again = CreateDataflow(index(key=(1,)))
+    state.apply(again)
+    assert state.drain() == [
+        CommandRejected(again, "collection 1001 was dropped on this connection; ids are not reused")
+    ]
+    assert state.dataflows == {}
+    state.retired.clear()  # what a new connection does
+    state.apply(again)
+    assert set(state.dataflows) == {1001}

@@ -132,3 +132,27 @@ def test_a_connection_order_numbers_hellos_as_they_arrive() -> None:
     with pytest.raises(ProtocolError, match=r"^connection 7 said hello twice$"):
         order.record(7)
     assert len(order) == 3
+
+
+def test_a_reused_id_waits_until_every_part_dropped_the_old_collection() -> None:
+    state = PartitionedState(2)
+    state.absorb(0, Frontiers(7, Frontier.at(5)))
+    state.absorb(1, Frontiers(7, Frontier.at(5)))
+    assert state.absorb(0, Frontiers(7, Frontier.empty())) is None
+    assert state.absorb(0, Frontiers(7, Frontier.at(1))) is None  # new, but 1 is not done
+    assert state.absorb(1, Frontiers(7, Frontier.empty())) == Frontiers(7, Frontier.empty())
+    assert state.absorb(1, Frontiers(7, Frontier.at(2))) == Frontiers(7, Frontier.at(1))
+
+
+def test_a_part_that_drops_and_recreates_an_id_twice_stays_in_order() -> None:
+    state = PartitionedState(2)
+    for part in (0, 1):
+        state.absorb(part, Frontiers(7, Frontier.at(5)))
+    # Part 0 races ahead through two more generations of collection 7.
+    for upper in (Frontier.empty(), Frontier.at(1), Frontier.empty(), Frontier.at(2)):
+        assert state.absorb(0, Frontiers(7, upper)) is None
+    assert state.absorb(1, Frontiers(7, Frontier.empty())) == Frontiers(7, Frontier.empty())
+    # Generation 2: part 0 reported [1] and then dropped it, so only part 1 counts.
+    assert state.absorb(1, Frontiers(7, Frontier.at(3))) == Frontiers(7, Frontier.at(3))
+    assert state.absorb(1, Frontiers(7, Frontier.empty())) == Frontiers(7, Frontier.empty())
+    assert state.absorb(1, Frontiers(7, Frontier.at(4))) == Frontiers(7, Frontier.at(2))

@@ -123,8 +123,8 @@ def test_bad_arguments_exit_2(args: list[str]) -> None:
     assert "error:" in result.stderr
 
 
-def test_no_command_prints_help() -> None:
+def test_no_command_is_a_usage_error() -> None:
     result = trio_reconcile()
-    assert result.returncode == 0
-    assert "usage: trio-reconcile" in result.stdout
+    assert result.returncode == 2
+    assert "error: a command is required (run, workflow or demo)" in result.stderr
     assert shutil.which(SCRIPT) is not None

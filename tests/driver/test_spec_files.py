@@ -42,6 +42,10 @@ GOOD = "create-instance\n----\nok\n"
         ),
         ("settle\n  1 2\n----\nok\n", "2: directive 'settle' takes no body"),
         (GOOD + "\n  indented\n----\n", "5: a directive starts in the first column"),
+        (
+            "define-index source=1 index=2 shard=s key=[] as-of=0\n----\nok\n",
+            "1: define-index: bad value '[]' for 'key': a list is written [0] or [0,1]",
+        ),
     ],
 )
 def test_malformed_specs_exit_2_naming_file_and_line(
@@ -62,6 +66,31 @@ def test_a_file_that_is_not_utf8_is_bad_input(
     spec.write_bytes(b"create-instance\n----\nok\n\n# caf\xe9\n")
     assert main(["run", str(spec)]) == 2
     assert capsys.readouterr().err == f"{spec}:5: the file is not valid UTF-8\n"
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (
+            b"create-instance\r\n----\r\nok\r\n",
+            "1: carriage return in a line (lines end with LF only)",
+        ),
+        (b"\xef\xbb\xbfcreate-instance\n----\nok\n", "1: the file starts with a byte order mark"),
+    ],
+)
+def test_crlf_and_byte_order_marks_are_bad_input_with_a_clear_message(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], data: bytes, message: str
+) -> None:
+    spec = tmp_path / "windows.spec"
+    spec.write_bytes(data)
+    assert main(["run", str(spec)]) == 2
+    assert capsys.readouterr().err == f"{spec}:{message}\n"
+
+
+def test_a_comment_between_a_directive_and_its_divider_is_a_comment() -> None:
+    text = "write-rows shard=s ts=0\n  1\n# a note\n  2\n----\nwrote 2\n"
+    (stanza,) = parse_spec(text, "x.spec").stanzas
+    assert (stanza.body, stanza.expected) == (("1", "2"), ("wrote 2",))
 
 
 def test_a_bad_file_stops_every_file_from_running(
@@ -106,3 +135,4 @@ def test_rows_print_sorted_with_json_escaped_strings() -> None:
         '"z"',
     ]
     assert format_field("\u0001") == '"\\u0001"'
+    assert format_field("del\x7f c1\x85 é") == '"del\\u007f c1\\u0085 é"'
