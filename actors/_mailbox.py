@@ -153,6 +153,15 @@ class _Cell(Generic[M]):
         self.stopped.set()
 
 
+async def stop_last_first(cells: dict[Any, _Cell[Any]]) -> None:
+    """Stop the actors of ``cells`` gracefully, last added first, each once the
+    one after it stopped; ``cells`` shrinks as each one's task ends."""
+    while cells:
+        cell = next(reversed(cells.values()))
+        cell.close_mailbox()
+        await cell.stopped.wait()
+
+
 @final
 class ActorRef(Generic[M_contra], metaclass=NoPublicConstructor):
     """A reference to an actor, typed by the messages it accepts.

@@ -25,7 +25,7 @@ import trio
 
 from ._envelope import Address
 from ._errors import RestartIntensityError
-from ._mailbox import DEFAULT_CAPACITY, ActorRef, ActorState, Inbox, _Cell
+from ._mailbox import DEFAULT_CAPACITY, ActorRef, ActorState, Inbox, _Cell, stop_last_first
 from ._trace import EventKind, TraceEvent
 from ._util import NoPublicConstructor
 
@@ -141,10 +141,7 @@ class Supervisor(metaclass=NoPublicConstructor):
         raise RestartIntensityError(message) from error
 
     async def _stop_children(self) -> None:
-        while self._children:
-            cell = next(reversed(self._children.values()))
-            cell.close_mailbox()
-            await cell.stopped.wait()
+        await stop_last_first(self._children)
 
 
 @asynccontextmanager

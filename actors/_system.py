@@ -13,7 +13,7 @@ import trio
 from ._determinism import current_seed
 from ._envelope import Address
 from ._errors import ActorNameError
-from ._mailbox import DEFAULT_CAPACITY, ActorRef, Inbox, _Cell, current_address
+from ._mailbox import DEFAULT_CAPACITY, ActorRef, Inbox, _Cell, current_address, stop_last_first
 from ._sequencer import Sequencer
 from ._supervision import OneForAll, Strategy, Supervisor, open_supervisor
 from ._trace import EventKind, Tracer
@@ -159,10 +159,7 @@ class ActorSystem(metaclass=NoPublicConstructor):
         self._nursery.cancel_scope.cancel()
 
     async def _stop_all(self) -> None:
-        while self._live:
-            cell = next(reversed(self._live.values()))
-            cell.close_mailbox()
-            await cell.stopped.wait()
+        await stop_last_first(self._live)
 
 
 @asynccontextmanager

@@ -20,6 +20,13 @@ from ._protocol import DataflowDescription, Frontier, Row
 from ._shard import Shard
 
 
+def compaction_error(ts: int, since: int) -> str | None:
+    """Why a read at ``ts`` cannot be served below compaction frontier ``since``."""
+    if ts < since:
+        return f"read at ts {ts} is before the compaction frontier {since}"
+    return None
+
+
 def partition_of(row: Row, key: tuple[int, ...], parts: int) -> int:
     """The part (0 .. parts-1) that holds ``row``: stable across runs and processes.
     A key column the row lacks hashes as null."""
@@ -79,9 +86,7 @@ class IndexPart:
 
     def read_error(self, ts: int) -> str | None:
         """Why a read at ``ts`` cannot be served, if it cannot."""
-        if ts < self.since:
-            return f"read at ts {ts} is before the compaction frontier {self.since}"
-        return None
+        return compaction_error(ts, self.since)
 
     def ready(self, ts: int) -> bool:
         """Whether this part is complete at ``ts`` (its upper is past it)."""
@@ -137,9 +142,7 @@ class PeerView:
         return False
 
     def read_error(self, ts: int) -> str | None:
-        if ts < self.since:
-            return f"read at ts {ts} is before the compaction frontier {self.since}"
-        return None
+        return compaction_error(ts, self.since)
 
     def ready(self, ts: int) -> bool:
         part = self._part

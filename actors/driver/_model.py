@@ -18,7 +18,7 @@ import attrs
 
 from ._format import format_rows
 from ._runner import DEFAULT_TIMEOUT
-from ._spec import Stanza, Value, parse_row
+from ._spec import Stanza, as_int, as_str, parse_row
 
 
 @attrs.define
@@ -58,20 +58,20 @@ class ReferenceModel:
         args = stanza.args
         match stanza.name:
             case "write-rows" | "write-single-ts":
-                shard = self.shards.setdefault(_s(args["shard"]), _Shard())
-                ts = _i(args["ts"])
+                shard = self.shards.setdefault(as_str(args["shard"]), _Shard())
+                ts = as_int(args["ts"])
                 if ts < shard.upper:
                     return [f"error: write at ts {ts} is below the shard upper {shard.upper}"]
                 if stanza.name == "write-rows":
                     rows = [parse_row(line) for line in stanza.body]
                 else:
-                    rows = [(i,) for i in range(_i(args["count"]))]
+                    rows = [(i,) for i in range(as_int(args["count"]))]
                 shard.rows.extend((ts, row) for row in rows)
                 shard.upper = ts + 1
                 return [f"wrote {len(rows)}"]
             case "advance":
-                shard = self.shards.setdefault(_s(args["shard"]), _Shard())
-                upper = _i(args["upper"])
+                shard = self.shards.setdefault(as_str(args["shard"]), _Shard())
+                upper = as_int(args["upper"])
                 if upper < shard.upper:
                     return [f"error: upper {upper} is below the shard upper {shard.upper}"]
                 shard.upper = upper
@@ -81,25 +81,27 @@ class ReferenceModel:
             case "define-index":
                 key = args["key"]
                 assert isinstance(key, tuple)
-                index = _Index(_i(args["source"]), _s(args["shard"]), key, _i(args["as-of"]), 0)
+                index = _Index(
+                    as_int(args["source"]), as_str(args["shard"]), key, as_int(args["as-of"]), 0
+                )
                 index.since = index.as_of
                 if self.block is not None:
-                    self.block.append((_i(args["index"]), index))
-                elif _i(args["index"]) not in self.retired:
-                    self.indexes.setdefault(_i(args["index"]), index)
+                    self.block.append((as_int(args["index"]), index))
+                elif as_int(args["index"]) not in self.retired:
+                    self.indexes.setdefault(as_int(args["index"]), index)
             case "initialization-complete" if self.block is not None:
                 self._reconcile()
             case "allow-compaction":
-                compacted = self.indexes.get(_i(args["id"]))
+                compacted = self.indexes.get(as_int(args["id"]))
                 if compacted is not None and self.block is None:
-                    compacted.since = max(compacted.since, _i(args["since"]))
+                    compacted.since = max(compacted.since, as_int(args["since"]))
             case "drop":
-                if self.block is None and self.indexes.pop(_i(args["id"]), None) is not None:
-                    self.retired.add(_i(args["id"]))
+                if self.block is None and self.indexes.pop(as_int(args["id"]), None) is not None:
+                    self.retired.add(as_int(args["id"]))
             case "hold":
-                self.held.add(_s(args["runtime"]))
+                self.held.add(as_str(args["runtime"]))
             case "release":
-                self.held.discard(_s(args["runtime"]))
+                self.held.discard(as_str(args["runtime"]))
             case "await-frontier" | "peek" | "count":
                 return self._read(stanza)
         return ["ok"]
@@ -126,9 +128,9 @@ class ReferenceModel:
     def _read(self, stanza: Stanza) -> list[str]:
         assert self.settled, f"line {stanza.line}: a read the model cannot decide"
         args = stanza.args
-        timeout = _s(args.get("timeout-secs", DEFAULT_TIMEOUT))
+        timeout = as_str(args.get("timeout-secs", DEFAULT_TIMEOUT))
         timed_out = [f"error: timed out after {timeout}s"]
-        id, ts = _i(args["id"]), _i(args["ts"])
+        id, ts = as_int(args["id"]), as_int(args["ts"])
         index = self.indexes.get(id)
         if stanza.name == "await-frontier":
             assert index is not None, f"line {stanza.line}: await-frontier of a missing index"
@@ -143,13 +145,3 @@ class ReferenceModel:
             return timed_out
         rows = [row for written, row in shard.rows if written <= ts]
         return [str(len(rows))] if stanza.name == "count" else format_rows(rows)
-
-
-def _i(value: Value) -> int:
-    assert isinstance(value, int)
-    return value
-
-
-def _s(value: Value) -> str:
-    assert isinstance(value, str)
-    return value

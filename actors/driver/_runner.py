@@ -26,7 +26,7 @@ from actors.compute import (
 )
 
 from ._format import format_rows
-from ._spec import Spec, Stanza, Value, parse_row
+from ._spec import Spec, Stanza, as_int, as_str, parse_row
 
 DEFAULT_TIMEOUT = "30"
 
@@ -118,23 +118,13 @@ async def _run(spec: Spec, topology: Topology, trace: actors.Trace | None) -> Sp
     return SpecRun(outcomes, found)
 
 
-def _int(value: Value) -> int:
-    assert isinstance(value, int)
-    return value
-
-
-def _str(value: Value) -> str:
-    assert isinstance(value, str)
-    return value
-
-
 async def _execute(session: _Session, stanza: Stanza) -> list[str]:
     args, controller, shards = stanza.args, session.controller, session.shards
     match stanza.name:
         case "create-instance":
             await controller.send(CreateInstance())
         case "update-configuration":
-            params = tuple(sorted((key, _str(value)) for key, value in args.items()))
+            params = tuple(sorted((key, as_str(value)) for key, value in args.items()))
             await controller.send(UpdateConfiguration(params))
         case "initialization-complete":
             await controller.send(InitializationComplete())
@@ -142,39 +132,39 @@ async def _execute(session: _Session, stanza: Stanza) -> list[str]:
             await controller.connect()
         case "write-rows":
             rows = [parse_row(line) for line in stanza.body]
-            written = shards.shard(_str(args["shard"])).write(_int(args["ts"]), rows)
+            written = shards.shard(as_str(args["shard"])).write(as_int(args["ts"]), rows)
             return [f"wrote {written}"]
         case "write-single-ts":
-            rows = [(i,) for i in range(_int(args["count"]))]
-            written = shards.shard(_str(args["shard"])).write(_int(args["ts"]), rows)
+            rows = [(i,) for i in range(as_int(args["count"]))]
+            written = shards.shard(as_str(args["shard"])).write(as_int(args["ts"]), rows)
             return [f"wrote {written}"]
         case "advance":
-            shards.shard(_str(args["shard"])).advance(_int(args["upper"]))
+            shards.shard(as_str(args["shard"])).advance(as_int(args["upper"]))
         case "define-index":
             key = args["key"]
             assert isinstance(key, tuple)
             dataflow = DataflowDescription(
-                _int(args["source"]),
-                _str(args["shard"]),
-                _int(args["index"]),
+                as_int(args["source"]),
+                as_str(args["shard"]),
+                as_int(args["index"]),
                 key,
-                _int(args["as-of"]),
+                as_int(args["as-of"]),
             )
             await controller.send(CreateDataflow(dataflow))
         case "schedule":
-            await controller.send(Schedule(_int(args["id"])))
+            await controller.send(Schedule(as_int(args["id"])))
         case "allow-compaction":
             await controller.send(
-                AllowCompaction(_int(args["id"]), Frontier.at(_int(args["since"])))
+                AllowCompaction(as_int(args["id"]), Frontier.at(as_int(args["since"])))
             )
         case "drop":
-            await controller.send(AllowCompaction(_int(args["id"]), Frontier.empty()))
+            await controller.send(AllowCompaction(as_int(args["id"]), Frontier.empty()))
         case "await-frontier" | "peek" | "count":
             return await _read(controller, stanza)
         case "hold":
-            session.replica.hold(_str(args["runtime"]))
+            session.replica.hold(as_str(args["runtime"]))
         case "release":
-            session.replica.release(_str(args["runtime"]))
+            session.replica.release(as_str(args["runtime"]))
         case "settle":
             await trio.testing.wait_all_tasks_blocked()
         case _:
@@ -184,8 +174,8 @@ async def _execute(session: _Session, stanza: Stanza) -> list[str]:
 
 async def _read(controller: Controller, stanza: Stanza) -> list[str]:
     args = stanza.args
-    timeout = _str(args.get("timeout-secs", DEFAULT_TIMEOUT))
-    id, ts = _int(args["id"]), _int(args["ts"])
+    timeout = as_str(args.get("timeout-secs", DEFAULT_TIMEOUT))
+    id, ts = as_int(args["id"]), as_int(args["ts"])
     with trio.move_on_after(float(timeout)):
         if stanza.name == "await-frontier":
             await controller.await_frontier(id, ts)

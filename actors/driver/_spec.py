@@ -223,6 +223,18 @@ def _directive(path: str, number: int, line: str) -> tuple[str, dict[str, Value]
     return name, args
 
 
+def as_int(value: Value) -> int:
+    """A validated argument known to be an integer."""
+    assert isinstance(value, int), f"{value!r} is not an integer"
+    return value
+
+
+def as_str(value: Value) -> str:
+    """A validated argument known to be a string."""
+    assert isinstance(value, str), f"{value!r} is not a string"
+    return value
+
+
 def parse_row(text: str) -> tuple[int | str, ...]:
     """A body row: fields separated by spaces; an integer-looking field is an integer."""
     return tuple(int(field) if _INT.fullmatch(field) else field for field in text.split())
