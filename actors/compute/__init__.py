@@ -16,6 +16,8 @@ from ._errors import PeekFailedError as PeekFailedError
 from ._errors import ProtocolError as ProtocolError
 from ._errors import UpperRegressionError as UpperRegressionError
 from ._errors import WriteBelowUpperError as WriteBelowUpperError
+from ._faults import FaultPlan as FaultPlan
+from ._faults import Faults as Faults
 from ._merge import PartitionedState as PartitionedState
 from ._protocol import AllowCompaction as AllowCompaction
 from ._protocol import Canceled as Canceled

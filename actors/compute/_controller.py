@@ -92,6 +92,9 @@ class Controller:
         """
         if 0 in lose_hello_at:
             raise ProtocolError("process 0 must record every connection")
+        lose_hello_at = frozenset(lose_hello_at) | self.replica.faults.lose_hello(
+            len(self.replica.processes)
+        )
         await trio.lowlevel.checkpoint()
         old = self._session
         if old is not None:

@@ -27,6 +27,7 @@ import trio
 from .._sequencer import Sequencer
 from ._connection import ConnectionOrder, RuntimeConnection, ServerEnd
 from ._errors import ProtocolError
+from ._faults import Faults
 from ._merge import PartitionedState
 from ._protocol import CancelPeek, Command, Hello, Peek, PeekResponse, Response
 from ._worker import SequencedCommand
@@ -146,6 +147,10 @@ class Process:
     # Per held runtime, what the multiplexer would have forwarded to it, in
     # order: a command, or None for the end of a connection's commands.
     held: dict[str, list[tuple[RuntimeConnection, Command | None]]] = attrs.field(factory=dict)
+    faults: Faults | None = None
+    # Per runtime delayed by a fault: what waits behind the delay, in order.
+    delayed: dict[str, list[tuple[RuntimeConnection, Command | None]]] = attrs.field(factory=dict)
+    _nursery: trio.Nursery | None = None
 
     def accept(self, connection: ServerEnd) -> None:
         """A controller opened ``connection`` to this process."""
@@ -160,7 +165,7 @@ class Process:
         """Forward what was queued for ``runtime``, in order, and stop holding it."""
         self._check(runtime)
         for connection, command in self.held.pop(runtime, []):
-            _deliver(connection, command)
+            self._pass(runtime, connection, command)
 
     def _check(self, runtime: str) -> None:
         if runtime not in self.adapters:
@@ -179,12 +184,31 @@ class Process:
     ) -> None:
         queue = self.held.get(runtime)
         if queue is None:
-            _deliver(connection, command)
+            self._pass(runtime, connection, command)
         else:
             queue.append((connection, command))
 
+    def _pass(self, runtime: str, connection: RuntimeConnection, command: Command | None) -> None:
+        """Deliver now, unless a delivery fault delays this runtime."""
+        waiting = self.delayed.get(runtime)
+        if waiting is not None:
+            waiting.append((connection, command))
+            return
+        delay = None if self.faults is None else self.faults.delay_delivery()
+        if delay is None or self._nursery is None:
+            _deliver(connection, command)
+            return
+        self.delayed[runtime] = [(connection, command)]
+        self._nursery.start_soon(self._deliver_after, runtime, delay)
+
+    async def _deliver_after(self, runtime: str, delay: float) -> None:
+        await trio.sleep(delay)
+        for connection, command in self.delayed.pop(runtime, []):
+            _deliver(connection, command)
+
     async def multiplex(self, nursery: trio.Nursery) -> None:
         """Serve connections one at a time, in the order they arrive."""
+        self._nursery = nursery
         async for connection in self._incoming[1]:
             runtimes = {
                 name: RuntimeConnection.open(connection.nonce, len(channels))

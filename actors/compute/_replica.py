@@ -28,6 +28,7 @@ from .._system import ActorSystem, open_system
 from .._trace import Tracer
 from ._connection import RuntimeConnection
 from ._dataflow import IndexPart
+from ._faults import FaultPlan, Faults
 from ._process import INTERACTIVE, MAINTENANCE, ChannelAdapter, Process
 from ._protocol import Response
 from ._shard import ShardCatalog
@@ -51,6 +52,8 @@ class ReplicaConfig:
     workers: int = attrs.field(default=1, validator=attrs.validators.ge(1))
     interactive: bool = False
     barrier: bool = True
+    # Seed-driven fault injection for simulation runs; none by default.
+    faults: FaultPlan = attrs.field(factory=FaultPlan)
 
 
 @attrs.define(eq=False)
@@ -80,6 +83,7 @@ class Replica:
     # Per (process, local ordinal), with two runtimes only.
     registries: dict[tuple[int, int], Registry[IndexPart]] = attrs.field(factory=dict)
     barriers: dict[tuple[int, int], ReconcileBarrier] = attrs.field(factory=dict)
+    faults: Faults = attrs.field(factory=lambda: Faults.seeded(FaultPlan(), 0))
 
     @property
     def solo(self) -> Runtime:
@@ -123,7 +127,10 @@ async def open_replica(
     config = ReplicaConfig() if config is None else config
     shards = ShardCatalog() if shards is None else shards
     async with open_system(seed=seed, tracer=tracer) as system, trio.open_nursery() as nursery:
-        processes = [Process(index, config.workers) for index in range(config.processes)]
+        faults = Faults.seeded(config.faults, system.seed)
+        processes = [
+            Process(index, config.workers, faults=faults) for index in range(config.processes)
+        ]
         places = [(p, local) for p in range(config.processes) for local in range(config.workers)]
         registries: dict[tuple[int, int], Registry[IndexPart]] = {}
         barriers: dict[tuple[int, int], ReconcileBarrier] = {}
@@ -147,7 +154,10 @@ async def open_replica(
             runtimes[name] = await _start_runtime(
                 name, config, system, shards, processes, nursery, role, registries, barriers, side
             )
-        replica = Replica(config, system, shards, processes, runtimes, registries, barriers)
+        for runtime in runtimes.values():
+            for worker in runtime.workers:
+                worker.faults = faults
+        replica = Replica(config, system, shards, processes, runtimes, registries, barriers, faults)
         for process in processes:
             nursery.start_soon(process.multiplex, nursery)
         yield replica

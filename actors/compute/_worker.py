@@ -17,6 +17,7 @@ from sharing import Registry
 
 from .._mailbox import Inbox
 from ._dataflow import IndexPart, PeerView
+from ._faults import Faults
 from ._protocol import Command, CreateDataflow, InitializationComplete, Response
 from ._shard import ShardCatalog
 from ._state import Collection, ComputeState, Role, plan_reconcile
@@ -63,6 +64,7 @@ class Worker:
     # ordinal on the other runtime, and this worker's side of it.
     barrier: ReconcileBarrier | None = None
     side: Side | None = None
+    faults: Faults | None = None
     # The connection whose commands the worker is applying or reconciling.
     # Invariant: positions only grow (the command channel delivers in order).
     position: int = -1
@@ -157,6 +159,10 @@ class Worker:
         if self.barrier is not None:
             assert self.side is not None
             # Reads no command while it waits; the dataflow loop keeps stepping.
+            late = None if self.faults is None else self.faults.late_arrival()
+            if late is not None:
+                inbox.mark(f"fault: arrive {late:g}s late", seq)
+                await trio.sleep(late)
             inbox.mark(f"wait at barrier position={self.position}", seq)
             other = await self.barrier.arrive_and_wait(self.side, self.position)
             inbox.mark(f"passed barrier: {self.side.other} at {other}", seq)

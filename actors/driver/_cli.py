@@ -52,6 +52,13 @@ def build_parser() -> argparse.ArgumentParser:
     runtimes.add_argument("--solo", dest="interactive", action="store_false")
     run.add_argument("--no-barrier", dest="barrier", action="store_false", default=True)
     run.add_argument("--seed", type=int, default=DEFAULT_SEED, metavar="N")
+    run.add_argument(
+        "--faults",
+        type=_rate,
+        default=0.0,
+        metavar="RATE",
+        help="inject seed-driven faults (delays, lost hellos, late barrier arrivals) at RATE",
+    )
     run.add_argument("--rewrite", action="store_true")
     run.add_argument("--trace", metavar="FILE")
     run.add_argument(
@@ -77,6 +84,16 @@ def _positive(text: str) -> int:
     return value
 
 
+def _rate(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"a rate is between 0 and 1: {value}")
+    return value
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command; return its exit status."""
     parser = build_parser()
@@ -87,7 +104,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     match args.command:
         case "run":
             rewrite = args.rewrite or os.environ.get("REWRITE") == "1"
-            topology = Topology(args.processes, args.workers, args.interactive, args.barrier)
+            topology = Topology(
+                args.processes, args.workers, args.interactive, args.barrier, args.faults
+            )
             if args.check_determinism:
                 return determinism_command(args.specs, topology, args.seed, sys.stdout)
             return run_command(args.specs, topology, args.seed, rewrite, args.trace, sys.stdout)

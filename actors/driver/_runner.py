@@ -14,6 +14,7 @@ from actors.compute import (
     CreateDataflow,
     CreateInstance,
     DataflowDescription,
+    FaultPlan,
     Frontier,
     InitializationComplete,
     Replica,
@@ -39,14 +40,18 @@ class Topology:
     workers: int = 1
     interactive: bool = True
     barrier: bool = True
+    faults: float = 0.0
 
     def __str__(self) -> str:
         runtimes = "two runtimes" if self.interactive else "solo"
         barrier = "" if self.barrier or not self.interactive else ", no barrier"
-        return f"P={self.processes} W={self.workers} {runtimes}{barrier}"
+        faults = f", faults {self.faults:g}" if self.faults else ""
+        return f"P={self.processes} W={self.workers} {runtimes}{barrier}{faults}"
 
     def config(self) -> ReplicaConfig:
-        return ReplicaConfig(self.processes, self.workers, self.interactive, self.barrier)
+        return ReplicaConfig(
+            self.processes, self.workers, self.interactive, self.barrier, FaultPlan(self.faults)
+        )
 
 
 @attrs.frozen

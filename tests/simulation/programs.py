@@ -119,6 +119,15 @@ def programs(draw: st.DrawFn, max_steps: int = 10) -> Program:
     return Program(tuple(out))
 
 
+faulty_topologies = st.builds(
+    Topology,
+    processes=st.integers(1, 2),
+    workers=st.integers(1, 3),
+    interactive=st.just(True),
+    barrier=st.just(True),
+    faults=st.sampled_from([0.1, 0.3]),
+)
+
 topologies = st.builds(
     Topology,
     processes=st.integers(1, 2),

@@ -14,7 +14,7 @@ import actors
 from actors.driver._runner import SpecRun, Topology, run_spec
 from actors.driver._spec import parse_spec
 
-from .programs import Program, programs, topologies
+from .programs import Program, faulty_topologies, programs, topologies
 
 FAILURES = Path(__file__).resolve().parents[2] / ".hypothesis" / "failures"
 
@@ -26,6 +26,8 @@ def simulate(program: Program, topology: Topology, seed: int) -> tuple[str, Spec
 
 def replay_command(path: Path, topology: Topology, seed: int) -> str:
     flags = f"--workers {topology.workers} --processes {topology.processes} --seed {seed}"
+    if topology.faults:
+        flags += f" --faults {topology.faults:g}"
     return f"trio-reconcile run {path} {flags}" + ("" if topology.barrier else " --no-barrier")
 
 
@@ -50,6 +52,17 @@ def explain(text: str, topology: Topology, seed: int, run: SpecRun) -> str:
 def test_the_replica_agrees_with_the_reference_model(
     program: Program, topology: Topology, seed: int
 ) -> None:
+    text, run = simulate(program, topology, seed)
+    assert run.passed, explain(text, topology, seed, run)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(program=programs(), topology=faulty_topologies, seed=st.integers(0, 2**16))
+def test_with_faults_the_replica_still_agrees_with_the_reference_model(
+    program: Program, topology: Topology, seed: int
+) -> None:
+    # Faults only delay or lose what the design allows; with the barrier, every
+    # read the model says can answer still answers within its timeout.
     text, run = simulate(program, topology, seed)
     assert run.passed, explain(text, topology, seed, run)
 
