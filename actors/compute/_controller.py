@@ -116,10 +116,22 @@ class Controller:
             self._nursery.start_soon(self._read_responses, session, part, end)
         self._notify()
         await trio.lowlevel.checkpoint()
+        late = self.replica.faults.delay_hello(len(ends))
         for part, end in enumerate(ends):
-            if part not in lose_hello_at:
+            if part in lose_hello_at:
+                continue
+            if part in late:
+                self._nursery.start_soon(self._hello_later, end, nonce, late[part])
+            else:
                 end.commands.send_nowait(Hello(nonce))
         return nonce
+
+    async def _hello_later(self, end: ClientEnd, nonce: int, delay: float) -> None:
+        await trio.sleep(delay)
+        try:
+            end.commands.send_nowait(Hello(nonce))
+        except trio.ClosedResourceError:
+            return  # the controller reconnected meanwhile
 
     async def send(self, command: Command) -> None:
         """Send ``command``, routed by the protocol's rules; returns once sent,

@@ -9,8 +9,14 @@ same program) gives the same faults. The sites:
   in order), so one runtime lags the other;
 * ``lose_hello``: a reconnect's ``Hello`` never reaches a non-zero process, so
   that process serves the connection without recording it;
+* ``delay_hello``: a reconnect's ``Hello`` reaches a non-zero process only
+  after a random virtual delay;
 * ``late_arrival``: a worker arrives at the reconcile barrier after a random
-  virtual delay.
+  virtual delay;
+* ``reconnect``: the controller goes away in the middle of a reconciliation
+  and reconnects, replaying what it had sent of it (the spec driver's site):
+  the old connection's response sends fail, so its adapters leave it and drop
+  the commands still queued for it.
 
 Faults only delay or lose what the design says may be delayed or lost; once
 they stop, every barrier wait passes and every read answers.
@@ -66,6 +72,14 @@ class Faults:
     def lose_hello(self, processes: int) -> frozenset[int]:
         """The non-zero processes whose ``Hello`` of a new connection is lost."""
         return frozenset(p for p in range(1, processes) if self._fires("lose_hello"))
+
+    def delay_hello(self, processes: int) -> dict[int, float]:
+        """The non-zero processes whose ``Hello`` arrives late, and how late."""
+        return {p: self._delay() for p in range(1, processes) if self._fires("delay_hello")}
+
+    def reconnect(self) -> bool:
+        """Whether the controller goes away (and reconnects) now."""
+        return self._fires("reconnect")
 
     def late_arrival(self) -> float | None:
         """A delay before arriving at the barrier, or ``None``."""

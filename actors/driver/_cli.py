@@ -150,6 +150,9 @@ def run_command(
             print(f"rewrote {spec.path} ({len(run.outcomes)} stanzas, {topology})", file=out)
             continue
         failed |= report(spec, run.outcomes, topology, out)
+        if topology.faults:
+            counts = ", ".join(f"{site} {n}" for site, n in sorted(run.injected.items()))
+            print(f"  faults injected: {counts or 'none'}", file=out)
         for violation in run.violations:
             print(f"{spec.path}: invariant broken: {violation}", file=out)
         failed |= bool(run.violations)

@@ -9,6 +9,7 @@ import trio.testing
 import actors
 from actors.compute import (
     AllowCompaction,
+    Command,
     ComputeError,
     Controller,
     CreateDataflow,
@@ -73,6 +74,20 @@ class _Session:
     replica: Replica
     controller: Controller
     shards: ShardCatalog
+    # What was sent since the last reconnect, until InitializationComplete:
+    # a controller that goes away mid-reconciliation replays it.
+    window: list[Command] | None = attrs.field(factory=list)
+
+    async def send(self, command: Command) -> None:
+        if self.window is not None and self.replica.faults.reconnect():
+            await self.controller.connect()
+            for earlier in self.window:
+                await self.controller.send(earlier)
+        await self.controller.send(command)
+        if isinstance(command, InitializationComplete):
+            self.window = None
+        elif self.window is not None:
+            self.window.append(command)
 
 
 @attrs.frozen
@@ -81,6 +96,8 @@ class SpecRun:
 
     outcomes: list[Outcome]
     violations: list[str]
+    # How many faults each site injected (all zero without --faults).
+    injected: dict[str, int] = attrs.field(factory=dict)
 
     @property
     def passed(self) -> bool:
@@ -120,21 +137,22 @@ async def _run(spec: Spec, topology: Topology, trace: actors.Trace | None) -> Sp
             outcomes.append(Outcome(stanza, tuple(actual), trio.current_time()))
         await trio.testing.wait_all_tasks_blocked()
         found = violations(replica, controller)
-    return SpecRun(outcomes, found)
+    return SpecRun(outcomes, found, dict(replica.faults.injected))
 
 
 async def _execute(session: _Session, stanza: Stanza) -> list[str]:
     args, controller, shards = stanza.args, session.controller, session.shards
     match stanza.name:
         case "create-instance":
-            await controller.send(CreateInstance())
+            await session.send(CreateInstance())
         case "update-configuration":
             params = tuple(sorted((key, as_str(value)) for key, value in args.items()))
-            await controller.send(UpdateConfiguration(params))
+            await session.send(UpdateConfiguration(params))
         case "initialization-complete":
-            await controller.send(InitializationComplete())
+            await session.send(InitializationComplete())
         case "reconnect":
             await controller.connect()
+            session.window = []
         case "write-rows":
             rows = [parse_row(line) for line in stanza.body]
             written = shards.shard(as_str(args["shard"])).write(as_int(args["ts"]), rows)
@@ -155,15 +173,15 @@ async def _execute(session: _Session, stanza: Stanza) -> list[str]:
                 key,
                 as_int(args["as-of"]),
             )
-            await controller.send(CreateDataflow(dataflow))
+            await session.send(CreateDataflow(dataflow))
         case "schedule":
-            await controller.send(Schedule(as_int(args["id"])))
+            await session.send(Schedule(as_int(args["id"])))
         case "allow-compaction":
-            await controller.send(
+            await session.send(
                 AllowCompaction(as_int(args["id"]), Frontier.at(as_int(args["since"])))
             )
         case "drop":
-            await controller.send(AllowCompaction(as_int(args["id"]), Frontier.empty()))
+            await session.send(AllowCompaction(as_int(args["id"]), Frontier.empty()))
         case "await-frontier" | "peek" | "count":
             return await _read(controller, stanza)
         case "hold":
