@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, find, given, settings
 from hypothesis import strategies as st
 
 import actors
+from actors.driver import main
 from actors.driver._runner import SpecRun, Topology, run_spec
 from actors.driver._spec import parse_spec
 
@@ -107,9 +108,15 @@ def find_the_race(seed: int) -> tuple[Program, int]:
     return shrunk, first_failure[0]
 
 
-def test_without_the_barrier_the_simulation_finds_the_frozen_read() -> None:
+def test_without_the_barrier_the_simulation_finds_the_frozen_read(tmp_path: Path) -> None:
     program, _ = find_the_race(seed=0)
     text = program.spec_text()
+    # The counterexample is a spec: it replays with the command, failing only
+    # without the barrier.
+    spec = tmp_path / "race.spec"
+    spec.write_text(text, encoding="utf-8")
+    assert main(["run", str(spec), "--no-barrier", "--seed", "1"]) == 1
+    assert main(["run", str(spec), "--seed", "1"]) == 0
     # The shrunk counterexample is the race: hold maintenance, reconnect,
     # recreate the index at the same as_of under another key, write, read.
     assert "hold runtime=maintenance" in text
