@@ -48,13 +48,17 @@ def explain(text: str, topology: Topology, seed: int, run: SpecRun) -> str:
     return "\n".join(lines)
 
 
+def check_against_the_model(program: Program, topology: Topology, seed: int) -> None:
+    text, run = simulate(program, topology, seed)
+    assert run.passed, explain(text, topology, seed, run)
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(program=programs(), topology=topologies, seed=st.integers(0, 2**16))
 def test_the_replica_agrees_with_the_reference_model(
     program: Program, topology: Topology, seed: int
 ) -> None:
-    text, run = simulate(program, topology, seed)
-    assert run.passed, explain(text, topology, seed, run)
+    check_against_the_model(program, topology, seed)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -64,8 +68,7 @@ def test_with_faults_the_replica_still_agrees_with_the_reference_model(
 ) -> None:
     # Faults only delay or lose what the design allows; with the barrier, every
     # read the model says can answer still answers within its timeout.
-    text, run = simulate(program, topology, seed)
-    assert run.passed, explain(text, topology, seed, run)
+    check_against_the_model(program, topology, seed)
 
 
 @settings(max_examples=15, deadline=None)
