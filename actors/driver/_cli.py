@@ -17,6 +17,7 @@ import actors
 
 from ._bundled import BUNDLED_TWO_RUNTIME, bundled_spec
 from ._demo import demo
+from ._export import write_chrome_trace
 from ._runner import Outcome, Topology, run_spec
 from ._spec import Spec, SpecError, read_spec
 
@@ -60,7 +61,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="inject seed-driven faults (delays, lost hellos, late barrier arrivals) at RATE",
     )
     run.add_argument("--rewrite", action="store_true")
-    run.add_argument("--trace", metavar="FILE")
+    run.add_argument("--trace", metavar="FILE", help="write the trace as JSON lines")
+    run.add_argument(
+        "--chrome-trace",
+        metavar="FILE",
+        help="write the trace in the Chrome trace-event format (Perfetto, chrome://tracing)",
+    )
     run.add_argument(
         "--check-determinism",
         action="store_true",
@@ -109,7 +115,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
             if args.check_determinism:
                 return determinism_command(args.specs, topology, args.seed, sys.stdout)
-            return run_command(args.specs, topology, args.seed, rewrite, args.trace, sys.stdout)
+            return run_command(
+                args.specs, topology, args.seed, rewrite, args.trace, sys.stdout, args.chrome_trace
+            )
         case "workflow":
             return workflow_command(args.seed, sys.stdout)
         case "demo":
@@ -137,11 +145,12 @@ def run_command(
     rewrite: bool,
     trace_path: str | None,
     out: TextIO,
+    chrome_path: str | None = None,
 ) -> int:
     specs = _load(paths)
     if specs is None:
         return 2
-    trace = actors.Trace() if trace_path is not None else None
+    trace = actors.Trace() if trace_path is not None or chrome_path is not None else None
     failed = False
     for spec in specs:
         run = run_spec(spec, topology, seed=seed, trace=trace)
@@ -159,6 +168,9 @@ def run_command(
     if trace is not None and trace_path is not None:
         with open(trace_path, "w", encoding="utf-8") as file:
             trace.write_jsonl(file)
+    if trace is not None and chrome_path is not None:
+        with open(chrome_path, "w", encoding="utf-8") as file:
+            write_chrome_trace(trace, file)
     return 1 if failed else 0
 
 
