@@ -5,6 +5,8 @@ channels; references are typed by the messages they accept. See the README
 for a tour.
 """
 
+import logging as _logging
+
 from ._determinism import current_seed as current_seed
 from ._determinism import run as run
 from ._envelope import Address as Address
@@ -38,3 +40,6 @@ from ._trace import TraceEvent as TraceEvent
 from ._trace import Tracer as Tracer
 
 __version__ = "0.1.0"
+
+# A library logs; the application decides where logs go (nowhere by default).
+_logging.getLogger("actors").addHandler(_logging.NullHandler())

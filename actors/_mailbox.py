@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextvars
 import enum
+import logging
 import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar, cast, final
@@ -25,6 +26,8 @@ from ._util import NoPublicConstructor
 
 if TYPE_CHECKING:
     from ._trace import Tracer
+
+logger = logging.getLogger("actors")
 
 M = TypeVar("M")
 M_co = TypeVar("M_co", covariant=True)
@@ -132,12 +135,18 @@ class _Cell(Generic[M]):
         """The actor's task is ending: close the mailbox, report what it accepted
         and will never deliver, and fail the asks that will get no reply."""
         self.close_mailbox()
+        dropped = 0
         while True:
             try:
                 envelope = self.receive_channel.receive_nowait()
             except (trio.WouldBlock, trio.EndOfChannel):
                 break
+            dropped += 1
             self.record(EventKind.DROPPED, envelope.seq)
+        if dropped:
+            logger.warning(
+                "actor %r ended with %d undelivered messages (dropped)", self.address.name, dropped
+            )
         self.receive_channel.close()
         for seq, ask in self.pending.items():
             if ask.reply.done:

@@ -25,7 +25,15 @@ import trio
 
 from ._envelope import Address
 from ._errors import RestartIntensityError
-from ._mailbox import DEFAULT_CAPACITY, ActorRef, ActorState, Inbox, _Cell, stop_last_first
+from ._mailbox import (
+    DEFAULT_CAPACITY,
+    ActorRef,
+    ActorState,
+    Inbox,
+    _Cell,
+    logger,
+    stop_last_first,
+)
 from ._trace import EventKind, TraceEvent
 from ._util import NoPublicConstructor
 
@@ -131,6 +139,7 @@ class Supervisor(metaclass=NoPublicConstructor):
             f"would be restart {self._budget.recent} within {self.strategy.period:g}s, "
             f"over the intensity {self.strategy.intensity}"
         )
+        logger.error("%s", message)
         tracer = self._system.tracer
         if tracer is not None:
             tracer.record(

@@ -13,7 +13,15 @@ import trio
 from ._determinism import current_seed
 from ._envelope import Address
 from ._errors import ActorNameError
-from ._mailbox import DEFAULT_CAPACITY, ActorRef, Inbox, _Cell, current_address, stop_last_first
+from ._mailbox import (
+    DEFAULT_CAPACITY,
+    ActorRef,
+    Inbox,
+    _Cell,
+    current_address,
+    logger,
+    stop_last_first,
+)
 from ._sequencer import Sequencer
 from ._supervision import OneForAll, Strategy, Supervisor, open_supervisor
 from ._trace import EventKind, Tracer
@@ -119,6 +127,7 @@ class ActorSystem(metaclass=NoPublicConstructor):
                     try:
                         await behaviour(inbox, *args)
                     except Exception as error:
+                        logger.warning("actor %r failed: %r", cell.address.name, error)
                         cell.record(EventKind.FAILED, detail=repr(error))
                         cell.fail_delivered_asks(error)
                         error.add_note(f"raised by actor {cell.address.name!r}")
@@ -126,6 +135,7 @@ class ActorSystem(metaclass=NoPublicConstructor):
                             raise
                         supervisor._handle_failure(cell, error)
                         cell.restarts += 1
+                        logger.info("actor %r restarted (%d)", cell.address.name, cell.restarts)
                         cell.record(EventKind.RESTARTED, detail=f"restart {cell.restarts}")
                     else:
                         return

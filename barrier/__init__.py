@@ -30,6 +30,8 @@ polls). If the barrier actor ends, every waiter gets
 :class:`BarrierBrokenError` instead of hanging.
 """
 
+import logging as _logging
+
 from ._barrier import Inspect as Inspect
 from ._barrier import ReconcileBarrier as ReconcileBarrier
 from ._state import ArrivalRegressionError as ArrivalRegressionError
@@ -38,3 +40,5 @@ from ._state import BarrierError as BarrierError
 from ._state import BarrierState as BarrierState
 from ._state import BarrierStatistics as BarrierStatistics
 from ._state import Side as Side
+
+_logging.getLogger("barrier").addHandler(_logging.NullHandler())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import final
 
 import attrs
@@ -10,6 +11,8 @@ import trio
 from actors import ActorRef, ActorSystem, Inbox, Reply
 
 from ._state import BarrierBrokenError, BarrierState, BarrierStatistics, Side
+
+logger = logging.getLogger("barrier")
 
 
 @attrs.frozen
@@ -72,6 +75,12 @@ class ReconcileBarrier:
             async for envelope in inbox:
                 envelope.message.reply.send(self.statistics())
         finally:
+            if self._waiting:
+                logger.warning(
+                    "reconcile barrier %r ended while %s waited",
+                    self.name,
+                    " and ".join(sorted(self._waiting)),
+                )
             self._broken = True
             for side in Side:
                 self._wake(side)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 
 import attrs
@@ -9,6 +10,8 @@ import trio
 
 from ._errors import ProtocolError
 from ._protocol import Command, Response
+
+logger = logging.getLogger("actors.compute")
 
 
 @attrs.define(eq=False)
@@ -110,6 +113,12 @@ class RuntimeConnection:
                     break
                 self.dropped_commands += 1
             self.commands.close()
+            logger.info(
+                "a response send to connection %d failed: its adapter left it, "
+                "dropping %d queued commands",
+                self.nonce,
+                self.dropped_commands,
+            )
         self.serving -= 1
         if self.serving == 0:
             self.responses.close()

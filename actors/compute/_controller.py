@@ -16,7 +16,7 @@ from contextlib import asynccontextmanager
 import attrs
 import trio
 
-from ._connection import ClientEnd, open_connection
+from ._connection import ClientEnd, logger, open_connection
 from ._errors import PeekCanceledError, PeekFailedError, ProtocolError
 from ._merge import PartitionedState
 from ._protocol import (
@@ -240,6 +240,7 @@ class Controller:
                         self.rejections.append(merged)
                         self._notify()
                     case CommandRejected():
+                        logger.warning("replica rejected %r: %s", merged.command, merged.reason)
                         self.rejections.append(merged)
                         self._notify()
         except trio.ClosedResourceError:

@@ -7,6 +7,7 @@ or bad arguments (nothing runs then).
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 from collections.abc import Sequence
@@ -43,6 +44,13 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run spec files against a model of a two-runtime compute replica.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {actors.__version__}")
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=0,
+        help="log to stderr: -v warnings and rejections, -vv also what adapters and actors do",
+    )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     run = commands.add_parser("run", help="run spec files against a fresh replica each")
     run.add_argument("specs", nargs="+", metavar="SPEC")
@@ -107,6 +115,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exit_:
         return exit_.code if isinstance(exit_.code, int) else 2
+    if args.verbose:
+        level = logging.INFO if args.verbose > 1 else logging.WARNING
+        logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
     match args.command:
         case "run":
             rewrite = args.rewrite or os.environ.get("REWRITE") == "1"
