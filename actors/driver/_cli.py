@@ -21,6 +21,7 @@ from ._demo import demo
 from ._export import write_chrome_trace
 from ._runner import Outcome, Topology, run_spec
 from ._spec import Spec, SpecError, read_spec
+from ._timeline import Panel, render
 
 DEFAULT_SEED = 1
 WORKFLOW_TOPOLOGIES = (
@@ -70,6 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--rewrite", action="store_true")
     run.add_argument("--trace", metavar="FILE", help="write the trace as JSON lines")
+    run.add_argument("--timeline", metavar="FILE", help="draw each run's timeline as SVG")
     run.add_argument(
         "--chrome-trace",
         metavar="FILE",
@@ -85,7 +87,25 @@ def build_parser() -> argparse.ArgumentParser:
     workflow.add_argument("--seed", type=int, default=DEFAULT_SEED, metavar="N")
     show = commands.add_parser("demo", help="show the race and its fix")
     show.add_argument("--seed", type=int, default=DEFAULT_SEED, metavar="N")
+    show.add_argument("--timeline", metavar="FILE", help="draw both runs side by side as SVG")
     return parser
+
+
+class _Both:
+    """Records into two traces at once (or into the one that exists)."""
+
+    def __init__(self, first: actors.Trace, second: actors.Trace) -> None:
+        self.first, self.second = first, second
+
+    def record(self, event: actors.TraceEvent) -> None:
+        self.first.record(event)
+        self.second.record(event)
+
+    @staticmethod
+    def of(first: actors.Trace | None, second: actors.Trace | None) -> actors.Tracer | None:
+        if first is not None and second is not None:
+            return _Both(first, second)
+        return first if first is not None else second
 
 
 def _positive(text: str) -> int:
@@ -127,12 +147,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.check_determinism:
                 return determinism_command(args.specs, topology, args.seed, sys.stdout)
             return run_command(
-                args.specs, topology, args.seed, rewrite, args.trace, sys.stdout, args.chrome_trace
+                args.specs,
+                topology,
+                args.seed,
+                rewrite,
+                args.trace,
+                sys.stdout,
+                args.chrome_trace,
+                args.timeline,
             )
         case "workflow":
             return workflow_command(args.seed, sys.stdout)
         case "demo":
-            return demo(args.seed, sys.stdout)
+            return demo(args.seed, sys.stdout, args.timeline)
     parser.print_usage(sys.stderr)
     print(f"{parser.prog}: error: a command is required (run, workflow or demo)", file=sys.stderr)
     return 2
@@ -157,14 +184,19 @@ def run_command(
     trace_path: str | None,
     out: TextIO,
     chrome_path: str | None = None,
+    timeline_path: str | None = None,
 ) -> int:
     specs = _load(paths)
     if specs is None:
         return 2
     trace = actors.Trace() if trace_path is not None or chrome_path is not None else None
+    panels: list[Panel] = []
     failed = False
     for spec in specs:
-        run = run_spec(spec, topology, seed=seed, trace=trace)
+        spec_trace = actors.Trace() if timeline_path is not None else None
+        run = run_spec(spec, topology, seed=seed, trace=_Both.of(trace, spec_trace))
+        if spec_trace is not None:
+            panels.append(Panel.from_trace(f"{spec.path} ({topology})", spec_trace))
         if rewrite:
             Path(spec.path).write_text(rewritten(spec, run.outcomes), encoding="utf-8")
             print(f"rewrote {spec.path} ({len(run.outcomes)} stanzas, {topology})", file=out)
@@ -182,6 +214,8 @@ def run_command(
     if trace is not None and chrome_path is not None:
         with open(chrome_path, "w", encoding="utf-8") as file:
             write_chrome_trace(trace, file)
+    if timeline_path is not None:
+        Path(timeline_path).write_text(render(panels), encoding="utf-8")
     return 1 if failed else 0
 
 

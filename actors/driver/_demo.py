@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TextIO
 
 import actors
@@ -9,13 +10,14 @@ import actors
 from ._bundled import bundled_spec
 from ._runner import Outcome, Topology, run_spec
 from ._spec import read_spec
+from ._timeline import Panel, render
 
 SPEC = "two_runtime_recreate_index.spec"
 COLUMN = 44
 WORKERS = ("maintenance/p0/w0", "interactive/p0/w0")
 
 
-def demo(seed: int, out: TextIO) -> int:
+def demo(seed: int, out: TextIO, timeline: str | None = None) -> int:
     """Run the recreate scenario with the barrier off, then on; print each run's
     reconcile phases per worker on virtual time, and the final read. Exit 0
     when the race shows without the barrier and the fix with it."""
@@ -27,6 +29,7 @@ def demo(seed: int, out: TextIO) -> int:
         file=out,
     )
     results = []
+    panels: list[Panel] = []
     for barrier in (False, True):
         topology = Topology(processes=1, workers=1, interactive=True, barrier=barrier)
         trace = actors.Trace()
@@ -36,9 +39,14 @@ def demo(seed: int, out: TextIO) -> int:
         _timeline(trace, outcomes[-1], out)
         read = outcomes[-1]
         print(f"   final read: {' | '.join(read.actual)}", file=out)
+        note = f"read: {read.actual[0]}"
+        panels.append(Panel.from_trace(title, trace, note, start="reconcile position=1"))
         matched = all(outcome.matched for outcome in outcomes)
         results.append(matched if barrier else read.actual[0].startswith("error: timed out"))
         print(file=out)
+    if timeline is not None:
+        Path(timeline).write_text(render(panels), encoding="utf-8")
+        print(f"wrote the timelines of both runs to {timeline}\n", file=out)
     race, fix = results
     print(
         "without the barrier the interactive peer bound the incarnation maintenance was "

@@ -26,7 +26,8 @@ PHASES = {
 }
 
 
-def _phase(detail: str | None) -> str | None:
+def phase_of(detail: str | None) -> str | None:
+    """The reconcile phase a worker's mark opens, if it opens one."""
     if detail is None:
         return None
     for prefix, name in PHASES.items():
@@ -45,7 +46,7 @@ def chrome_events(trace: Trace) -> list[dict[str, Any]]:
         ts = max(event.time * 1e6, last + 1)
         last = ts
         tid = tids.setdefault(event.actor, len(tids) + 1)
-        phase = _phase(event.detail) if event.kind == "mark" else None
+        phase = phase_of(event.detail) if event.kind == "mark" else None
         if phase is not None or (event.kind == "mark" and event.detail == "reconciled"):
             _close(events, open_spans, event.actor, tid, ts)
         if phase is not None:

@@ -104,7 +104,7 @@ class SpecRun:
         return not self.violations and all(outcome.matched for outcome in self.outcomes)
 
 
-def run_spec(spec: Spec, topology: Topology, *, seed: int, trace: actors.Trace | None) -> SpecRun:
+def run_spec(spec: Spec, topology: Topology, *, seed: int, trace: actors.Tracer | None) -> SpecRun:
     """Run every stanza of ``spec`` against a fresh replica on the mock clock."""
     return actors.run(_run, spec, topology, trace, seed=seed)
 
@@ -121,7 +121,7 @@ def violations(replica: Replica, controller: Controller) -> list[str]:
     return found
 
 
-async def _run(spec: Spec, topology: Topology, trace: actors.Trace | None) -> SpecRun:
+async def _run(spec: Spec, topology: Topology, trace: actors.Tracer | None) -> SpecRun:
     shards = ShardCatalog()
     outcomes: list[Outcome] = []
     async with (
