@@ -10,6 +10,8 @@ part with :func:`time.perf_counter`, and returns ``(ops, seconds)``.
   sequences, and the command channel delivers to all k workers. One op is one
   delivery (ops = M * k), timed until every worker applied all M. Compare with
   ``trio fan-out K=k``.
+* ``compute command channel P=p W=2`` (p = 1, 2, 4): the same across p
+  processes of 2 workers each (ops = M * 2p).
 * ``compute reconcile kept N=n`` / ``compute reconcile dropped N=n``
   (n = 100, 1,000, 10,000): a replica with one worker runs n scheduled index
   dataflows; a reconnecting controller either replays all n (all kept) or
@@ -54,15 +56,16 @@ from barrier import ReconcileBarrier, Side
 
 COMMANDS_M = 5_000
 WORKER_COUNTS = (1, 2, 4, 8, 16)
+PROCESS_COUNTS = (1, 2, 4)
 RECONCILE_NS = (100, 1_000, 10_000)
 
 BenchFn = Callable[[int], tuple[int, float]]
 
 
-def make_command_channel(workers: int) -> BenchFn:
+def make_command_channel(workers: int, processes: int = 1) -> BenchFn:
     def bench(m: int) -> tuple[int, float]:
         async def main() -> float:
-            config = ReplicaConfig(processes=1, workers=workers)
+            config = ReplicaConfig(processes=processes, workers=workers)
             async with open_replica(config) as replica, open_controller(replica) as controller:
                 await controller.send(CreateInstance())
                 await controller.send(InitializationComplete())
@@ -75,10 +78,10 @@ def make_command_channel(workers: int) -> BenchFn:
                 await trio.testing.wait_all_tasks_blocked()
                 elapsed = time.perf_counter() - start
                 applied = [len(worker.applied) - before for worker in replica.solo.workers]
-                assert applied == [m] * workers, applied
+                assert applied == [m] * (workers * processes), applied
             return elapsed
 
-        return m * workers, trio.run(main)
+        return m * workers * processes, trio.run(main)
 
     return bench
 
@@ -191,6 +194,16 @@ def compute_benchmarks() -> list[object]:
             "delivery",
         )
         for w in WORKER_COUNTS
+    ]
+    rows += [
+        Bench(
+            f"compute command channel P={p} W=2",
+            make_command_channel(2, processes=p),
+            COMMANDS_M,
+            COMMANDS_M // 10,
+            "delivery",
+        )
+        for p in PROCESS_COUNTS
     ]
     for n in RECONCILE_NS:
         for keep, label in ((True, "kept"), (False, "dropped")):

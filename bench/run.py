@@ -4,7 +4,9 @@
 
 (``./run bench`` from the project root does this in the project's venv.) Loads
 ``../shared/bench/baseline.py`` (or the file named by ``$TRIO_RECONCILE_BASELINE``),
-runs its ``main`` with ``--extra`` for ``bench/actors_bench.py`` and
+writes the JSON (``bench/results/latest.json`` unless ``--json`` says where)
+and, beside it, ``report.md`` and three SVG scaling curves (``bench/report.py``).
+It runs the baseline's ``main`` with ``--extra`` for ``bench/actors_bench.py`` and
 ``bench/compute_bench.py``, so the actors and compute rows are
 interleaved with the baseline's, then prints bytes per idle actor. Exits 2 if
 the baseline is not found.
@@ -60,6 +62,9 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     baseline = load_baseline(path)
+    if _option(args, "--json") is None:
+        args += ["--json", str(HERE / "results" / "latest.json")]
+        (HERE / "results").mkdir(exist_ok=True)
     extras = [option for path in EXTRAS for option in ("--extra", str(path))]
     status = int(baseline.main([*args, *extras]))
     if status:
@@ -85,6 +90,9 @@ def main(argv: list[str] | None = None) -> int:
         }
         with open(json_out, "w") as f:
             json.dump(doc, f, indent=2)
+        from report import main as write_report
+
+        write_report([json_out, str(Path(json_out).parent)])
     return 0
 
 
