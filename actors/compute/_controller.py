@@ -20,12 +20,10 @@ from ._connection import ClientEnd, logger, open_connection
 from ._errors import PeekCanceledError, PeekFailedError, ProtocolError
 from ._merge import PartitionedState
 from ._protocol import (
-    AllowCompaction,
     Canceled,
     CancelPeek,
     Command,
     CommandRejected,
-    CreateDataflow,
     Frontier,
     Frontiers,
     Hello,
@@ -56,10 +54,6 @@ class _Session:
     merger: PartitionedState
     frontiers: dict[int, Frontier] = attrs.field(factory=dict)
     peeks: dict[int, _PendingPeek] = attrs.field(factory=dict)
-    # Drops sent and not yet reported; and, per id, how many reports of a
-    # dropped collection are still to come after the id was defined again.
-    dropping: set[int] = attrs.field(factory=set)
-    superseded: dict[int, int] = attrs.field(factory=dict)
 
 
 @attrs.define(eq=False)
@@ -72,7 +66,7 @@ class Controller:
     _uuids: itertools.count[int] = attrs.field(factory=lambda: itertools.count(1))
     _changed: trio.Event = attrs.field(factory=trio.Event)
     rejections: list[CommandRejected] = attrs.field(factory=list)
-    # Merged frontiers that went back on one connection (a bug if ever non-empty).
+    # Frontiers that went back, as the mergers saw them (a bug if ever non-empty).
     regressions: list[str] = attrs.field(factory=list)
     connections: int = 0
 
@@ -109,7 +103,7 @@ class Controller:
             client, server = open_connection(nonce)
             process.accept(server)
             ends.append(client)
-        session = _Session(nonce, ends, PartitionedState(len(ends)))
+        session = _Session(nonce, ends, PartitionedState(len(ends), self.regressions))
         self._session = session
         self.connections += 1
         for part, end in enumerate(ends):
@@ -121,33 +115,26 @@ class Controller:
             if part in lose_hello_at:
                 continue
             if part in late:
+                self.replica.faults.started()
                 self._nursery.start_soon(self._hello_later, end, nonce, late[part])
             else:
                 end.commands.send_nowait(Hello(nonce))
         return nonce
 
     async def _hello_later(self, end: ClientEnd, nonce: int, delay: float) -> None:
-        await trio.sleep(delay)
         try:
+            await trio.sleep(delay)
             end.commands.send_nowait(Hello(nonce))
         except trio.ClosedResourceError:
             return  # the controller reconnected meanwhile
+        finally:
+            self.replica.faults.finished()
 
     async def send(self, command: Command) -> None:
         """Send ``command``, routed by the protocol's rules; returns once sent,
         without waiting for the replica to apply it. A checkpoint."""
         await trio.lowlevel.checkpoint()
         session = self._connected()
-        if isinstance(command, AllowCompaction) and command.frontier.is_empty:
-            session.dropping.add(command.id)
-        if isinstance(command, CreateDataflow):
-            # A collection that reuses a dropped id starts with no frontier,
-            # and the old one's drop report, if still to come, is not its own.
-            id = command.dataflow.index_id
-            session.frontiers.pop(id, None)
-            if id in session.dropping:
-                session.dropping.discard(id)
-                session.superseded[id] = session.superseded.get(id, 0) + 1
         targets = (
             session.ends if isinstance(command, Hello | UpdateConfiguration) else session.ends[:1]
         )
@@ -214,17 +201,6 @@ class Controller:
                     case None:
                         continue
                     case Frontiers(id, upper):
-                        if upper.is_empty and session.superseded.get(id, 0) > 0:
-                            session.superseded[id] -= 1
-                            continue
-                        if upper.is_empty:
-                            session.dropping.discard(id)
-                        previous = session.frontiers.get(id)
-                        if previous is not None and not previous.is_empty and upper < previous:
-                            self.regressions.append(
-                                f"connection {session.nonce}: collection {id} went from "
-                                f"{previous} back to {upper}"
-                            )
                         session.frontiers[id] = upper
                         self._notify()
                     case PeekResponse(uuid, result):
@@ -232,13 +208,6 @@ class Controller:
                         if pending is not None:
                             pending.result = result
                             pending.done.set()
-                    case CommandRejected(AllowCompaction(id, frontier)) if frontier.is_empty:
-                        # A refused drop will never be reported.
-                        session.dropping.discard(id)
-                        if session.superseded.get(id, 0) > 0:
-                            session.superseded[id] -= 1
-                        self.rejections.append(merged)
-                        self._notify()
                     case CommandRejected():
                         logger.warning("replica rejected %r: %s", merged.command, merged.reason)
                         self.rejections.append(merged)

@@ -27,6 +27,7 @@ from __future__ import annotations
 import random
 
 import attrs
+import trio
 
 
 @attrs.frozen
@@ -51,6 +52,9 @@ class Faults:
     plan: FaultPlan
     random: random.Random
     injected: dict[str, int] = attrs.field(factory=dict)
+    # Faults whose delay has not run out yet (a sleeping task each).
+    pending: int = 0
+    _quiet: trio.Event | None = None
 
     @classmethod
     def seeded(cls, plan: FaultPlan, seed: int) -> Faults:
@@ -80,6 +84,26 @@ class Faults:
     def reconnect(self) -> bool:
         """Whether the controller goes away (and reconnects) now."""
         return self._fires("reconnect")
+
+    def started(self) -> None:
+        """A delaying fault began its wait."""
+        self.pending += 1
+
+    def finished(self) -> None:
+        """A delaying fault's wait ended."""
+        self.pending -= 1
+        if self.pending == 0 and self._quiet is not None:
+            self._quiet.set()
+            self._quiet = None
+
+    async def wait_quiet(self) -> None:
+        """Return once no delaying fault is waiting (a checkpoint)."""
+        if self.pending == 0:
+            await trio.lowlevel.checkpoint()
+            return
+        if self._quiet is None:
+            self._quiet = trio.Event()
+        await self._quiet.wait()
 
     def late_arrival(self) -> float | None:
         """A delay before arriving at the barrier, or ``None``."""

@@ -28,19 +28,21 @@ from ._protocol import (
 
 @attrs.define(eq=False)
 class PartitionedState:
-    """Absorbs responses from ``parts`` parts; yields the merged ones."""
+    """Absorbs responses from ``parts`` parts; yields the merged ones.
+
+    A part whose frontier for a collection goes back is a bug: the report is
+    ignored and described in ``regressions`` (shareable, so a simulation can
+    collect them from every merger) instead of crashing the replica.
+    """
 
     parts: int = attrs.field(validator=attrs.validators.ge(1))
+    regressions: list[str] = attrs.field(factory=list)
     _uppers: dict[int, list[Frontier | None]] = attrs.field(factory=dict)
     _merged: dict[int, Frontier] = attrs.field(factory=dict)
     _peeks: dict[int, list[PeekResult | None]] = attrs.field(factory=dict)
-    # Reports of parts that are ahead: they reported a collection dropped and
-    # then a new one under the same id, before every part reported the drop.
-    # All their later reports for the id wait here, in order, until it did.
-    _next: dict[int, list[tuple[int, Frontier]]] = attrs.field(factory=dict)
-    _ahead: dict[int, set[int]] = attrs.field(factory=dict)
-    # A rejection is reported once, not once per part.
-    _rejections: set[tuple[object, str]] = attrs.field(factory=set)
+    # Per rejection, how many times each part reported it: the n-th rejection
+    # of the same command is passed on once, when the first part reports it.
+    _rejections: dict[tuple[object, str], list[int]] = attrs.field(factory=dict)
 
     def absorb(self, part: int, response: Response) -> Response | None:
         """Take ``part``'s response; return the merged response it completes, if any."""
@@ -57,23 +59,22 @@ class PartitionedState:
                 del self._peeks[uuid]
                 return PeekResponse(uuid, _combine([a for a in answers if a is not None]))
             case CommandRejected(command, reason):
-                if (command, reason) in self._rejections:
-                    return None
-                self._rejections.add((command, reason))
-                return response
+                counts = self._rejections.setdefault((command, reason), [0] * self.parts)
+                counts[part] += 1
+                return (
+                    response
+                    if counts[part] > max(counts[:part] + counts[part + 1 :] + [0])
+                    else None
+                )
 
     def _absorb_frontier(self, part: int, id: int, upper: Frontier) -> Response | None:
         uppers = self._uppers.setdefault(id, [None] * self.parts)
         previous = uppers[part]
-        ahead = self._ahead.setdefault(id, set())
-        if part in ahead or (previous is not None and previous.is_empty and not upper.is_empty):
-            # A new collection under a dropped id, before every part dropped it.
-            ahead.add(part)
-            self._next.setdefault(id, []).append((part, upper))
+        if previous is not None and upper < previous:
+            self.regressions.append(
+                f"part {part} regressed collection {id} from {previous} to {upper}"
+            )
             return None
-        assert previous is None or previous <= upper, (
-            f"part {part} regressed collection {id} from {previous} to {upper}"
-        )
         uppers[part] = upper
         if any(known is None for known in uppers):
             return None
@@ -81,16 +82,9 @@ class PartitionedState:
         if id in self._merged and merged <= self._merged[id]:
             return None
         self._merged[id] = merged
-        if not merged.is_empty:
-            return Frontiers(id, merged)
-        # Dropped everywhere: a later collection that reuses the id starts afresh.
-        del self._uppers[id], self._merged[id]
-        self._ahead.pop(id, None)
-        for early_part, early_upper in self._next.pop(id, []):
-            # Cannot complete a merge: the part that dropped last (just now)
-            # reports its new collection only after its drop, so it is unknown.
-            replayed = self._absorb_frontier(early_part, id, early_upper)
-            assert replayed is None, "a replayed report completes no merge"
+        if merged.is_empty:
+            # Dropped everywhere: forget it (ids are not reused on a connection).
+            del self._uppers[id], self._merged[id]
         return Frontiers(id, merged)
 
 

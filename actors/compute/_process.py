@@ -148,6 +148,8 @@ class Process:
     # order: a command, or None for the end of a connection's commands.
     held: dict[str, list[tuple[RuntimeConnection, Command | None]]] = attrs.field(factory=dict)
     faults: Faults | None = None
+    # Frontiers that went back, as this process's mergers saw them.
+    regressions: list[str] = attrs.field(factory=list)
     # Per runtime delayed by a fault: what waits behind the delay, in order.
     delayed: dict[str, list[tuple[RuntimeConnection, Command | None]]] = attrs.field(factory=dict)
     _nursery: trio.Nursery | None = None
@@ -199,12 +201,17 @@ class Process:
             _deliver(connection, command)
             return
         self.delayed[runtime] = [(connection, command)]
-        self._nursery.start_soon(self._deliver_after, runtime, delay)
+        assert self.faults is not None
+        self.faults.started()
+        self._nursery.start_soon(self._deliver_after, runtime, delay, self.faults)
 
-    async def _deliver_after(self, runtime: str, delay: float) -> None:
-        await trio.sleep(delay)
-        for connection, command in self.delayed.pop(runtime, []):
-            _deliver(connection, command)
+    async def _deliver_after(self, runtime: str, delay: float, faults: Faults) -> None:
+        try:
+            await trio.sleep(delay)
+            for connection, command in self.delayed.pop(runtime, []):
+                _deliver(connection, command)
+        finally:
+            faults.finished()
 
     async def multiplex(self, nursery: trio.Nursery) -> None:
         """Serve connections one at a time, in the order they arrive."""
@@ -233,7 +240,7 @@ class Process:
         """Merge each runtime's workers, then the runtimes: a collection's
         frontier is the minimum over the runtimes; peek responses come from the
         one runtime that serves peeks."""
-        across = PartitionedState(len(runtimes))
+        across = PartitionedState(len(runtimes), self.regressions)
         async with trio.open_nursery() as nursery:
             for number, runtime in enumerate(runtimes.values()):
                 nursery.start_soon(
@@ -249,7 +256,7 @@ class Process:
         across: PartitionedState,
         nursery: trio.Nursery,
     ) -> None:
-        within = PartitionedState(self.workers)
+        within = PartitionedState(self.workers, self.regressions)
         try:
             async for local, response in runtime.responses_out:
                 merged = within.absorb(local, response)

@@ -160,9 +160,13 @@ class Worker:
             assert self.side is not None
             # Reads no command while it waits; the dataflow loop keeps stepping.
             late = None if self.faults is None else self.faults.late_arrival()
-            if late is not None:
+            if late is not None and self.faults is not None:
                 inbox.mark(f"fault: arrive {late:g}s late", seq)
-                await trio.sleep(late)
+                self.faults.started()
+                try:
+                    await trio.sleep(late)
+                finally:
+                    self.faults.finished()
             inbox.mark(f"wait at barrier position={self.position}", seq)
             other = await self.barrier.arrive_and_wait(self.side, self.position)
             inbox.mark(f"passed barrier: {self.side.other} at {other}", seq)

@@ -48,6 +48,9 @@ class ReferenceModel:
     held: set[str] = attrs.field(factory=set)
     # Ids dropped on the current connection: the replica refuses to reuse them.
     retired: set[int] = attrs.field(factory=set)
+    # Scheduled indexes (live), and those scheduled in the block being reconciled.
+    scheduled: set[int] = attrs.field(factory=set)
+    block_scheduled: set[int] = attrs.field(factory=set)
 
     @property
     def settled(self) -> bool:
@@ -77,7 +80,13 @@ class ReferenceModel:
                 shard.upper = upper
             case "reconnect":
                 self.block = []
+                self.block_scheduled = set()
                 self.retired.clear()
+            case "schedule":
+                if self.block is not None:
+                    self.block_scheduled.add(as_int(args["id"]))
+                elif as_int(args["id"]) in self.indexes:
+                    self.scheduled.add(as_int(args["id"]))
             case "define-index":
                 key = args["key"]
                 assert isinstance(key, tuple)
@@ -86,18 +95,25 @@ class ReferenceModel:
                 )
                 index.since = index.as_of
                 if self.block is not None:
-                    self.block.append((as_int(args["index"]), index))
+                    id = as_int(args["index"])
+                    assert all(id != other for other, _ in self.block), (
+                        f"line {stanza.line}: an id defined twice in one reconciliation"
+                    )
+                    self.block.append((id, index))
                 elif as_int(args["index"]) not in self.retired:
                     self.indexes.setdefault(as_int(args["index"]), index)
             case "initialization-complete" if self.block is not None:
                 self._reconcile()
             case "allow-compaction":
+                assert self.block is None, f"line {stanza.line}: compaction while reconciling"
                 compacted = self.indexes.get(as_int(args["id"]))
-                if compacted is not None and self.block is None:
+                if compacted is not None:
                     compacted.since = max(compacted.since, as_int(args["since"]))
             case "drop":
-                if self.block is None and self.indexes.pop(as_int(args["id"]), None) is not None:
+                assert self.block is None, f"line {stanza.line}: drop while reconciling"
+                if self.indexes.pop(as_int(args["id"]), None) is not None:
                     self.retired.add(as_int(args["id"]))
+                    self.scheduled.discard(as_int(args["id"]))
             case "hold":
                 self.held.add(as_str(args["runtime"]))
             case "release":
@@ -122,7 +138,9 @@ class ReferenceModel:
                 new[id] = running
             else:
                 new[id] = index
-        self.indexes = new
+        scheduled = {id for id in new if id in self.block_scheduled}
+        scheduled |= {id for id in new if new[id] is old.get(id) and id in self.scheduled}
+        self.indexes, self.scheduled = new, scheduled
         self.block = None
 
     def _read(self, stanza: Stanza) -> list[str]:
@@ -134,6 +152,8 @@ class ReferenceModel:
         index = self.indexes.get(id)
         if stanza.name == "await-frontier":
             assert index is not None, f"line {stanza.line}: await-frontier of a missing index"
+            if id not in self.scheduled:
+                return timed_out  # a dataflow does nothing until it is scheduled
             upper = max(self.shards.setdefault(index.shard, _Shard()).upper, index.as_of)
             return ["ok"] if upper >= ts else timed_out
         if index is None:
@@ -141,7 +161,7 @@ class ReferenceModel:
         if ts < index.since:
             return [f"error: read at ts {ts} is before the compaction frontier {index.since}"]
         shard = self.shards.setdefault(index.shard, _Shard())
-        if max(shard.upper, index.as_of) <= ts:
+        if id not in self.scheduled or max(shard.upper, index.as_of) <= ts:
             return timed_out
         rows = [row for written, row in shard.rows if written <= ts]
         return [str(len(rows))] if stanza.name == "count" else format_rows(rows)

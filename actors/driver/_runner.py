@@ -109,10 +109,22 @@ def run_spec(spec: Spec, topology: Topology, *, seed: int, trace: actors.Tracer 
     return actors.run(_run, spec, topology, trace, seed=seed)
 
 
+async def settle(replica: Replica) -> None:
+    """Wait until the replica is quiescent: every task blocked, and no injected
+    delay still running (a sleeping task counts as blocked)."""
+    while True:
+        await trio.testing.wait_all_tasks_blocked()
+        if replica.faults.pending == 0:
+            return
+        await replica.faults.wait_quiet()
+
+
 def violations(replica: Replica, controller: Controller) -> list[str]:
     """The replica's invariants that do not hold: every worker of a runtime
     applied the same command sequence; merged frontiers never went back."""
     found = list(controller.regressions)
+    for process in replica.processes:
+        found += [f"process {process.index}: {r}" for r in process.regressions]
     for name, runtime in replica.runtimes.items():
         first = runtime.workers[0].applied
         for worker in runtime.workers[1:]:
@@ -135,7 +147,7 @@ async def _run(spec: Spec, topology: Topology, trace: actors.Tracer | None) -> S
             except ComputeError as error:
                 actual = [f"error: {error}"]
             outcomes.append(Outcome(stanza, tuple(actual), trio.current_time()))
-        await trio.testing.wait_all_tasks_blocked()
+        await settle(replica)
         found = violations(replica, controller)
     return SpecRun(outcomes, found, dict(replica.faults.injected))
 
@@ -189,7 +201,7 @@ async def _execute(session: _Session, stanza: Stanza) -> list[str]:
         case "release":
             session.replica.release(as_str(args["runtime"]))
         case "settle":
-            await trio.testing.wait_all_tasks_blocked()
+            await settle(session.replica)
         case _:
             raise AssertionError(f"unvalidated directive {stanza.name!r}")
     return ["ok"]
