@@ -9,7 +9,9 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import random
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
@@ -19,8 +21,9 @@ import actors
 from ._bundled import BUNDLED_TWO_RUNTIME, bundled_spec
 from ._demo import demo
 from ._export import write_chrome_trace
+from ._programs import RandomChooser, generate
 from ._runner import Outcome, Topology, run_spec
-from ._spec import Spec, SpecError, read_spec
+from ._spec import Spec, SpecError, parse_spec, read_spec
 from ._timeline import Panel, render
 
 DEFAULT_SEED = 1
@@ -85,6 +88,14 @@ def build_parser() -> argparse.ArgumentParser:
     workflow = commands.add_parser("workflow", help="run a bundled workflow")
     workflow.add_argument("name", choices=["two-runtime-compute"])
     workflow.add_argument("--seed", type=int, default=DEFAULT_SEED, metavar="N")
+    simulate = commands.add_parser(
+        "simulate", help="run random programs against the replica and the reference model"
+    )
+    simulate.add_argument("--programs", type=_positive, default=50, metavar="N")
+    simulate.add_argument("--seed", type=int, default=DEFAULT_SEED, metavar="N")
+    simulate.add_argument("--faults", type=_rate, default=0.0, metavar="RATE")
+    simulate.add_argument("--no-barrier", dest="barrier", action="store_false", default=True)
+    simulate.add_argument("--out", default="simulation-failures", metavar="DIR")
     show = commands.add_parser("demo", help="show the race and its fix")
     show.add_argument("--seed", type=int, default=DEFAULT_SEED, metavar="N")
     show.add_argument("--timeline", metavar="FILE", help="draw both runs side by side as SVG")
@@ -158,6 +169,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         case "workflow":
             return workflow_command(args.seed, sys.stdout)
+        case "simulate":
+            return simulate_command(
+                args.programs, args.seed, args.faults, args.barrier, Path(args.out), sys.stdout
+            )
         case "demo":
             return demo(args.seed, sys.stdout, args.timeline)
     parser.print_usage(sys.stderr)
@@ -238,6 +253,47 @@ def determinism_command(paths: Sequence[str], topology: Topology, seed: int, out
             min(len(first), len(second)),
         )
         print(f"NONDETERMINISTIC {spec.path}: traces differ at event {at} (seed {seed})", file=out)
+    return 1 if failed else 0
+
+
+def simulate_command(
+    programs: int, seed: int, faults: float, barrier: bool, out_dir: Path, out: TextIO
+) -> int:
+    """Random programs (seeded), each against a fresh replica of a random shape,
+    checked against the reference model and the replica's invariants; a line
+    of progress per program, and a replayable spec for each failure."""
+    failed = 0
+    start = time.perf_counter()
+    for number in range(programs):
+        rng = random.Random(f"simulate/{seed}/{number}")
+        topology = Topology(rng.randint(1, 2), rng.randint(1, 4), True, barrier, faults)
+        program = generate(RandomChooser(rng))
+        text = program.spec_text()
+        run_seed = rng.randrange(2**16)
+        run = run_spec(parse_spec(text, "generated.spec"), topology, seed=run_seed, trace=None)
+        stanzas = len(run.outcomes)
+        if run.passed:
+            print(
+                f"[{number + 1}/{programs}] {topology}: ok ({stanzas} stanzas)",
+                file=out,
+                flush=True,
+            )
+            continue
+        failed += 1
+        out_dir.mkdir(parents=True, exist_ok=True)
+        path = out_dir / f"program-{seed}-{number}.spec"
+        path.write_text(text, encoding="utf-8")
+        flags = f"--workers {topology.workers} --processes {topology.processes} --seed {run_seed}"
+        flags += "" if barrier else " --no-barrier"
+        flags += f" --faults {faults:g}" if faults else ""
+        print(
+            f"[{number + 1}/{programs}] {topology}: FAIL; "
+            f"replay: trio-reconcile run {path} {flags}",
+            file=out,
+            flush=True,
+        )
+    rate = programs / (time.perf_counter() - start)
+    print(f"simulate: {programs} programs, {failed} failed ({rate:.1f} programs/s)", file=out)
     return 1 if failed else 0
 
 

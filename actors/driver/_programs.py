@@ -1,0 +1,151 @@
+"""Random replica programs, written as spec files, for the simulation.
+
+A program is a list of directives: writes, index definitions (the same or
+another as_of and key), reconnects that replay, change or leave out indexes,
+connections abandoned mid-reconciliation, holds and releases of either
+runtime around a reconnect, compactions, drops and reads. The expected output
+of every directive comes from the plain reference model, so a program is a
+complete spec: a failing one replays with ``trio-reconcile run``.
+
+Every choice goes through a :class:`Chooser`: ``trio-reconcile simulate``
+uses a seeded ``random.Random``; the property tests use Hypothesis, whose
+draws let it shrink a failing program.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from typing import Protocol, TypeVar
+
+import attrs
+
+from ._model import ReferenceModel
+from ._spec import parse_spec
+
+T = TypeVar("T")
+
+IDS = (1001, 2001)
+SHARDS = ("a", "b")
+SHARD_OF = dict(zip(IDS, SHARDS, strict=True))  # each source reads one shard
+READ_TIMEOUT = "5"
+
+
+class Chooser(Protocol):
+    """Makes a program's choices."""
+
+    def integer(self, low: int, high: int) -> int: ...
+
+    def boolean(self) -> bool: ...
+
+    def choice(self, options: Sequence[T]) -> T: ...
+
+
+@attrs.define
+class RandomChooser:
+    """Choices from a seeded ``random.Random``."""
+
+    random: random.Random
+
+    def integer(self, low: int, high: int) -> int:
+        return self.random.randint(low, high)
+
+    def boolean(self) -> bool:
+        return self.random.random() < 0.5
+
+    def choice(self, options: Sequence[T]) -> T:
+        return options[self.random.randrange(len(options))]
+
+
+@attrs.frozen
+class Program:
+    directives: tuple[str, ...]
+
+    def spec_text(self) -> str:
+        """The program as a spec file, expected blocks from the reference model."""
+        bare = "\n\n".join(f"{directive}\n----" for directive in self.directives) + "\n"
+        model = ReferenceModel()
+        blocks = []
+        for stanza, directive in zip(
+            parse_spec(bare, "generated.spec").stanzas, self.directives, strict=True
+        ):
+            expected = model.expect(stanza)
+            blocks.append("\n".join([directive, "----", *expected]))
+        return "\n\n".join(blocks) + "\n"
+
+
+def generate(choose: Chooser, max_steps: int = 10) -> Program:
+    """A random program, every choice made by ``choose``."""
+    out: list[str] = ["create-instance", "initialization-complete"]
+    uppers = dict.fromkeys(SHARDS, 0)
+    defined: dict[int, tuple[str, int]] = {}  # id -> (shard, as_of) as the program defined it
+
+    def write(shard: str) -> None:
+        ts = uppers[shard] + choose.integer(0, 1)
+        values = [choose.integer(0, 9) for _ in range(choose.integer(1, 3))]
+        out.append(
+            f"write-rows shard={shard} ts={ts}\n" + "\n".join(f"  {v} {v * 7}" for v in values)
+        )
+        uppers[shard] = ts + 1
+
+    def define(id: int) -> None:
+        shard = SHARD_OF[id]
+        key = choose.choice(["[0]", "[1]"])
+        as_of = choose.integer(0, 1)
+        out.append(f"define-index source={id - 1} index={id} shard={shard} key={key} as-of={as_of}")
+        out.append(f"schedule id={id}")
+        defined[id] = (shard, as_of)
+
+    def read() -> None:
+        id = choose.choice(sorted(defined) or IDS)
+        shard = SHARD_OF[id]
+        newest = max(uppers[shard] - 1, 0)
+        ts = choose.choice([newest, newest, uppers[shard], 0])
+        verb = choose.choice(["peek", "count"])
+        out.append(f"{verb} id={id} ts={ts} timeout-secs={READ_TIMEOUT}")
+
+    if choose.boolean():
+        write(SHARDS[0])
+        define(IDS[0])
+    for _ in range(choose.integer(1, max_steps)):
+        step = choose.choice(["write", "define", "read", "compact", "drop", "reconnect", "advance"])
+        if step == "write":
+            write(choose.choice(SHARDS))
+        elif step == "advance":
+            shard = choose.choice(SHARDS)
+            uppers[shard] += choose.integer(0, 2)
+            out.append(f"advance shard={shard} upper={uppers[shard]}")
+        elif step == "define":
+            free = [id for id in IDS if id not in defined]
+            if free:
+                define(choose.choice(free))
+        elif step == "read":
+            read()
+        elif step == "compact" and defined:
+            id = choose.choice(sorted(defined))
+            out.append(f"allow-compaction id={id} since={choose.integer(0, 3)}")
+        elif step == "drop" and defined:
+            id = choose.choice(sorted(defined))
+            out.append(f"drop id={id}")
+            del defined[id]
+        elif step == "reconnect":
+            hold = choose.choice([None, "maintenance", "interactive"])
+            if hold is not None:
+                out.append(f"hold runtime={hold}")
+            if choose.boolean():  # a connection abandoned mid-reconciliation
+                out += ["reconnect", "create-instance"]
+            out += ["reconnect", "create-instance"]
+            defined_before = dict(defined)
+            defined.clear()
+            for id in IDS:
+                if choose.boolean():
+                    define(id)
+            out.append("initialization-complete")
+            if hold is not None:
+                out += ["settle", f"release runtime={hold}", "settle"]
+            if defined and choose.integer(0, 3) > 0:  # new data, then read it
+                write(SHARD_OF[choose.choice(sorted(defined))])
+                read()
+            del defined_before
+    read()
+    return Program(tuple(out))
