@@ -16,6 +16,7 @@ BUNDLED_TWO_RUNTIME = (
     "reconnects.spec",
     "rows.spec",
     "reused_id.spec",
+    "held_compaction.spec",
 )
 
 
