@@ -70,14 +70,14 @@ def make_command_channel(workers: int, processes: int = 1) -> BenchFn:
                 await controller.send(CreateInstance())
                 await controller.send(InitializationComplete())
                 await trio.testing.wait_all_tasks_blocked()
-                before = len(replica.solo.workers[0].applied)
+                before = len(replica.maintenance.workers[0].applied)
                 command = UpdateConfiguration((("k", "v"),))
                 start = time.perf_counter()
                 for _ in range(m):
                     await controller.send(command)
                 await trio.testing.wait_all_tasks_blocked()
                 elapsed = time.perf_counter() - start
-                applied = [len(worker.applied) - before for worker in replica.solo.workers]
+                applied = [len(worker.applied) - before for worker in replica.maintenance.workers]
                 assert applied == [m] * (workers * processes), applied
             return elapsed
 
@@ -108,7 +108,7 @@ def make_reconcile(*, keep: bool) -> BenchFn:
             ):
                 await _install(controller, dataflows)
                 await trio.testing.wait_all_tasks_blocked()
-                worker = replica.solo.workers[0]
+                worker = replica.maintenance.workers[0]
                 assert len(worker.state.dataflows) == size
                 start = time.perf_counter()
                 await controller.connect()

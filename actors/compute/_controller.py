@@ -68,13 +68,6 @@ class Controller:
     rejections: list[CommandRejected] = attrs.field(factory=list)
     # Frontiers that went back, as the mergers saw them (a bug if ever non-empty).
     regressions: list[str] = attrs.field(factory=list)
-    connections: int = 0
-
-    @property
-    def nonce(self) -> int:
-        if self._session is None:
-            raise ProtocolError("the controller is not connected")
-        return self._session.nonce
 
     async def connect(self, *, lose_hello_at: Collection[int] = ()) -> int:
         """Open a new connection to every process (closing the current one) and
@@ -105,7 +98,6 @@ class Controller:
             ends.append(client)
         session = _Session(nonce, ends, PartitionedState(len(ends), self.regressions))
         self._session = session
-        self.connections += 1
         for part, end in enumerate(ends):
             self._nursery.start_soon(self._read_responses, session, part, end)
         self._notify()

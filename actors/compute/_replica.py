@@ -63,7 +63,6 @@ class Runtime:
 
     name: str
     workers: list[Worker]
-    refs: list[ActorRef[SequencedCommand]]
     command_channel: Sequencer[SequencedCommand]
 
     def worker(self, process: int, local: int) -> Worker:
@@ -86,12 +85,8 @@ class Replica:
     faults: Faults = attrs.field(factory=lambda: Faults.seeded(FaultPlan(), 0))
 
     @property
-    def solo(self) -> Runtime:
-        """The maintenance runtime (the only one when Solo)."""
-        return self.runtimes[MAINTENANCE]
-
-    @property
     def maintenance(self) -> Runtime:
+        """The maintenance runtime: always there; the only one when Solo."""
         return self.runtimes[MAINTENANCE]
 
     @property
@@ -214,4 +209,4 @@ async def _start_runtime(
             )
             nursery.start_soon(adapter.run, name=f"{name}/p{process.index}/adapter{local}")
         process.adapters[name] = channels
-    return Runtime(name, workers, refs, command_channel)
+    return Runtime(name, workers, command_channel)

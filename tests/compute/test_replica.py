@@ -91,19 +91,19 @@ async def test_reconcile_keeps_compatible_drops_unmentioned_and_rebuilds_incompa
         kept, dropped, changed = index(1001), index(2001), index(3001, key=(0,))
         await initialize(controller, kept, dropped, changed)
         await controller.await_frontier(3001, 1)
-        assert [w.state.builds for w in replica.solo.workers] == [3, 3]
+        assert [w.state.builds for w in replica.maintenance.workers] == [3, 3]
 
         await controller.connect()
         await initialize(controller, kept, index(3001, key=(1,)))
         data.write(1, [(100, 0)])  # data keeps flowing into the kept index
         await controller.await_frontier(1001, 2)
         assert len(await controller.peek(1001, 1)) == 31
-        assert [w.state.builds for w in replica.solo.workers] == [4, 4]  # only 3001 rebuilt
+        assert [w.state.builds for w in replica.maintenance.workers] == [4, 4]  # only 3001 rebuilt
         with pytest.raises(PeekFailedError, match=r"^collection ID does not exist$"):
             await controller.peek(2001, 1)
         await controller.await_frontier(3001, 2)
         assert len(await controller.peek(3001, 1)) == 31
-        assert sorted(replica.solo.workers[0].state.dataflows) == [1001, 3001]
+        assert sorted(replica.maintenance.workers[0].state.dataflows) == [1001, 3001]
 
 
 async def test_frontiers_are_reported_afresh_to_a_new_connection() -> None:
@@ -142,7 +142,7 @@ async def test_every_worker_of_a_runtime_applies_the_same_commands(
     # hello, create-instance, create, schedule, init-complete; the peek
     assert len(first) == 14
     assert all(sequence == first for sequence in delivered.values())
-    applied = [worker.applied for worker in replica.solo.workers]
+    applied = [worker.applied for worker in replica.maintenance.workers]
     assert len(applied) == processes * workers
     assert all(sequence == applied[0] for sequence in applied)
 
@@ -158,7 +158,7 @@ async def test_a_worker_whose_process_never_recorded_the_connection_still_reconc
         await controller.await_frontier(1001, 1)
         assert nonce in replica.processes[0].order
         assert nonce not in replica.processes[1].order
-        remote = replica.solo.worker(1, 0)
+        remote = replica.maintenance.worker(1, 0)
         assert remote.position == 1
         assert remote.state.dataflows[1001].dataflow.key == (1,)
         assert len(await controller.peek(1001, 0)) == 10
@@ -173,12 +173,12 @@ async def test_a_reconnect_during_a_reconciliation_restarts_it() -> None:
         await controller.send(CreateInstance())
         await controller.send(CreateDataflow(index(1001, key=(1,))))
         await trio.testing.wait_all_tasks_blocked()
-        assert replica.solo.workers[0].buffer is not None  # still reconciling
+        assert replica.maintenance.workers[0].buffer is not None  # still reconciling
         await controller.connect()
         await initialize(controller, index(1001))
         await controller.await_frontier(1001, 1)
-        assert [w.position for w in replica.solo.workers] == [2, 2]
-        assert [w.state.builds for w in replica.solo.workers] == [1, 1]  # never rebuilt
+        assert [w.position for w in replica.maintenance.workers] == [2, 2]
+        assert [w.state.builds for w in replica.maintenance.workers] == [1, 1]  # never rebuilt
 
 
 async def test_a_read_that_cannot_become_ready_waits_until_the_client_gives_up() -> None:

@@ -215,7 +215,7 @@ async def test_solo_skips_the_barrier() -> None:
     trace = actors.Trace()
     async with open_replica(ReplicaConfig(workers=2), tracer=trace) as replica:
         assert replica.barriers == {}
-        assert all(worker.barrier is None for worker in replica.solo.workers)
+        assert all(worker.barrier is None for worker in replica.maintenance.workers)
         async with open_controller(replica) as controller:
             await send_all(controller, CreateInstance(), InitializationComplete())
             await controller.connect()
