@@ -102,23 +102,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-class _Both:
-    """Records into two traces at once (or into the one that exists)."""
-
-    def __init__(self, first: actors.Trace, second: actors.Trace) -> None:
-        self.first, self.second = first, second
-
-    def record(self, event: actors.TraceEvent) -> None:
-        self.first.record(event)
-        self.second.record(event)
-
-    @staticmethod
-    def of(first: actors.Trace | None, second: actors.Trace | None) -> actors.Tracer | None:
-        if first is not None and second is not None:
-            return _Both(first, second)
-        return first if first is not None else second
-
-
 def _positive(text: str) -> int:
     try:
         value = int(text)
@@ -204,14 +187,16 @@ def run_command(
     specs = _load(paths)
     if specs is None:
         return 2
-    trace = actors.Trace() if trace_path is not None or chrome_path is not None else None
+    wanted = (trace_path, chrome_path, timeline_path)
+    trace = actors.Trace() if any(path is not None for path in wanted) else None
     panels: list[Panel] = []
     failed = False
     for spec in specs:
-        spec_trace = actors.Trace() if timeline_path is not None else None
-        run = run_spec(spec, topology, seed=seed, trace=_Both.of(trace, spec_trace))
-        if spec_trace is not None:
-            panels.append(Panel.from_trace(f"{spec.path} ({topology})", spec_trace))
+        start = 0 if trace is None else len(trace)
+        run = run_spec(spec, topology, seed=seed, trace=trace)
+        if trace is not None and timeline_path is not None:
+            this_run = actors.Trace(trace.events[start:])
+            panels.append(Panel.from_trace(f"{spec.path} ({topology})", this_run))
         if rewrite:
             Path(spec.path).write_text(rewritten(spec, run.outcomes), encoding="utf-8")
             print(f"rewrote {spec.path} ({len(run.outcomes)} stanzas, {topology})", file=out)
