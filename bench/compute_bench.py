@@ -39,7 +39,8 @@ import trio
 import trio.testing
 
 import actors
-from actors.compute import (
+from barrier import ReconcileBarrier, Side
+from replica import (
     Controller,
     CreateDataflow,
     CreateInstance,
@@ -52,7 +53,6 @@ from actors.compute import (
     open_controller,
     open_replica,
 )
-from barrier import ReconcileBarrier, Side
 
 COMMANDS_M = 5_000
 WORKER_COUNTS = (1, 2, 4, 8, 16)

@@ -20,7 +20,7 @@ import trio
 import trio.testing
 
 import actors
-from actors.compute import (
+from replica import (
     Command,
     CreateDataflow,
     CreateInstance,

@@ -13,7 +13,8 @@ import trio.testing
 
 import actors
 from actors import Inbox, OneForOne
-from actors.compute import (
+from barrier import BarrierBrokenError, ReconcileBarrier, Side
+from replica import (
     AllowCompaction,
     CreateInstance,
     Frontier,
@@ -22,7 +23,6 @@ from actors.compute import (
     open_controller,
     open_replica,
 )
-from barrier import BarrierBrokenError, ReconcileBarrier, Side
 
 from .actors.messages import Boom, Hold, counter
 
@@ -75,7 +75,7 @@ async def test_rejections_and_a_broken_barrier_are_logged(caplog: pytest.LogCapt
             await barrier.ref.kill()
     messages = [(r.name, r.levelname, r.getMessage()) for r in caplog.records]
     assert (
-        "actors.compute",
+        "replica",
         "WARNING",
         "replica rejected AllowCompaction(id=9, frontier=Frontier(time=1)): "
         "allow compaction of collection 9: collection ID does not exist",

@@ -1,5 +1,5 @@
 """Hypothesis strategies for whole replica programs (see
-:mod:`actors.driver._programs`): the same generator, its choices drawn by
+:mod:`replica.driver._programs`): the same generator, its choices drawn by
 Hypothesis so that a failing program shrinks."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from typing import TypeVar
 
 from hypothesis import strategies as st
 
-from actors.driver._programs import Program as Program
-from actors.driver._programs import generate
-from actors.driver._runner import Topology
+from replica.driver._programs import Program as Program
+from replica.driver._programs import generate
+from replica.driver._runner import Topology
 
 T = TypeVar("T")
 

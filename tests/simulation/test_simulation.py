@@ -11,9 +11,9 @@ from hypothesis import HealthCheck, find, given, settings
 from hypothesis import strategies as st
 
 import actors
-from actors.driver import main
-from actors.driver._runner import SpecRun, Topology, run_spec
-from actors.driver._spec import parse_spec
+from replica.driver import main
+from replica.driver._runner import SpecRun, Topology, run_spec
+from replica.driver._spec import parse_spec
 
 from .programs import Program, faulty_topologies, programs, topologies
 

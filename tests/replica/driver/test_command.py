@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-SPECS = ROOT / "actors" / "driver" / "specs"
+ROOT = Path(__file__).resolve().parents[3]
+SPECS = ROOT / "replica" / "driver" / "specs"
 EXTERNAL = ROOT.parent / "shared" / "external" / "reconciliation.spec"
 SCRIPT = str(Path(sys.executable).parent / "trio-reconcile")
 BUNDLED = sorted(path.name for path in SPECS.glob("*.spec"))

@@ -7,7 +7,7 @@ import trio
 import trio.testing
 
 import actors
-from actors.compute import (
+from replica import (
     AllowCompaction,
     Command,
     ComputeError,

@@ -24,5 +24,5 @@ BUNDLED_TWO_RUNTIME = (
 def bundled_spec(name: str) -> Iterator[Path]:
     """A path to bundled spec ``name``, valid inside the block (works from an
     installed package, in any directory)."""
-    with resources.as_file(resources.files("actors.driver") / "specs" / name) as path:
+    with resources.as_file(resources.files("replica.driver") / "specs" / name) as path:
         yield path

@@ -27,7 +27,7 @@ class Shard:
 
     def write(self, ts: int, rows: Iterable[Row]) -> int:
         """Append ``rows`` at ``ts``; return how many. Raises
-        :class:`~actors.compute.WriteBelowUpperError` (and writes nothing) if
+        :class:`~replica.WriteBelowUpperError` (and writes nothing) if
         ``ts`` is below the upper."""
         if ts < self.upper:
             raise WriteBelowUpperError(f"write at ts {ts} is below the shard upper {self.upper}")
@@ -39,7 +39,7 @@ class Shard:
 
     def advance(self, upper: int) -> None:
         """Move the upper to ``upper`` without data. Raises
-        :class:`~actors.compute.UpperRegressionError` if that would move it back."""
+        :class:`~replica.UpperRegressionError` if that would move it back."""
         if upper < self.upper:
             raise UpperRegressionError(f"upper {upper} is below the shard upper {self.upper}")
         if upper > self.upper:

@@ -4,6 +4,8 @@ See DESIGN.md §2: processes, a runtime of workers, the command channel,
 channel adapters, the multiplexing client, reconciliation, and a controller.
 """
 
+import logging as _logging
+
 from ._connection import ConnectionOrder as ConnectionOrder
 from ._controller import Controller as Controller
 from ._controller import open_controller as open_controller
@@ -52,3 +54,6 @@ from ._state import ReconcilePlan as ReconcilePlan
 from ._state import plan_reconcile as plan_reconcile
 from ._worker import SequencedCommand as SequencedCommand
 from ._worker import Worker as Worker
+
+# A library logs; the application decides where logs go (nowhere by default).
+_logging.getLogger("replica").addHandler(_logging.NullHandler())

@@ -10,7 +10,7 @@ import trio.testing
 
 import actors
 from actors import Inbox
-from actors.compute import (
+from replica import (
     ConnectionOrder,
     CreateInstance,
     Frontier,
@@ -19,8 +19,8 @@ from actors.compute import (
     Response,
     SequencedCommand,
 )
-from actors.compute._connection import RuntimeConnection
-from actors.compute._process import ChannelAdapter
+from replica._connection import RuntimeConnection
+from replica._process import ChannelAdapter
 
 
 async def command_log(inbox: Inbox[SequencedCommand], log: list[SequencedCommand]) -> None:
@@ -86,7 +86,7 @@ async def test_responses_for_the_current_connection_go_out_tagged_with_the_local
 
 
 def test_a_command_for_a_connection_its_adapters_left_is_dropped_and_counted() -> None:
-    from actors.compute._process import _deliver
+    from replica._process import _deliver
 
     connection = RuntimeConnection.open(5, adapters=1)
     connection.commands_in.send_nowait(Hello(5))

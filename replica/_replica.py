@@ -19,13 +19,10 @@ from contextlib import asynccontextmanager
 import attrs
 import trio
 
+from actors import ActorRef, ActorSystem, Sequencer, Tracer, open_system
 from barrier import ReconcileBarrier, Side
 from sharing import Registry
 
-from .._mailbox import ActorRef
-from .._sequencer import Sequencer
-from .._system import ActorSystem, open_system
-from .._trace import Tracer
 from ._connection import RuntimeConnection
 from ._dataflow import IndexPart
 from ._faults import FaultPlan, Faults

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from actors import EventKind, Trace, TraceEvent
-from actors.driver import main
-from actors.driver._export import chrome_events
+from replica.driver import main
+from replica.driver._export import chrome_events
 
-SPECS = Path(__file__).resolve().parents[2] / "actors" / "driver" / "specs"
+SPECS = Path(__file__).resolve().parents[3] / "replica" / "driver" / "specs"
 
 
 def test_phases_become_spans_and_the_rest_instants_in_order() -> None:

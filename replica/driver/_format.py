@@ -5,7 +5,7 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Iterable
 
-from actors.compute import Row, row_order
+from replica import Row, row_order
 
 _SHORT = {
     '"': '\\"',

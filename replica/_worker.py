@@ -12,10 +12,10 @@ from __future__ import annotations
 import attrs
 import trio
 
+from actors import Inbox
 from barrier import ReconcileBarrier, Side
 from sharing import Registry
 
-from .._mailbox import Inbox
 from ._dataflow import IndexPart, PeerView
 from ._faults import Faults
 from ._protocol import Command, CreateDataflow, InitializationComplete, Response

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from actors.driver import main
+from replica.driver import main
 
 
 def test_random_programs_pass_with_the_barrier_and_report_progress(

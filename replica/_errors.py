@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from .._errors import ActorError
 
-
-class ComputeError(ActorError):
-    """Base class of the errors of ``actors.compute``."""
+class ComputeError(Exception):
+    """Base class of the errors of ``replica``."""
 
 
 class WriteBelowUpperError(ComputeError):

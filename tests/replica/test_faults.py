@@ -8,7 +8,7 @@ import trio
 import trio.testing
 
 import actors
-from actors.compute import (
+from replica import (
     Command,
     CreateDataflow,
     CreateInstance,
@@ -22,7 +22,7 @@ from actors.compute import (
     open_controller,
     open_replica,
 )
-from actors.driver import main
+from replica.driver import main
 
 OLD = DataflowDescription(1000, "data", 1001, (0,), 0)
 NEW = DataflowDescription(1000, "data", 1001, (1,), 0)
@@ -84,7 +84,7 @@ def test_every_site_fires_and_reads_still_answer_with_the_barrier() -> None:
 
 
 def test_the_same_seed_with_faults_gives_the_same_run(capsys: pytest.CaptureFixture[str]) -> None:
-    spec = "actors/driver/specs/two_runtime_recreate_index.spec"
+    spec = "replica/driver/specs/two_runtime_recreate_index.spec"
     args = ["run", spec, "--check-determinism", "--faults", "0.5", "--processes", "2"]
     assert main(args) == 0
     assert capsys.readouterr().out.startswith(f"deterministic {spec}: ")
@@ -93,10 +93,10 @@ def test_the_same_seed_with_faults_gives_the_same_run(capsys: pytest.CaptureFixt
 def test_a_controller_that_goes_away_mid_reconciliation_replays_and_all_still_pass() -> None:
     from pathlib import Path
 
-    from actors.driver._runner import Topology, run_spec
-    from actors.driver._spec import read_spec
+    from replica.driver._runner import Topology, run_spec
+    from replica.driver._spec import read_spec
 
-    specs = Path(__file__).resolve().parents[2] / "actors" / "driver" / "specs"
+    specs = Path(__file__).resolve().parents[2] / "replica" / "driver" / "specs"
     injected: dict[str, int] = {}
     for path in sorted(specs.glob("*.spec")):
         run = run_spec(read_spec(path), Topology(2, 2, faults=0.4), seed=5, trace=None)

@@ -12,7 +12,7 @@ import trio
 import trio.testing
 
 import actors
-from actors.compute import (
+from replica import (
     AllowCompaction,
     CommandRejected,
     Controller,
@@ -23,6 +23,7 @@ from actors.compute import (
     InitializationComplete,
     InstanceConfig,
     PeekFailedError,
+    ProtocolError,
     Replica,
     ReplicaConfig,
     Schedule,
@@ -225,5 +226,5 @@ async def test_bad_input_gets_clear_errors_and_the_replica_keeps_serving() -> No
 
 async def test_the_first_connection_of_a_process_can_lose_no_hello_at_process_0() -> None:
     async with replica_and_controller() as (_, controller, _):
-        with pytest.raises(actors.compute.ProtocolError, match=r"^process 0 must record"):
+        with pytest.raises(ProtocolError, match=r"^process 0 must record"):
             await controller.connect(lose_hello_at={0})

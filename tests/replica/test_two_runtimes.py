@@ -12,7 +12,8 @@ import trio
 import trio.testing
 
 import actors
-from actors.compute import (
+from barrier import BarrierBrokenError
+from replica import (
     AllowCompaction,
     Controller,
     CreateDataflow,
@@ -31,7 +32,6 @@ from actors.compute import (
     open_controller,
     open_replica,
 )
-from barrier import BarrierBrokenError
 
 OLD = DataflowDescription(1000, "data", 1001, (0,), 0)
 NEW = DataflowDescription(1000, "data", 1001, (1,), 0)  # same id and as_of, new key

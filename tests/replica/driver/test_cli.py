@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from actors.driver import main
+from replica.driver import main
 
 
 def test_version_prints_the_version(capsys: pytest.CaptureFixture[str]) -> None:

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from actors import EventKind, Trace, TraceEvent
-from actors.driver import main
-from actors.driver._timeline import Panel, render
+from replica.driver import main
+from replica.driver._timeline import Panel, render
 
-SPECS = Path(__file__).resolve().parents[2] / "actors" / "driver" / "specs"
+SPECS = Path(__file__).resolve().parents[3] / "replica" / "driver" / "specs"
 
 
 def test_a_panel_has_a_lane_per_worker_and_a_bar_per_phase() -> None:

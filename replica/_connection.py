@@ -11,7 +11,7 @@ import trio
 from ._errors import ProtocolError
 from ._protocol import Command, Response
 
-logger = logging.getLogger("actors.compute")
+logger = logging.getLogger("replica")
 
 
 @attrs.define(eq=False)

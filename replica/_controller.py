@@ -151,7 +151,7 @@ class Controller:
     async def peek(self, id: int, ts: int) -> list[Row]:
         """Read collection ``id`` at ``ts``; return its rows, sorted.
 
-        Raises :class:`~actors.compute.PeekFailedError` with the replica's
+        Raises :class:`~replica.PeekFailedError` with the replica's
         message (unknown collection, read below the compaction frontier). The
         replica has no peek timeout: use a cancel scope. If cancelled, the peek
         is canceled at the replica too.

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from actors.compute import (
+from replica import (
     Canceled,
     CommandRejected,
     ConnectionOrder,

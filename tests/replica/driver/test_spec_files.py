@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from actors.driver import main
-from actors.driver._format import format_field, format_rows
-from actors.driver._spec import parse_row, parse_spec
+from replica.driver import main
+from replica.driver._format import format_field, format_rows
+from replica.driver._spec import parse_row, parse_spec
 
 GOOD = "create-instance\n----\nok\n"
 

@@ -24,7 +24,8 @@ import math
 import attrs
 import trio
 
-from .._sequencer import Sequencer
+from actors import Sequencer
+
 from ._connection import ConnectionOrder, RuntimeConnection, ServerEnd
 from ._errors import ProtocolError
 from ._faults import Faults
