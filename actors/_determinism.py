@@ -16,7 +16,6 @@ from typing import TypeVar, TypeVarTuple, Unpack
 
 import trio
 import trio._core._run as _trio_run
-import trio.testing
 
 T = TypeVar("T")
 Ts = TypeVarTuple("Ts")
@@ -43,6 +42,9 @@ def run(
     default seed. Not reentrant: one deterministic run at a time per process.
     """
     if clock is None:
+        # Imported here: trio.testing loads pytest, which importing actors must not.
+        import trio.testing
+
         clock = trio.testing.MockClock(autojump_threshold=0)
     saved_state = _trio_run._r.getstate()
     saved_flag = _trio_run._ALLOW_DETERMINISTIC_SCHEDULING

@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 import actors
@@ -86,3 +89,15 @@ def test_every_error_derives_from_the_package_base() -> None:
     errors = [value for name, value in vars(actors).items() if name.endswith("Error")]
     assert len(errors) == 7
     assert all(issubclass(error, actors.ActorError) for error in errors)
+
+
+def test_importing_actors_loads_neither_pytest_nor_trio_testing() -> None:
+    code = (
+        "import sys, actors; "
+        "print(sorted(m for m in sys.modules "
+        "if m.split('.')[0] in ('pytest', '_pytest') or m.startswith('trio.testing')))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "[]"
