@@ -158,8 +158,19 @@ class ActorSystem(metaclass=NoPublicConstructor):
         return open_supervisor(self, OneForAll() if strategy is None else strategy, name)
 
     def sequencer(self, members: Sequence[ActorRef[M]], *, name: str) -> Sequencer[M]:
-        """A sequencer that stamps messages and broadcasts them to ``members``."""
+        """A sequencer that stamps messages and broadcasts them to ``members``.
+
+        Raises :class:`ValueError`, and builds nothing, if an actor is listed
+        twice (it would receive every message twice).
+        """
         cells = [ref._cell for ref in members]
+        listed: set[_Cell[M]] = set()
+        for cell in cells:
+            if cell in listed:
+                raise ValueError(
+                    f"sequencer {name!r}: actor {cell.address.name!r} is listed twice as a member"
+                )
+            listed.add(cell)
         return cast("Sequencer[M]", Sequencer._create(self._allocate(name), cells, self.tracer))
 
     def cancel(self) -> None:

@@ -151,3 +151,15 @@ async def test_a_closed_sequencer_refuses_broadcasts() -> None:
         with pytest.raises(trio.ClosedResourceError, match=r"^sequencer 'seq' is closed$"):
             await sequencer.broadcast(1)
         assert member.statistics().delivered == 0
+
+
+async def test_a_member_listed_twice_is_refused_and_nothing_is_built() -> None:
+    async with actors.open_system() as system:
+        member = await system.spawn(stamp_recorder, [], name="f")
+        with pytest.raises(
+            ValueError, match=r"^sequencer 'seq': actor 'f' is listed twice as a member$"
+        ):
+            system.sequencer([member, member], name="seq")
+        sequencer = system.sequencer([member], name="seq")
+        assert sequencer.address.uid == member.address.uid + 1  # the refusal took no uid
+        assert member.statistics().queued == 0
