@@ -11,6 +11,10 @@ Two strategies, after Erlang/OTP's supervisors:
   (caused by the last failure), which cancels its other children and goes up.
   A supervisor scope opened inside an actor's behaviour is therefore a subtree:
   its escalation is that actor's failure, and the actor's own supervisor decides.
+
+Restarts are immediate, as in OTP, and each one is a checkpoint: a behaviour
+that raises before its first checkpoint restarts in a loop that still lets
+other tasks run and cancellation in.
 """
 
 from __future__ import annotations

@@ -137,6 +137,9 @@ class ActorSystem(metaclass=NoPublicConstructor):
                         cell.restarts += 1
                         logger.info("actor %r restarted (%d)", cell.address.name, cell.restarts)
                         cell.record(EventKind.RESTARTED, detail=f"restart {cell.restarts}")
+                        # A behaviour that raises before its first checkpoint
+                        # must not restart in a loop that never yields.
+                        await trio.lowlevel.checkpoint()
                     else:
                         return
         finally:

@@ -156,3 +156,48 @@ async def test_a_failure_under_one_for_all_names_the_actor() -> None:
     (inner,) = info.value.exceptions
     assert isinstance(inner, BaseExceptionGroup)
     assert inner.exceptions[0].__notes__ == ["raised by actor 'named'"]
+
+
+async def raises_at_once(inbox: Inbox[object]) -> None:
+    del inbox
+    raise ValueError("at once")
+
+
+async def test_a_restart_storm_yields_so_an_outer_deadline_fires(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # Every restart checkpoints, so the test's task runs during the storm. The
+    # storm keeps the run queue busy, so the autojump clock never jumps by
+    # itself: the test moves it past the deadline.
+    assert trio.lowlevel.current_clock() is autojump_clock
+    async with actors.open_system() as system:
+        with trio.move_on_after(1) as deadline:
+            async with system.open_supervisor(OneForOne(intensity=10_000, period=5)) as sup:
+                storm = await sup.spawn(raises_at_once, name="storm")
+                autojump_clock.jump(1)
+                await trio.sleep_forever()
+        assert deadline.cancelled_caught
+        assert 0 < storm.statistics().restarts < 10_000
+        assert storm.statistics().state is actors.ActorState.STOPPED
+
+
+async def test_a_restart_storm_still_escalates_once_its_budget_is_spent() -> None:
+    with pytest.RaisesGroup(
+        pytest.RaisesGroup(
+            pytest.RaisesExc(
+                RestartIntensityError,
+                match=(
+                    r"^supervisor 'sup': restarting actor 'storm' would be restart 4 "
+                    r"within 5s, over the intensity 3$"
+                ),
+            )
+        )
+    ):
+        async with (
+            actors.open_system() as system,
+            system.open_supervisor(OneForOne(intensity=3, period=5), name="sup") as supervisor,
+        ):
+            storm = await supervisor.spawn(raises_at_once, name="storm")
+            await trio.sleep_forever()
+    assert storm.statistics().restarts == 3
+    assert trio.current_time() == 0
