@@ -240,40 +240,60 @@ class ActorRef(Generic[M_contra], metaclass=NoPublicConstructor):
         is checked against the message's: ``await ref.ask(GetCount, timeout=1)``
         where ``GetCount`` holds a ``Reply[int]`` returns an ``int``.
 
-        A checkpoint. Raises :class:`~actors.AskTimeoutError` after ``timeout``
-        seconds (``None``: wait as long as it takes),
-        :class:`~actors.ActorStoppedError` if the actor stops before replying,
-        :class:`~actors.ActorFailedError` if it fails while the message was in
-        its hands, or the error the handler passed to ``reply.fail``. If
-        cancelled, the message may already have been accepted and handled; its
-        reply is discarded.
+        ``timeout`` bounds the whole ask, the wait for room in a full mailbox
+        and the wait for the reply: after ``timeout`` seconds it raises
+        :class:`~actors.AskTimeoutError`, saying whether the mailbox had
+        accepted the message (if not, it never will). ``None`` or
+        ``math.inf``: wait as long as it takes. ``0``: a deadline already
+        passed, so nothing is sent and the ask times out at once (as
+        ``trio.fail_after(0)`` would). A negative or NaN timeout raises
+        :class:`ValueError` before anything is sent.
+
+        A checkpoint. Raises :class:`~actors.ActorStoppedError` if the actor
+        stops before taking the message, or is cancelled while holding it;
+        :class:`~actors.ActorFailedError` if it fails while holding it; or the
+        error the handler passed to ``reply.fail``. An actor that takes the
+        message and stops without completing the reply (or hands the reply to
+        an actor that never does) leaves the asker to its timeout: see
+        :class:`~actors.Reply`. If cancelled, the message may already have
+        been accepted and handled; its reply is discarded.
         """
-        await trio.lowlevel.checkpoint_if_cancelled()
+        if timeout is not None and not timeout >= 0:
+            raise ValueError(
+                f"ask timeout must be None or a number of seconds >= 0, not {timeout!r}"
+            )
         cell = self._cell
-        seq = cell.next_seq
-        reply = cast("Reply[R]", Reply._create(cell.address.name, seq))
-        envelope = Envelope(build(reply), seq, current_address.get())
-        cell.next_seq = seq + 1
-        cell.pending[seq] = _Ask(envelope, reply)
-        try:
-            # One schedule point per ask when the mailbox has room: the wait for
-            # the reply below. Only a full mailbox adds a wait for room.
+        accepted = False
+        with trio.move_on_after(math.inf if timeout is None else timeout):
+            await trio.lowlevel.checkpoint_if_cancelled()
+            seq = cell.next_seq
+            reply = cast("Reply[R]", Reply._create(cell.address.name, seq))
+            envelope = Envelope(build(reply), seq, current_address.get())
+            cell.next_seq = seq + 1
+            cell.pending[seq] = _Ask(envelope, reply)
             try:
+                # One schedule point per ask when the mailbox has room: the wait
+                # for the reply below. Only a full mailbox adds a wait for room,
+                # and a wait cancelled by the deadline leaves nothing queued.
                 try:
-                    cell.send_channel.send_nowait(envelope)
-                except trio.WouldBlock:
-                    await cell.send_channel.send(envelope)
-            except (trio.ClosedResourceError, trio.BrokenResourceError):
-                raise cell.stopped_error() from None
-            if timeout is None:
+                    try:
+                        cell.send_channel.send_nowait(envelope)
+                    except trio.WouldBlock:
+                        await cell.send_channel.send(envelope)
+                except (trio.ClosedResourceError, trio.BrokenResourceError):
+                    raise cell.stopped_error() from None
+                accepted = True
                 return await reply._wait()
-            with trio.move_on_after(timeout):
-                return await reply._wait()
+            finally:
+                cell.pending.pop(seq, None)
+        if accepted:
             raise AskTimeoutError(
                 f"ask of actor {cell.address.name!r} got no reply within {timeout:g}s"
             )
-        finally:
-            cell.pending.pop(seq, None)
+        raise AskTimeoutError(
+            f"ask of actor {cell.address.name!r} timed out after {timeout:g}s "
+            "before its mailbox accepted the message; the message was not sent"
+        )
 
     async def stop(self) -> None:
         """Stop the actor gracefully: it accepts nothing more, delivers what it

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import math
+
 import pytest
 import trio
 import trio.testing
@@ -194,3 +196,103 @@ async def test_a_cancelled_ask_sends_nothing() -> None:
         assert ref.statistics().pending_asks == 0
         await ref.stop()
         assert ref.statistics().delivered == 0
+
+
+async def test_an_ask_times_out_waiting_for_room_and_its_message_is_never_delivered() -> None:
+    release = trio.Event()
+    async with actors.open_system() as system:
+        ref = await system.spawn(counter, name="stuck", capacity=1)
+        await ref.tell(Hold(release))
+        await trio.testing.wait_all_tasks_blocked()
+        await ref.tell(Add(1))  # the mailbox is full, its actor stuck
+        start = trio.current_time()
+        with pytest.raises(
+            AskTimeoutError,
+            match=(
+                r"^ask of actor 'stuck' timed out after 2s before its mailbox accepted "
+                r"the message; the message was not sent$"
+            ),
+        ):
+            await ref.ask(Total, timeout=2)
+        assert trio.current_time() - start == 2
+        assert ref.statistics().pending_asks == 0
+        release.set()
+        assert await ref.ask(Total, timeout=1) == 1
+        assert ref.statistics().delivered == 3  # Hold, Add and the second Total only
+
+
+async def test_the_wait_for_room_counts_against_an_asks_timeout() -> None:
+    first, second = trio.Event(), trio.Event()
+    async with actors.open_system() as system:
+        ref = await system.spawn(counter, name="slow", capacity=1)
+        await ref.tell(Hold(first))
+        await trio.testing.wait_all_tasks_blocked()
+        await ref.tell(Hold(second))
+        start = trio.current_time()
+        async with trio.open_nursery() as nursery:
+
+            async def free_room_later() -> None:
+                await trio.sleep(1.5)
+                first.set()
+
+            nursery.start_soon(free_room_later)
+            with pytest.raises(
+                AskTimeoutError, match=r"^ask of actor 'slow' got no reply within 2s$"
+            ):
+                await ref.ask(Total, timeout=2)
+        assert trio.current_time() - start == 2
+        second.set()
+
+
+@pytest.mark.parametrize(("bad", "shown"), [(-1, "-1"), (-0.5, r"-0\.5"), (math.nan, "nan")])
+async def test_a_negative_or_nan_timeout_is_refused_before_anything_is_sent(
+    bad: float, shown: str
+) -> None:
+    built: list[Reply[int]] = []
+
+    def build(reply: Reply[int]) -> Total:
+        built.append(reply)
+        return Total(reply)
+
+    async with actors.open_system() as system:
+        ref = await system.spawn(counter)
+        with pytest.raises(
+            ValueError,
+            match=rf"^ask timeout must be None or a number of seconds >= 0, not {shown}$",
+        ):
+            await ref.ask(build, timeout=bad)
+        assert built == []
+        await ref.stop()
+        assert ref.statistics().delivered == 0
+
+
+async def test_a_zero_timeout_sends_nothing_and_times_out_at_once() -> None:
+    async with actors.open_system() as system:
+        ref = await system.spawn(counter, name="idle")
+        with pytest.raises(
+            AskTimeoutError,
+            match=(
+                r"^ask of actor 'idle' timed out after 0s before its mailbox accepted "
+                r"the message; the message was not sent$"
+            ),
+        ):
+            await ref.ask(Total, timeout=0)
+        assert trio.current_time() == 0
+        await ref.stop()
+        assert ref.statistics().delivered == 0
+
+
+async def test_an_infinite_timeout_waits_as_long_as_it_takes() -> None:
+    release = trio.Event()
+    async with actors.open_system() as system:
+        ref = await system.spawn(counter)
+        await ref.tell(Hold(release))
+        async with trio.open_nursery() as nursery:
+
+            async def release_much_later() -> None:
+                await trio.sleep(10_000)
+                release.set()
+
+            nursery.start_soon(release_much_later)
+            assert await ref.ask(Total, timeout=math.inf) == 0
+        assert trio.current_time() == 10_000
