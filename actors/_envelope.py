@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextvars
 from typing import Generic, TypeVar
 
 import attrs
@@ -35,3 +36,9 @@ class Envelope(Generic[M_co]):
     message: M_co
     seq: int
     sender: Address | None
+
+
+# The actor whose task is running: the sender stamped on what it sends.
+current_address: contextvars.ContextVar[Address | None] = contextvars.ContextVar(
+    "actors_current_address", default=None
+)

@@ -10,7 +10,8 @@ class ActorError(Exception):
 
 
 class ActorStoppedError(ActorError, trio.BrokenResourceError):
-    """A message was sent to an actor that stopped, or stopped before replying.
+    """A message was sent to an actor that stopped; or an ask's actor stopped
+    before taking its message, or was cancelled while holding it.
 
     It is also a :class:`trio.BrokenResourceError`, the error trio raises when the
     receiving side of a channel is gone: code that already handles that one
@@ -23,7 +24,11 @@ class AskTimeoutError(ActorError, trio.TooSlowError):
 
 
 class AlreadyRepliedError(ActorError):
-    """A :class:`~actors.Reply` was completed twice."""
+    """A :class:`~actors.Reply` already sent or failed was completed again.
+
+    A late answer to a reply the framework failed (its actor failed or was
+    cancelled while holding the message) is not an error: ``send`` and
+    ``fail`` return ``False`` then."""
 
 
 class ActorNameError(ActorError):

@@ -8,7 +8,6 @@ builds.
 
 from __future__ import annotations
 
-import contextvars
 import enum
 import logging
 import math
@@ -18,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar, cast, final
 import attrs
 import trio
 
-from ._envelope import Address, Envelope
+from ._envelope import Address, Envelope, current_address
 from ._errors import ActorError, ActorFailedError, ActorStoppedError, AskTimeoutError
 from ._reply import Reply
 from ._trace import EventKind, TraceEvent
@@ -39,11 +38,6 @@ DEFAULT_CAPACITY = 64
 
 RECEIVE_BATCH = 64
 """An inbox gives the scheduler a turn at least once per this many receives."""
-
-# The actor whose task is running: the sender stamped on what it sends.
-current_address: contextvars.ContextVar[Address | None] = contextvars.ContextVar(
-    "actors_current_address", default=None
-)
 
 
 class ActorState(enum.StrEnum):
@@ -91,7 +85,8 @@ class _Cell(Generic[M]):
     # waited for room leaves a gap: its message was never accepted).
     next_seq: int = 0
     delivered: int = 0
-    # Asks still waiting for their reply, by the stamp of their message.
+    # Asks whose asker still waits, by the stamp of their message (the asker
+    # removes its own when it returns).
     pending: dict[int, _Ask] = attrs.field(factory=dict)
     restarts: int = 0
     state: ActorState = ActorState.RUNNING
@@ -122,18 +117,27 @@ class _Cell(Generic[M]):
             self.send_channel.close()
             self.record(EventKind.STOPPING)
 
-    def fail_delivered_asks(self, error: BaseException) -> None:
-        """The behaviour failed: the asks it took and did not answer never will be."""
+    def fail_taken_asks(self, failure: Exception | None) -> None:
+        """The behaviour failed with ``failure``, or was cancelled (``None``):
+        the asks it took and did not answer get no answer from it, even where
+        it handed their replies on."""
+        name = self.address.name
         for seq in [seq for seq, ask in self.pending.items() if ask.taken and not ask.reply.done]:
-            failure = ActorFailedError(
-                f"actor {self.address.name!r} failed before replying to message {seq}"
-            )
-            failure.__cause__ = error
-            self.pending.pop(seq).reply.fail(failure)
+            error: ActorError
+            if failure is None:
+                error = ActorStoppedError(
+                    f"actor {name!r} was cancelled before replying to message {seq}"
+                )
+            else:
+                error = ActorFailedError(f"actor {name!r} failed before replying to message {seq}")
+                error.__cause__ = failure
+            self.pending.pop(seq).reply._withdraw(error)
 
-    def terminate(self) -> None:
+    def terminate(self, returned: bool) -> None:
         """The actor's task is ending: close the mailbox, report what it accepted
-        and will never deliver, and fail the asks that will get no reply."""
+        and will never deliver, and fail the asks that will get no reply: those
+        it never took and, unless its behaviour ``returned`` (a graceful stop,
+        which leaves the replies it took valid), those it took."""
         self.close_mailbox()
         dropped = 0
         while True:
@@ -148,15 +152,13 @@ class _Cell(Generic[M]):
                 "actor %r ended with %d undelivered messages (dropped)", self.address.name, dropped
             )
         self.receive_channel.close()
-        for seq, ask in self.pending.items():
-            if ask.reply.done:
-                continue
-            ask.reply.fail(
-                ActorStoppedError(
-                    f"actor {self.address.name!r} stopped before replying to message {seq}"
-                )
+        if not returned:
+            self.fail_taken_asks(None)
+        name = self.address.name
+        for seq in [seq for seq, ask in self.pending.items() if not (ask.taken or ask.reply.done)]:
+            self.pending.pop(seq).reply._withdraw(
+                ActorStoppedError(f"actor {name!r} stopped before taking message {seq}")
             )
-        self.pending.clear()
         self.state = ActorState.STOPPED
         self.record(EventKind.STOPPED)
         self.stopped.set()
@@ -267,7 +269,7 @@ class ActorRef(Generic[M_contra], metaclass=NoPublicConstructor):
         with trio.move_on_after(math.inf if timeout is None else timeout):
             await trio.lowlevel.checkpoint_if_cancelled()
             seq = cell.next_seq
-            reply = cast("Reply[R]", Reply._create(cell.address.name, seq))
+            reply = cast("Reply[R]", Reply._create(cell.address.name, seq, cell.tracer))
             envelope = Envelope(build(reply), seq, current_address.get())
             cell.next_seq = seq + 1
             cell.pending[seq] = _Ask(envelope, reply)
@@ -298,7 +300,8 @@ class ActorRef(Generic[M_contra], metaclass=NoPublicConstructor):
     async def stop(self) -> None:
         """Stop the actor gracefully: it accepts nothing more, delivers what it
         already accepted, and ends when its behaviour returns. Returns once it
-        has stopped; stopping a stopped actor returns at once.
+        has stopped; stopping a stopped actor returns at once. The replies of
+        the messages its behaviour took stay valid (see :class:`~actors.Reply`).
 
         A checkpoint. If cancelled, the actor still stops; only the wait ends.
         An actor cannot wait for its own stop: it calls ``inbox.close()``.
@@ -314,8 +317,9 @@ class ActorRef(Generic[M_contra], metaclass=NoPublicConstructor):
 
     async def kill(self) -> None:
         """Cancel the actor now. Messages it accepted and did not take are
-        reported as dropped in the trace; asks waiting on it fail. Returns once
-        it has stopped. A checkpoint."""
+        reported as dropped in the trace; the asks it accepted and did not
+        answer fail, even those whose reply it handed on (see
+        :class:`~actors.Reply`). Returns once it has stopped. A checkpoint."""
         cell = self._cell
         cell.scope.cancel()
         await cell.stopped.wait()

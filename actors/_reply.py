@@ -2,66 +2,141 @@
 
 from __future__ import annotations
 
-from typing import Generic, TypeVar, final
+import enum
+import logging
+from typing import TYPE_CHECKING, Generic, TypeVar, final
 
 import outcome
 import trio
 
-from ._errors import AlreadyRepliedError
+from ._envelope import current_address
+from ._errors import ActorError, AlreadyRepliedError
+from ._trace import EventKind, TraceEvent
 from ._util import NoPublicConstructor
+
+if TYPE_CHECKING:
+    from ._trace import Tracer
+
+logger = logging.getLogger("actors")
 
 R = TypeVar("R")
 
 
+class _Completion(enum.Enum):
+    """How a reply was completed."""
+
+    SENT = "sent"
+    FAILED = "failed"
+    WITHDRAWN = "withdrawn"
+    """Failed by the framework: the actor asked ended and will never answer."""
+
+
 @final
 class Reply(Generic[R], metaclass=NoPublicConstructor):
-    """Where the answer to one ``ask`` goes. The handler completes it exactly once,
-    with :meth:`send` or :meth:`fail`; a second completion raises
-    :class:`~actors.AlreadyRepliedError` and changes nothing.
+    """Where the answer to one ``ask`` goes.
+
+    The rules:
+
+    * Whoever holds the reply completes it once, with :meth:`send` or
+      :meth:`fail`; both return ``True``. The actor asked may hand the reply on
+      (to another actor, in a message) and let that one answer.
+    * A second completion raises :class:`~actors.AlreadyRepliedError`, naming
+      how the reply was completed, and changes nothing.
+    * The framework fails the reply itself only when no answer can come: the
+      actor asked ended before taking the message
+      (:class:`~actors.ActorStoppedError`), or failed
+      (:class:`~actors.ActorFailedError`) or was cancelled
+      (:class:`~actors.ActorStoppedError`) after taking it and before the reply
+      was completed, even if it had handed the reply on.
+    * A graceful stop (the behaviour returns) fails none of the replies of the
+      messages the behaviour took: a reply handed on stays valid. One that
+      nobody ever completes leaves the asker waiting until its timeout.
+    * :meth:`send` or :meth:`fail` on a reply the framework failed is a late
+      answer: it returns ``False``, changes nothing (the asker already has its
+      error), and is recorded as a ``discarded`` trace event and an INFO log
+      record.
 
     The asker parks on the reply directly (no channel, no extra task), so a
-    round trip costs one wake-up each way. A reply that arrives after the asker
+    round trip costs one wake-up each way. A reply completed after the asker
     gave up (timeout or cancellation) is kept here and read by no one.
     """
 
-    __slots__ = ("_actor", "_result", "_seq", "_waiter")
+    __slots__ = ("_actor", "_completion", "_result", "_seq", "_tracer", "_waiter")
 
-    def __init__(self, actor: str, seq: int) -> None:
+    def __init__(self, actor: str, seq: int, tracer: Tracer | None) -> None:
         self._actor = actor
         self._seq = seq
-        # Invariant: at most one of _result and _waiter is set.
+        self._tracer = tracer
+        # Invariant: _result and _completion are both set or both None, and at
+        # most one of _result and _waiter is set.
         self._result: outcome.Outcome[R] | None = None
+        self._completion: _Completion | None = None
         self._waiter: trio.lowlevel.Task | None = None
 
     def __repr__(self) -> str:
-        state = "pending" if self._result is None else "done"
+        state = "pending" if self._completion is None else self._completion.value
         return f"<Reply to message {self._seq} of actor {self._actor!r}: {state}>"
 
     @property
     def done(self) -> bool:
-        """Whether the reply was already sent or failed."""
-        return self._result is not None
+        """Whether the reply was already completed (sent, failed, or failed by
+        the framework)."""
+        return self._completion is not None
 
-    def send(self, value: R) -> None:
-        """Complete the ask with ``value``. Never blocks, never checkpoints."""
-        self._settle(outcome.Value(value))
+    def send(self, value: R) -> bool:
+        """Complete the ask with ``value`` and return ``True``; return ``False``
+        for a late answer (see the class docs). Never blocks, never checkpoints."""
+        return self._complete(outcome.Value(value), _Completion.SENT)
 
-    def fail(self, error: BaseException) -> None:
-        """Complete the ask by raising ``error`` in the asker."""
-        self._settle(outcome.Error(error))
+    def fail(self, error: BaseException) -> bool:
+        """Complete the ask by raising ``error`` in the asker and return
+        ``True``; return ``False`` for a late answer (see the class docs)."""
+        return self._complete(outcome.Error(error), _Completion.FAILED)
 
-    def _settle(self, result: outcome.Outcome[R]) -> None:
-        if self._result is not None:
+    def _withdraw(self, error: ActorError) -> None:
+        """Fail the reply for the framework: its actor will never answer."""
+        assert self._completion is None, "only a pending reply is withdrawn"
+        self._settle(outcome.Error(error), _Completion.WITHDRAWN)
+
+    def _complete(self, result: outcome.Outcome[R], completion: _Completion) -> bool:
+        if self._completion is _Completion.WITHDRAWN:
+            self._discard(completion)
+            return False
+        if self._completion is not None:
             raise AlreadyRepliedError(
-                f"reply to message {self._seq} of actor {self._actor!r} was already sent"
+                f"reply to message {self._seq} of actor {self._actor!r} "
+                f"was already {self._completion.value}"
             )
+        self._settle(result, completion)
+        return True
+
+    def _settle(self, result: outcome.Outcome[R], completion: _Completion) -> None:
+        self._result = result
+        self._completion = completion
         waiter = self._waiter
-        if waiter is None:
-            self._result = result
-        else:
+        if waiter is not None:
             self._waiter = None
-            self._result = result
             trio.lowlevel.reschedule(waiter, result)
+
+    def _discard(self, completion: _Completion) -> None:
+        sender = current_address.get()
+        logger.info(
+            "reply to message %d of actor %r was %s late%s and discarded: the ask already failed",
+            self._seq,
+            self._actor,
+            completion.value,
+            "" if sender is None else f" by {sender.name!r}",
+        )
+        if self._tracer is not None:
+            self._tracer.record(
+                TraceEvent(
+                    trio.current_time(),
+                    self._actor,
+                    EventKind.DISCARDED,
+                    self._seq,
+                    None if sender is None else sender.name,
+                )
+            )
 
     async def _wait(self) -> R:
         """Park until the reply is completed, then return it or raise its error.

@@ -11,14 +11,13 @@ from typing import Any, TypeVar, TypeVarTuple, Unpack, cast, final
 import trio
 
 from ._determinism import current_seed
-from ._envelope import Address
+from ._envelope import Address, current_address
 from ._errors import ActorNameError
 from ._mailbox import (
     DEFAULT_CAPACITY,
     ActorRef,
     Inbox,
     _Cell,
-    current_address,
     logger,
     stop_last_first,
 )
@@ -119,6 +118,7 @@ class ActorSystem(metaclass=NoPublicConstructor):
     ) -> None:
         current_address.set(cell.address)
         inbox = cast("Inbox[M]", Inbox._create(cell))
+        returned = False
         try:
             with cell.scope:
                 task_status.started(cast("ActorRef[M]", ActorRef._create(cell)))
@@ -129,7 +129,7 @@ class ActorSystem(metaclass=NoPublicConstructor):
                     except Exception as error:
                         logger.warning("actor %r failed: %r", cell.address.name, error)
                         cell.record(EventKind.FAILED, detail=repr(error))
-                        cell.fail_delivered_asks(error)
+                        cell.fail_taken_asks(error)
                         error.add_note(f"raised by actor {cell.address.name!r}")
                         if supervisor is None:
                             raise
@@ -141,9 +141,10 @@ class ActorSystem(metaclass=NoPublicConstructor):
                         # must not restart in a loop that never yields.
                         await trio.lowlevel.checkpoint()
                     else:
+                        returned = True
                         return
         finally:
-            cell.terminate()
+            cell.terminate(returned)
             if self._live.get(cell.address.name) is cell:
                 del self._live[cell.address.name]
             if supervisor is not None:

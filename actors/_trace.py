@@ -34,6 +34,9 @@ class EventKind(enum.StrEnum):
     """A supervisor's restart budget ran out; the failure goes up."""
     DROPPED = "dropped"
     """An accepted message was never delivered, because the actor ended first."""
+    DISCARDED = "discarded"
+    """A late answer to an ask the framework had already failed (the actor
+    failed or was cancelled while holding the message) was discarded."""
     LEFT = "left"
     """A sequencer's member stopped, so it receives no further broadcasts."""
     MARK = "mark"
@@ -43,7 +46,9 @@ class EventKind(enum.StrEnum):
 @attrs.frozen
 class TraceEvent:
     """One traced event. For deliveries and drops, ``seq`` is the envelope's stamp
-    and ``detail`` its sender's name; for failures, the error's repr."""
+    and ``detail`` its sender's name; for a discarded reply, ``seq`` is the
+    stamp of the ask's message and ``detail`` the late sender's name; for
+    failures, the error's repr."""
 
     time: float
     actor: str
