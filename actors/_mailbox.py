@@ -21,7 +21,7 @@ from ._envelope import Address, Envelope, current_address
 from ._errors import ActorError, ActorFailedError, ActorStoppedError, AskTimeoutError
 from ._reply import Reply
 from ._trace import EventKind, TraceEvent
-from ._util import NoPublicConstructor
+from ._util import NoPublicConstructor, check_trio_thread
 
 if TYPE_CHECKING:
     from ._trace import Tracer
@@ -80,6 +80,9 @@ class _Cell(Generic[M]):
     receive_channel: trio.MemoryReceiveChannel[Envelope[M]]
     capacity: float
     tracer: Tracer | None
+    # The token of the Trio run the actor lives in: synchronous entry points
+    # refuse every other thread.
+    token: trio.lowlevel.TrioToken
     # Invariant: every direct envelope's seq is below next_seq, and the stamps
     # the mailbox accepts are strictly increasing (a sender cancelled while it
     # waited for room leaves a gap: its message was never accepted).
@@ -99,7 +102,7 @@ class _Cell(Generic[M]):
         if not (capacity == math.inf or (isinstance(capacity, int) and capacity >= 0)):
             raise ValueError(f"capacity must be a whole number >= 0 or math.inf, not {capacity!r}")
         send, receive = trio.open_memory_channel[Envelope[M]](capacity)
-        return cls(address, send, receive, capacity, tracer)
+        return cls(address, send, receive, capacity, tracer, trio.lowlevel.current_trio_token())
 
     def record(self, kind: EventKind, seq: int | None = None, detail: str | None = None) -> None:
         if self.tracer is not None:
@@ -206,8 +209,18 @@ class ActorRef(Generic[M_contra], metaclass=NoPublicConstructor):
     def tell_nowait(self, message: M_contra) -> None:
         """Put ``message`` in the mailbox now, or raise :class:`trio.WouldBlock`
         if it is full (nothing is queued then). Raises
-        :class:`~actors.ActorStoppedError` if the actor stopped accepting."""
+        :class:`~actors.ActorStoppedError` if the actor stopped accepting.
+
+        Only from the Trio thread of the actor's system: any other thread gets
+        :class:`RuntimeError`, and nothing is queued. From a worker thread,
+        call ``trio.from_thread.run_sync(ref.tell_nowait, message)``.
+        """
         cell = self._cell
+        check_trio_thread(
+            cell.token,
+            f"tell_nowait to actor {cell.address.name!r}",
+            "trio.from_thread.run_sync(ref.tell_nowait, message)",
+        )
         envelope = Envelope(message, cell.next_seq, current_address.get())
         try:
             cell.send_channel.send_nowait(envelope)
@@ -269,7 +282,7 @@ class ActorRef(Generic[M_contra], metaclass=NoPublicConstructor):
         with trio.move_on_after(math.inf if timeout is None else timeout):
             await trio.lowlevel.checkpoint_if_cancelled()
             seq = cell.next_seq
-            reply = cast("Reply[R]", Reply._create(cell.address.name, seq, cell.tracer))
+            reply = cast("Reply[R]", Reply._create(cell.address.name, seq, cell.tracer, cell.token))
             envelope = Envelope(build(reply), seq, current_address.get())
             cell.next_seq = seq + 1
             cell.pending[seq] = _Ask(envelope, reply)
@@ -391,15 +404,29 @@ class Inbox(Generic[M_co], metaclass=NoPublicConstructor):
 
     def receive_nowait(self) -> Envelope[M_co]:
         """Take the next envelope now, or raise :class:`trio.WouldBlock` (empty)
-        or :class:`trio.EndOfChannel` (closed and drained)."""
-        envelope = self._cell.receive_channel.receive_nowait()
+        or :class:`trio.EndOfChannel` (closed and drained). Only from the Trio
+        thread of the actor's system (see :meth:`ActorRef.tell_nowait`)."""
+        cell = self._cell
+        check_trio_thread(
+            cell.token,
+            f"receive_nowait on the inbox of actor {cell.address.name!r}",
+            "trio.from_thread.run_sync(inbox.receive_nowait)",
+        )
+        envelope = cell.receive_channel.receive_nowait()
         self._took(envelope)
         return envelope
 
     def close(self) -> None:
         """Accept nothing more; the loop still receives what was accepted, then
-        ends. How an actor stops itself gracefully."""
-        self._cell.close_mailbox()
+        ends. How an actor stops itself gracefully. Only from the Trio thread
+        of the actor's system (see :meth:`ActorRef.tell_nowait`)."""
+        cell = self._cell
+        check_trio_thread(
+            cell.token,
+            f"close of the inbox of actor {cell.address.name!r}",
+            "trio.from_thread.run_sync(inbox.close)",
+        )
+        cell.close_mailbox()
 
     @property
     def tracing(self) -> bool:

@@ -12,7 +12,7 @@ import trio
 from ._envelope import current_address
 from ._errors import ActorError, AlreadyRepliedError
 from ._trace import EventKind, TraceEvent
-from ._util import NoPublicConstructor
+from ._util import NoPublicConstructor, check_trio_thread
 
 if TYPE_CHECKING:
     from ._trace import Tracer
@@ -61,12 +61,15 @@ class Reply(Generic[R], metaclass=NoPublicConstructor):
     gave up (timeout or cancellation) is kept here and read by no one.
     """
 
-    __slots__ = ("_actor", "_completion", "_result", "_seq", "_tracer", "_waiter")
+    __slots__ = ("_actor", "_completion", "_result", "_seq", "_token", "_tracer", "_waiter")
 
-    def __init__(self, actor: str, seq: int, tracer: Tracer | None) -> None:
+    def __init__(
+        self, actor: str, seq: int, tracer: Tracer | None, token: trio.lowlevel.TrioToken
+    ) -> None:
         self._actor = actor
         self._seq = seq
         self._tracer = tracer
+        self._token = token
         # Invariant: _result and _completion are both set or both None, and at
         # most one of _result and _waiter is set.
         self._result: outcome.Outcome[R] | None = None
@@ -78,6 +81,10 @@ class Reply(Generic[R], metaclass=NoPublicConstructor):
         return f"<Reply to message {self._seq} of actor {self._actor!r}: {state}>"
 
     @property
+    def _name(self) -> str:
+        return f"reply to message {self._seq} of actor {self._actor!r}"
+
+    @property
     def done(self) -> bool:
         """Whether the reply was already completed (sent, failed, or failed by
         the framework)."""
@@ -85,12 +92,24 @@ class Reply(Generic[R], metaclass=NoPublicConstructor):
 
     def send(self, value: R) -> bool:
         """Complete the ask with ``value`` and return ``True``; return ``False``
-        for a late answer (see the class docs). Never blocks, never checkpoints."""
+        for a late answer (see the class docs). Never blocks, never checkpoints.
+
+        Only from the Trio thread of the asker's system: any other thread gets
+        :class:`RuntimeError`, and the reply is unchanged. From a worker
+        thread, call ``trio.from_thread.run_sync(reply.send, value)``.
+        """
+        check_trio_thread(
+            self._token, f"send on {self._name}", "trio.from_thread.run_sync(reply.send, value)"
+        )
         return self._complete(outcome.Value(value), _Completion.SENT)
 
     def fail(self, error: BaseException) -> bool:
         """Complete the ask by raising ``error`` in the asker and return
-        ``True``; return ``False`` for a late answer (see the class docs)."""
+        ``True``; return ``False`` for a late answer (see the class docs).
+        Only from the Trio thread of the asker's system, like :meth:`send`."""
+        check_trio_thread(
+            self._token, f"fail on {self._name}", "trio.from_thread.run_sync(reply.fail, error)"
+        )
         return self._complete(outcome.Error(error), _Completion.FAILED)
 
     def _withdraw(self, error: ActorError) -> None:
@@ -103,10 +122,7 @@ class Reply(Generic[R], metaclass=NoPublicConstructor):
             self._discard(completion)
             return False
         if self._completion is not None:
-            raise AlreadyRepliedError(
-                f"reply to message {self._seq} of actor {self._actor!r} "
-                f"was already {self._completion.value}"
-            )
+            raise AlreadyRepliedError(f"{self._name} was already {self._completion.value}")
         self._settle(result, completion)
         return True
 
@@ -121,9 +137,8 @@ class Reply(Generic[R], metaclass=NoPublicConstructor):
     def _discard(self, completion: _Completion) -> None:
         sender = current_address.get()
         logger.info(
-            "reply to message %d of actor %r was %s late%s and discarded: the ask already failed",
-            self._seq,
-            self._actor,
+            "%s was %s late%s and discarded: the ask already failed",
+            self._name,
             completion.value,
             "" if sender is None else f" by {sender.name!r}",
         )

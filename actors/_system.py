@@ -24,7 +24,7 @@ from ._mailbox import (
 from ._sequencer import Sequencer
 from ._supervision import OneForAll, Strategy, Supervisor, open_supervisor
 from ._trace import EventKind, Tracer
-from ._util import NoPublicConstructor
+from ._util import NoPublicConstructor, check_trio_thread
 
 M = TypeVar("M")
 Ts = TypeVarTuple("Ts")
@@ -40,6 +40,7 @@ class ActorSystem(metaclass=NoPublicConstructor):
 
     def __init__(self, nursery: trio.Nursery, seed: int, tracer: Tracer | None) -> None:
         self._nursery = nursery
+        self._token = trio.lowlevel.current_trio_token()
         self.seed = seed
         self.random = random.Random(seed)
         self.tracer = tracer
@@ -180,7 +181,11 @@ class ActorSystem(metaclass=NoPublicConstructor):
     def cancel(self) -> None:
         """Cancel every actor of the system now, without a graceful stop: when
         the ``open_system`` block ends, it ends at once. Messages still queued
-        are reported as dropped. Idempotent."""
+        are reported as dropped. Idempotent. Only from the system's Trio
+        thread (from another: ``trio.from_thread.run_sync(system.cancel)``)."""
+        check_trio_thread(
+            self._token, "cancel of an actor system", "trio.from_thread.run_sync(system.cancel)"
+        )
         self._nursery.cancel_scope.cancel()
 
     async def _stop_all(self) -> None:
