@@ -113,6 +113,22 @@ class _Cell(Generic[M]):
     def stopped_error(self) -> ActorStoppedError:
         return ActorStoppedError(f"actor {self.address.name!r} is stopped")
 
+    async def put(self, envelope: Envelope[M]) -> None:
+        """Put ``envelope`` in the mailbox, waiting for room while it is full.
+
+        A checkpoint only when it waits; if cancelled then, the envelope was
+        not accepted (and never will be). Raises
+        :class:`~actors.ActorStoppedError` if the mailbox is closed, or closes
+        before there is room.
+        """
+        try:
+            try:
+                self.send_channel.send_nowait(envelope)
+            except trio.WouldBlock:
+                await self.send_channel.send(envelope)
+        except (trio.ClosedResourceError, trio.BrokenResourceError):
+            raise self.stopped_error() from None
+
     def close_mailbox(self) -> None:
         """Accept nothing more; what was accepted is still delivered. Idempotent."""
         if self.state is ActorState.RUNNING:
@@ -277,30 +293,30 @@ class ActorRef(Generic[M_contra], metaclass=NoPublicConstructor):
             raise ValueError(
                 f"ask timeout must be None or a number of seconds >= 0, not {timeout!r}"
             )
+        await trio.lowlevel.checkpoint_if_cancelled()
         cell = self._cell
+        seq = cell.next_seq
+        reply = cast("Reply[R]", Reply._create(cell.address.name, seq, cell.tracer, cell.token))
+        envelope = Envelope(build(reply), seq, current_address.get())
+        cell.next_seq = seq + 1
+        cell.pending[seq] = _Ask(envelope, reply)
         accepted = False
-        with trio.move_on_after(math.inf if timeout is None else timeout):
-            await trio.lowlevel.checkpoint_if_cancelled()
-            seq = cell.next_seq
-            reply = cast("Reply[R]", Reply._create(cell.address.name, seq, cell.tracer, cell.token))
-            envelope = Envelope(build(reply), seq, current_address.get())
-            cell.next_seq = seq + 1
-            cell.pending[seq] = _Ask(envelope, reply)
-            try:
-                # One schedule point per ask when the mailbox has room: the wait
-                # for the reply below. Only a full mailbox adds a wait for room,
-                # and a wait cancelled by the deadline leaves nothing queued.
-                try:
-                    try:
-                        cell.send_channel.send_nowait(envelope)
-                    except trio.WouldBlock:
-                        await cell.send_channel.send(envelope)
-                except (trio.ClosedResourceError, trio.BrokenResourceError):
-                    raise cell.stopped_error() from None
+        try:
+            # One schedule point per ask when the mailbox has room: the wait for
+            # the reply. Only a full mailbox adds a wait for room.
+            if timeout is None or timeout == math.inf:
+                # No deadline, no cancel scope: one would double the cost of an ask.
+                await cell.put(envelope)
+                return await reply._wait()
+            with trio.move_on_after(timeout):
+                # A deadline already passed (timeout 0) sends nothing.
+                await trio.lowlevel.checkpoint_if_cancelled()
+                await cell.put(envelope)
                 accepted = True
                 return await reply._wait()
-            finally:
-                cell.pending.pop(seq, None)
+        finally:
+            cell.pending.pop(seq, None)
+        # Here only when the deadline cancelled the ask.
         if accepted:
             raise AskTimeoutError(
                 f"ask of actor {cell.address.name!r} got no reply within {timeout:g}s"
