@@ -26,8 +26,8 @@ class AskTimeoutError(ActorError, trio.TooSlowError):
 class AlreadyRepliedError(ActorError):
     """A :class:`~actors.Reply` already sent or failed was completed again.
 
-    A late answer to a reply the framework failed (its actor failed or was
-    cancelled while holding the message) is not an error: ``send`` and
+    A late answer to a reply the framework failed (its actor ended with no
+    answer to give, see :class:`~actors.Reply`) is not an error: ``send`` and
     ``fail`` return ``False`` then."""
 
 

@@ -35,8 +35,8 @@ class EventKind(enum.StrEnum):
     DROPPED = "dropped"
     """An accepted message was never delivered, because the actor ended first."""
     DISCARDED = "discarded"
-    """A late answer to an ask the framework had already failed (the actor
-    failed or was cancelled while holding the message) was discarded."""
+    """A late ``send`` or ``fail`` on a reply the framework had already failed
+    (see :class:`~actors.Reply`) was discarded."""
     LEFT = "left"
     """A sequencer's member stopped, so it receives no further broadcasts."""
     MARK = "mark"
