@@ -28,7 +28,7 @@ from replica import (
 )
 
 from ._format import format_rows
-from ._spec import Spec, Stanza, as_int, as_str, parse_row
+from ._spec import RowError, Spec, Stanza, as_int, as_str, parse_row
 
 DEFAULT_TIMEOUT = "30"
 
@@ -144,7 +144,7 @@ async def _run(spec: Spec, topology: Topology, trace: actors.Tracer | None) -> S
         for stanza in spec.stanzas:
             try:
                 actual = await _execute(session, stanza)
-            except ComputeError as error:
+            except (ComputeError, RowError) as error:
                 actual = [f"error: {error}"]
             outcomes.append(Outcome(stanza, tuple(actual), trio.current_time()))
         await settle(replica)
