@@ -1,7 +1,14 @@
 """The ``trio-reconcile`` command (SPEC_FORMAT.md, The command).
 
 Exit status: 0 when every stanza matched, 1 when any did not, 2 on bad input
-or bad arguments (nothing runs then).
+or bad arguments (nothing runs then) or an output that cannot be written, 130
+when interrupted (Ctrl-C). Output paths are checked before anything runs;
+``--rewrite`` replaces each spec whole or not at all (:mod:`._paths`).
+
+Limits on spec files (bad input beyond them, exit 2 before anything runs):
+a regular file of at most 16 MiB; at most 1,000,000 rows a write and
+4,000,000 a spec; ids, times and key columns at most 2^64-1; ``timeout-secs``
+at most 1,000,000 virtual seconds. The numbers live in :mod:`._spec`.
 """
 
 from __future__ import annotations
@@ -21,105 +28,27 @@ import actors
 from ._bundled import BUNDLED_TWO_RUNTIME, bundled_spec
 from ._demo import demo
 from ._export import write_chrome_trace
+from ._parser import INTERRUPTED, PROG, build_parser, command_list
+from ._paths import (
+    OutputError,
+    check_outputs,
+    check_rewritable,
+    make_folder,
+    replace_text,
+    write_output,
+    write_text,
+)
 from ._programs import RandomChooser, generate
 from ._runner import Outcome, Topology, run_spec
 from ._spec import Spec, SpecError, parse_spec, read_spec
 from ._timeline import Panel, render
 
-DEFAULT_SEED = 1
 WORKFLOW_TOPOLOGIES = (
     Topology(processes=1, workers=1),
     Topology(processes=1, workers=2),
     Topology(processes=2, workers=1),
     Topology(processes=2, workers=2),
 )
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        self.print_usage(sys.stderr)
-        print(f"{self.prog}: error: {message}", file=sys.stderr)
-        raise SystemExit(2)
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
-        prog="trio-reconcile",
-        description="Run spec files against a model of a two-runtime compute replica.",
-    )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {actors.__version__}")
-    parser.add_argument(
-        "-v",
-        "--verbose",
-        action="count",
-        default=0,
-        help="log to stderr: -v warnings and rejections, -vv also what adapters and actors do",
-    )
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    run = commands.add_parser("run", help="run spec files against a fresh replica each")
-    run.add_argument("specs", nargs="+", metavar="SPEC")
-    run.add_argument("--workers", type=_positive, default=1, metavar="W")
-    run.add_argument("--processes", type=_positive, default=1, metavar="P")
-    runtimes = run.add_mutually_exclusive_group()
-    runtimes.add_argument("--interactive", dest="interactive", action="store_true", default=True)
-    runtimes.add_argument("--solo", dest="interactive", action="store_false")
-    run.add_argument("--no-barrier", dest="barrier", action="store_false", default=True)
-    run.add_argument("--seed", type=int, default=DEFAULT_SEED, metavar="N")
-    run.add_argument(
-        "--faults",
-        type=_rate,
-        default=0.0,
-        metavar="RATE",
-        help="inject seed-driven faults (delays, lost hellos, late barrier arrivals) at RATE",
-    )
-    run.add_argument("--rewrite", action="store_true")
-    run.add_argument("--trace", metavar="FILE", help="write the trace as JSON lines")
-    run.add_argument("--timeline", metavar="FILE", help="draw each run's timeline as SVG")
-    run.add_argument(
-        "--chrome-trace",
-        metavar="FILE",
-        help="write the trace in the Chrome trace-event format (Perfetto, chrome://tracing)",
-    )
-    run.add_argument(
-        "--check-determinism",
-        action="store_true",
-        help="run each spec twice with the seed and fail if the traces differ",
-    )
-    workflow = commands.add_parser("workflow", help="run a bundled workflow")
-    workflow.add_argument("name", choices=["two-runtime-compute"])
-    workflow.add_argument("--seed", type=int, default=DEFAULT_SEED, metavar="N")
-    simulate = commands.add_parser(
-        "simulate", help="run random programs against the replica and the reference model"
-    )
-    simulate.add_argument("--programs", type=_positive, default=50, metavar="N")
-    simulate.add_argument("--seed", type=int, default=DEFAULT_SEED, metavar="N")
-    simulate.add_argument("--faults", type=_rate, default=0.0, metavar="RATE")
-    simulate.add_argument("--no-barrier", dest="barrier", action="store_false", default=True)
-    simulate.add_argument("--out", default="simulation-failures", metavar="DIR")
-    show = commands.add_parser("demo", help="show the race and its fix")
-    show.add_argument("--seed", type=int, default=DEFAULT_SEED, metavar="N")
-    show.add_argument("--timeline", metavar="FILE", help="draw both runs side by side as SVG")
-    return parser
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1: {value}")
-    return value
-
-
-def _rate(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0 <= value <= 1:
-        raise argparse.ArgumentTypeError(f"a rate is between 0 and 1: {value}")
-    return value
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -129,12 +58,43 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exit_:
         return exit_.code if isinstance(exit_.code, int) else 2
+    if args.command is None:
+        parser.print_usage(sys.stderr)
+        print(f"{PROG}: error: a command is required ({command_list(parser)})", file=sys.stderr)
+        return 2
     if args.verbose:
         level = logging.INFO if args.verbose > 1 else logging.WARNING
         logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        return _dispatch(args)
+    except OutputError as error:
+        print(f"{PROG}: error: {error}", file=sys.stderr)
+        return 2
+    except (KeyboardInterrupt, BaseExceptionGroup) as error:
+        # Trio may wrap the KeyboardInterrupt in a group with what it cancelled.
+        if isinstance(error, BaseExceptionGroup) and error.subgroup(KeyboardInterrupt) is None:
+            raise
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return INTERRUPTED
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    """Check every output, then run the command."""
     match args.command:
         case "run":
             rewrite = args.rewrite or os.environ.get("REWRITE") == "1"
+            outputs = [
+                (option, path)
+                for option, path in (
+                    ("--trace", args.trace),
+                    ("--chrome-trace", args.chrome_trace),
+                    ("--timeline", args.timeline),
+                )
+                if path is not None
+            ]
+            check_outputs(outputs, specs=args.specs)
+            if rewrite:
+                check_rewritable(args.specs)
             topology = Topology(
                 args.processes, args.workers, args.interactive, args.barrier, args.faults
             )
@@ -153,14 +113,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         case "workflow":
             return workflow_command(args.seed, sys.stdout)
         case "simulate":
+            check_outputs([], folder=("--out", args.out))
             return simulate_command(
                 args.programs, args.seed, args.faults, args.barrier, Path(args.out), sys.stdout
             )
         case "demo":
+            if args.timeline is not None:
+                check_outputs([("--timeline", args.timeline)])
             return demo(args.seed, sys.stdout, args.timeline)
-    parser.print_usage(sys.stderr)
-    print(f"{parser.prog}: error: a command is required (run, workflow or demo)", file=sys.stderr)
-    return 2
+    raise AssertionError(f"unknown command {args.command!r}")
 
 
 def _load(paths: Sequence[str]) -> list[Spec] | None:
@@ -198,7 +159,7 @@ def run_command(
             this_run = actors.Trace(trace.events[start:])
             panels.append(Panel.from_trace(f"{spec.path} ({topology})", this_run))
         if rewrite:
-            Path(spec.path).write_text(rewritten(spec, run.outcomes), encoding="utf-8")
+            replace_text(spec.path, rewritten(spec, run.outcomes))
             print(f"rewrote {spec.path} ({len(run.outcomes)} stanzas, {topology})", file=out)
             continue
         failed |= report(spec, run.outcomes, topology, out)
@@ -209,13 +170,11 @@ def run_command(
             print(f"{spec.path}: invariant broken: {violation}", file=out)
         failed |= bool(run.violations)
     if trace is not None and trace_path is not None:
-        with open(trace_path, "w", encoding="utf-8") as file:
-            trace.write_jsonl(file)
+        write_output("--trace", trace_path, trace.write_jsonl)
     if trace is not None and chrome_path is not None:
-        with open(chrome_path, "w", encoding="utf-8") as file:
-            write_chrome_trace(trace, file)
+        write_output("--chrome-trace", chrome_path, lambda file: write_chrome_trace(trace, file))
     if timeline_path is not None:
-        Path(timeline_path).write_text(render(panels), encoding="utf-8")
+        write_text("--timeline", timeline_path, render(panels))
     return 1 if failed else 0
 
 
@@ -265,9 +224,9 @@ def simulate_command(
             )
             continue
         failed += 1
-        out_dir.mkdir(parents=True, exist_ok=True)
+        make_folder("--out", str(out_dir))
         path = out_dir / f"program-{seed}-{number}.spec"
-        path.write_text(text, encoding="utf-8")
+        write_text("--out", str(path), text)
         flags = f"--workers {topology.workers} --processes {topology.processes} --seed {run_seed}"
         flags += "" if barrier else " --no-barrier"
         flags += f" --faults {faults:g}" if faults else ""

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TextIO
 
 import actors
 
 from ._bundled import bundled_spec
+from ._paths import write_text
 from ._runner import Outcome, Topology, run_spec
 from ._spec import read_spec
 from ._timeline import Panel, render
@@ -45,7 +45,7 @@ def demo(seed: int, out: TextIO, timeline: str | None = None) -> int:
         results.append(matched if barrier else read.actual[0].startswith("error: timed out"))
         print(file=out)
     if timeline is not None:
-        Path(timeline).write_text(render(panels), encoding="utf-8")
+        write_text("--timeline", timeline, render(panels))
         print(f"wrote the timelines of both runs to {timeline}\n", file=out)
     race, fix = results
     print(

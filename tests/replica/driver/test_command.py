@@ -126,5 +126,7 @@ def test_bad_arguments_exit_2(args: list[str]) -> None:
 def test_no_command_is_a_usage_error() -> None:
     result = trio_reconcile()
     assert result.returncode == 2
-    assert "error: a command is required (run, workflow or demo)" in result.stderr
+    assert result.stderr.splitlines()[-1] == (
+        "trio-reconcile: error: a command is required (run, workflow, simulate or demo)"
+    )
     assert shutil.which(SCRIPT) is not None

@@ -1,0 +1,257 @@
+"""The command line of ``trio-reconcile``: commands, options and their help."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING
+
+import actors
+
+from ._spec import MAX_SPEC_BYTES, MAX_TIMEOUT_SECS, ROWS_PER_SPEC, ROWS_PER_WRITE
+
+PROG = "trio-reconcile"
+DEFAULT_SEED = 1
+INTERRUPTED = 130
+
+_EXIT = """\
+exit status:
+  0    {ok}
+  1    {failed}
+  2    bad input or bad arguments (found before anything runs),
+       or an output that cannot be written
+  130  interrupted (Ctrl-C)"""
+
+LIMITS = f"""\
+limits (beyond them a spec is bad input):
+  a spec file is a regular file of at most {MAX_SPEC_BYTES >> 20} MiB
+  a write holds at most {ROWS_PER_WRITE:,} rows; a spec writes at most {ROWS_PER_SPEC:,} in all
+  ids, times and key columns are at most 2^64-1 (u64)
+  timeout-secs is at most {MAX_TIMEOUT_SECS:,} (virtual seconds)
+  a body integer outside int64 is the stanza's error line, as in the real driver"""
+
+
+if TYPE_CHECKING:
+    Commands = argparse._SubParsersAction["_Parser"]
+
+
+class _Parser(argparse.ArgumentParser):
+    """Exits 2 with ``PROG: error: message`` on bad arguments, and knows its
+    commands' names."""
+
+    commands: tuple[str, ...] = ()
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def build_parser() -> _Parser:
+    parser = _Parser(
+        prog=PROG,
+        description="Run spec files against a model of a two-runtime compute replica.",
+        epilog=_exit("the command succeeded", "a stanza or a check failed"),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {actors.__version__}")
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=0,
+        help="log to stderr: -v warnings and rejections, -vv also what adapters and actors do",
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    _add_run(commands)
+    _add_workflow(commands)
+    _add_simulate(commands)
+    _add_demo(commands)
+    parser.commands = tuple(commands.choices)
+    return parser
+
+
+def command_list(parser: _Parser) -> str:
+    """``run, workflow, simulate or demo``."""
+    *rest, last = parser.commands
+    return f"{', '.join(rest)} or {last}"
+
+
+def _command(
+    commands: Commands, name: str, help: str, ok: str, failed: str, more: str = ""
+) -> _Parser:
+    return commands.add_parser(
+        name,
+        help=help,
+        description=help[0].upper() + help[1:] + ".",
+        epilog=_exit(ok, failed) + (f"\n\n{more}" if more else ""),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+
+
+def _exit(ok: str, failed: str) -> str:
+    return _EXIT.format(ok=ok, failed=failed)
+
+
+def _add_run(commands: Commands) -> None:
+    run = _command(
+        commands,
+        "run",
+        "run spec files against a fresh replica each",
+        "every stanza matched",
+        "a stanza differed or an invariant broke\n"
+        "       (--check-determinism: the two runs' traces differed)",
+        LIMITS,
+    )
+    run.add_argument(
+        "specs", nargs="+", metavar="SPEC", help="spec files (SPEC_FORMAT.md), run in order"
+    )
+    run.add_argument(
+        "--workers", type=_positive, default=1, metavar="W", help="workers per process (default 1)"
+    )
+    run.add_argument(
+        "--processes",
+        type=_positive,
+        default=1,
+        metavar="P",
+        help="processes per runtime (default 1)",
+    )
+    runtimes = run.add_mutually_exclusive_group()
+    runtimes.add_argument(
+        "--interactive",
+        dest="interactive",
+        action="store_true",
+        default=True,
+        help="two runtimes, maintenance and interactive (the default)",
+    )
+    runtimes.add_argument(
+        "--solo", dest="interactive", action="store_false", help="one runtime that does everything"
+    )
+    run.add_argument(
+        "--no-barrier",
+        dest="barrier",
+        action="store_false",
+        default=True,
+        help="turn off the reconcile barrier between the runtimes (unsafe: lets the race happen)",
+    )
+    _add_seed(run, "the seed of Trio's scheduler and of injected faults")
+    run.add_argument(
+        "--faults",
+        type=_rate,
+        default=0.0,
+        metavar="RATE",
+        help="inject seed-driven faults (delays, lost hellos, late barrier arrivals) at RATE",
+    )
+    run.add_argument(
+        "--rewrite",
+        action="store_true",
+        help="replace each spec's expected blocks with what ran (also REWRITE=1); "
+        "each file is replaced whole, keeping its permissions",
+    )
+    run.add_argument("--trace", metavar="FILE", help="write the trace as JSON lines")
+    run.add_argument("--timeline", metavar="FILE", help="draw each run's timeline as SVG")
+    run.add_argument(
+        "--chrome-trace",
+        metavar="FILE",
+        help="write the trace in the Chrome trace-event format (Perfetto, chrome://tracing)",
+    )
+    run.add_argument(
+        "--check-determinism",
+        action="store_true",
+        help="run each spec twice with the seed and fail if the traces differ",
+    )
+
+
+def _add_workflow(commands: Commands) -> None:
+    workflow = _command(
+        commands,
+        "workflow",
+        "run a bundled workflow",
+        "every spec matched on every topology",
+        "a stanza differed or an invariant broke",
+    )
+    workflow.add_argument(
+        "name",
+        choices=["two-runtime-compute"],
+        metavar="NAME",
+        help="two-runtime-compute: every bundled two-runtime spec, with both runtimes, "
+        "on four topologies (1 and 2 processes, 1 and 2 workers)",
+    )
+    _add_seed(workflow, "the seed of Trio's scheduler")
+
+
+def _add_simulate(commands: Commands) -> None:
+    simulate = _command(
+        commands,
+        "simulate",
+        "run random programs against the replica and the reference model",
+        "every program passed",
+        "a program failed (each failure is written to --out as a replayable spec)",
+    )
+    simulate.add_argument(
+        "--programs",
+        type=_positive,
+        default=50,
+        metavar="N",
+        help="how many programs to generate and run (default 50)",
+    )
+    _add_seed(simulate, "the seed of the programs, their replicas' shapes and their runs")
+    simulate.add_argument(
+        "--faults",
+        type=_rate,
+        default=0.0,
+        metavar="RATE",
+        help="inject seed-driven faults at RATE, from 0 to 1 (default 0)",
+    )
+    simulate.add_argument(
+        "--no-barrier",
+        dest="barrier",
+        action="store_false",
+        default=True,
+        help="turn off the reconcile barrier (unsafe: failures are expected)",
+    )
+    simulate.add_argument(
+        "--out",
+        default="simulation-failures",
+        metavar="DIR",
+        help="the folder failing programs are written to, created on the first failure "
+        "(its parent must exist; default simulation-failures)",
+    )
+
+
+def _add_demo(commands: Commands) -> None:
+    demo = _command(
+        commands,
+        "demo",
+        "show the race and its fix",
+        "the race showed without the barrier and the fix with it",
+        "either did not show",
+    )
+    _add_seed(demo, "the seed of Trio's scheduler")
+    demo.add_argument("--timeline", metavar="FILE", help="draw both runs side by side as SVG")
+
+
+def _add_seed(parser: _Parser, what: str) -> None:
+    parser.add_argument(
+        "--seed", type=int, default=DEFAULT_SEED, metavar="N", help=f"{what} (default 1)"
+    )
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1: {value}")
+    return value
+
+
+def _rate(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"a rate is between 0 and 1: {value}")
+    return value
