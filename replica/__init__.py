@@ -20,6 +20,8 @@ from ._errors import UpperRegressionError as UpperRegressionError
 from ._errors import WriteBelowUpperError as WriteBelowUpperError
 from ._faults import FaultPlan as FaultPlan
 from ._faults import Faults as Faults
+from ._invariants import runtime_divergence as runtime_divergence
+from ._invariants import runtimes_agreed as runtimes_agreed
 from ._merge import PartitionedState as PartitionedState
 from ._protocol import AllowCompaction as AllowCompaction
 from ._protocol import Canceled as Canceled

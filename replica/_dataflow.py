@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import attrs
 
-from sharing import Peer, Publisher
+from sharing import Incarnation, Peer, Publisher
 
 from ._protocol import DataflowDescription, Frontier, Row
 from ._shard import Shard
@@ -40,15 +40,19 @@ class IndexPart:
     """A worker's part of one index dataflow: its rows, upper and compaction.
 
     ``upper`` is ``None`` until the dataflow is scheduled and has stepped once:
-    a dataflow does nothing until it is scheduled.
+    a dataflow does nothing until it is scheduled. ``as_of`` starts at the
+    description's and moves up when a reconciliation keeps the part for a
+    later ``as_of``: a kept part then reads exactly as a fresh one built at
+    that ``as_of`` would (its upper is never below it).
     """
 
     dataflow: DataflowDescription
     shard: Shard
     part: int
     parts: int
-    # Invariant: since >= as_of, and since only moves forward.
+    # Invariant: since >= as_of >= dataflow.as_of; both only move forward.
     since: int
+    as_of: int
     upper: int | None = None
     scheduled: bool = False
     # Rows of this part, with the time they were written at, in time order.
@@ -56,12 +60,21 @@ class IndexPart:
     # How far into the shard's log this part has read.
     cursor: int = 0
     stop_listening: Callable[[], None] | None = None
-    # Where the maintenance runtime publishes this part for the interactive one.
-    publisher: Publisher[IndexPart] | None = None
+    # Where the maintenance runtime publishes this part for the interactive
+    # one: under the incarnation it was built as, and under each later
+    # ``as_of`` a reconciliation kept it for (oldest first).
+    publishers: dict[Incarnation, Publisher[IndexPart]] = attrs.field(factory=dict)
 
     @classmethod
     def build(cls, dataflow: DataflowDescription, shard: Shard, part: int, parts: int) -> IndexPart:
-        return cls(dataflow, shard, part, parts, since=dataflow.as_of)
+        return cls(dataflow, shard, part, parts, since=dataflow.as_of, as_of=dataflow.as_of)
+
+    def keep(self, as_of: int) -> None:
+        """A reconciliation keeps this part for a dataflow built ``as_of``
+        (compatible, and not compacted past it): from now on it reads as of
+        it. The caller compacts it to ``as_of`` too."""
+        assert as_of >= self.as_of, f"a kept part's as_of only moves up ({self.as_of} -> {as_of})"
+        self.as_of = as_of
 
     @property
     def frontier(self) -> Frontier | None:
@@ -78,7 +91,7 @@ class IndexPart:
             if partition_of(row, key, parts) == part:
                 self.rows.append((ts, row))
         self.cursor = len(updates)
-        upper = max(self.shard.upper, self.dataflow.as_of)
+        upper = max(self.shard.upper, self.as_of)
         if upper != self.upper:
             self.upper = upper
             return True
@@ -97,12 +110,17 @@ class IndexPart:
         (history before ``since`` is merged; rows are never retracted)."""
         return [row for written, row in self.rows if written <= ts]
 
+    def changed(self) -> None:
+        """The part moved on: wake the peers bound to any of its publishers."""
+        for publisher in self.publishers.values():
+            publisher.changed()
+
     def close(self) -> None:
         """The dataflow is dropped: stop reading the shard, stop publishing."""
         if self.stop_listening is not None:
             self.stop_listening()
-        if self.publisher is not None:
-            self.publisher.drop()
+        for publisher in self.publishers.values():
+            publisher.drop()
 
 
 @attrs.define(eq=False)
@@ -152,6 +170,12 @@ class PeerView:
         part = self._part
         assert part is not None, "a parked peer is never ready"
         return part.read(ts)
+
+    def rebind(self, peer: Peer[IndexPart]) -> Peer[IndexPart]:
+        """Read through ``peer`` from now on; release the old one and return it."""
+        old, self.peer = self.peer, peer
+        old.release()
+        return old
 
     def close(self) -> None:
         self.peer.release()

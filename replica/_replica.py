@@ -43,12 +43,21 @@ class ReplicaConfig:
     without the reconcile barrier, which lets the interactive runtime bind an
     incarnation the maintenance runtime is about to drop (the race of
     DESIGN.md §2.8). Never the default.
+
+    ``align=False`` is another diagnostic, UNSAFE switch: reconciliation no
+    longer aligns the runtimes' incarnations (maintenance stops publishing a
+    kept part under its new ``(id, as_of)``; the interactive runtime stops
+    rebinding kept peers that are frozen or parked elsewhere). Then a runtime
+    that applied a command of a lost connection the other dropped (a
+    compaction, a drop, a create) leaves a peer parked or frozen for good,
+    even with the barrier (docs/protocol.md). Never the default.
     """
 
     processes: int = attrs.field(default=1, validator=attrs.validators.ge(1))
     workers: int = attrs.field(default=1, validator=attrs.validators.ge(1))
     interactive: bool = False
     barrier: bool = True
+    align: bool = True
     # Seed-driven fault injection for simulation runs; none by default.
     faults: FaultPlan = attrs.field(factory=FaultPlan)
 
@@ -179,7 +188,15 @@ async def _start_runtime(
             index = p * config.workers + local
             out, back = trio.open_memory_channel[tuple[int, Response]](math.inf)
             worker = Worker.build(
-                index, p, local, total, shards, out, role=role, registry=registries.get((p, local))
+                index,
+                p,
+                local,
+                total,
+                shards,
+                out,
+                role=role,
+                registry=registries.get((p, local)),
+                align=config.align,
             )
             worker.barrier = barriers.get((p, local))
             worker.side = side if worker.barrier is not None else None

@@ -69,6 +69,15 @@ class ReconcilePlan:
     dropped: frozenset[int]
     rejected: tuple[CommandRejected, ...] = ()
 
+    @property
+    def kept(self) -> dict[int, int]:
+        """Each retained dataflow's id, and the ``as_of`` it is kept for."""
+        return {
+            compaction.id: compaction.frontier.time
+            for compaction in self.compactions
+            if compaction.id in self.retained and compaction.frontier.time is not None
+        }
+
 
 def plan_reconcile(
     instance: InstanceConfig | None, dataflows: dict[int, Collection], new: list[Command]
@@ -145,6 +154,9 @@ class ComputeState:
     # (with two runtimes a reused id would race like a reconnect without the
     # barrier), so a create of one is rejected. Cleared for each connection.
     retired: set[int] = attrs.field(factory=set)
+    # Align incarnations across the runtimes at each reconciliation (see
+    # ``begin_reconcile`` and ``align_peers``); False only as a diagnostic.
+    align: bool = True
 
     def apply(self, command: Command) -> None:
         match command:
@@ -202,7 +214,7 @@ class ComputeState:
         part.stop_listening = part.shard.listen(self.wake)
         if self.role is Role.MAINTENANCE:
             assert self.registry is not None, "a maintenance worker has a registry"
-            part.publisher = self.registry.publish(incarnation, part)
+            part.publishers[incarnation] = self.registry.publish(incarnation, part)
         self.dataflows[id] = part
         self.builds += 1
 
@@ -253,8 +265,8 @@ class ComputeState:
         """Advance every scheduled part to what its shard has; then, if
         ``report``, answer the peeks that became ready and report frontiers."""
         for part in self.dataflows.values():
-            if part.step() and isinstance(part, IndexPart) and part.publisher is not None:
-                part.publisher.changed()
+            if part.step() and isinstance(part, IndexPart):
+                part.changed()
         if not report:
             return
         for uuid, peek in list(self.peeks.items()):
@@ -271,13 +283,58 @@ class ComputeState:
     def begin_reconcile(self, plan: ReconcilePlan) -> None:
         """The drop phase: forget the old connection's peeks (no response goes
         to a connection that is gone), make retained collections report afresh,
-        and run the plan's compactions and drops. Waits on nothing."""
+        and run the plan's compactions and drops. Waits on nothing.
+
+        A kept part reads as of its new ``as_of`` from now on, and maintenance
+        also publishes it under its new incarnation ``(id, as_of)``: that is
+        the incarnation the interactive runtime binds when its own decision
+        for the id differs (it applied a command of a lost connection that
+        this runtime did not, or the other way round; see
+        :meth:`align_peers`)."""
         self.peeks.clear()
         self.outbox.extend(plan.rejected)
         for id in plan.retained:
             self.reported.pop(id, None)
         for compaction in plan.compactions:
             self._compact(compaction, compaction.id, compaction.frontier, report_drop=False)
+        for id, as_of in plan.kept.items():
+            part = self.dataflows[id]
+            if not isinstance(part, IndexPart):
+                continue
+            part.keep(as_of)
+            incarnation = Incarnation(id, as_of)
+            if self.align and self.role is Role.MAINTENANCE and incarnation not in part.publishers:
+                assert self.registry is not None, "a maintenance worker has a registry"
+                part.publishers[incarnation] = self.registry.publish(incarnation, part)
+
+    def align_peers(self, plan: ReconcilePlan) -> list[str]:
+        """After the barrier, before the creates (interactive runtime only):
+        a kept peer whose publisher maintenance dropped (frozen), or that is
+        parked on another incarnation than ``(id, new as_of)``, is bound
+        afresh to ``(id, new as_of)``. Returns what it rebound, for the trace.
+
+        The runtimes decide on their own, and may decide differently: one of
+        them applied a command of a connection that is gone (a compaction, a
+        drop, a create) which the other dropped with the connection's queue.
+        Past the barrier, maintenance has run this connection's drops and
+        published every part it keeps under ``(id, new as_of)``, and its
+        creates publish the rest there; so every peer of this connection ends
+        bound to the part maintenance runs for the id."""
+        if not self.align or self.role is not Role.INTERACTIVE:
+            return []
+        assert self.registry is not None, "an interactive worker has a registry"
+        rebound: list[str] = []
+        for id, as_of in plan.kept.items():
+            view = self.dataflows.get(id)
+            if not isinstance(view, PeerView):
+                continue
+            target = Incarnation(id, as_of)
+            peer = view.peer
+            if peer.frozen or (not peer.bound and peer.incarnation != target):
+                why = "frozen" if peer.frozen else "parked"
+                view.rebind(self.registry.bind(target, self.wake))
+                rebound.append(f"rebind kept peer {peer.incarnation} ({why}) to {target}")
+        return rebound
 
     def drain(self) -> list[Response]:
         out, self.outbox = self.outbox, []

@@ -34,8 +34,11 @@ def _sharing(collection: Collection) -> str | None:
             return f"peer {peer.incarnation} parked: no publisher yet"
         frozen = ", frozen: its publisher was dropped" if peer.frozen else ""
         return f"peer {peer.incarnation} bound to publisher #{peer.publisher.serial}{frozen}"
-    if collection.publisher is not None:
-        return f"publish {collection.publisher.incarnation} as #{collection.publisher.serial}"
+    if collection.publishers:
+        # The newest publication: a kept part is published again under its new
+        # incarnation.
+        publisher = list(collection.publishers.values())[-1]
+        return f"publish {publisher.incarnation} as #{publisher.serial}"
     return None
 
 
@@ -71,6 +74,9 @@ class Worker:
     nonce: int | None = None
     # Commands of a connection being reconciled, until InitializationComplete.
     buffer: list[Command] | None = None
+    # The position of the last connection whose reconciliation finished (its
+    # create phase ran); equal to ``position`` once the worker is past it.
+    reconciled: int = -1
     # Every command this worker applied, with its stamp and position, in order.
     applied: list[tuple[int, int, Command]] = attrs.field(factory=list)
     _work: trio.Event = attrs.field(factory=trio.Event)
@@ -90,9 +96,12 @@ class Worker:
         *,
         role: Role = Role.SOLO,
         registry: Registry[IndexPart] | None = None,
+        align: bool = True,
     ) -> Worker:
         """Worker ``index`` of a runtime of ``workers`` workers."""
-        state = ComputeState(index, workers, shards, wake=_nothing, role=role, registry=registry)
+        state = ComputeState(
+            index, workers, shards, wake=_nothing, role=role, registry=registry, align=align
+        )
         worker = cls(index, process, local, state, responses)
         state.wake = worker.wake
         return worker
@@ -137,6 +146,7 @@ class Worker:
         elif isinstance(command, InitializationComplete):
             commands, self.buffer = self.buffer, None
             await self._reconcile(inbox, seq, commands)
+            self.reconciled = self.position
             self._apply(seq, command)
         else:
             self.buffer.append(command)
@@ -171,6 +181,8 @@ class Worker:
             other = await self.barrier.arrive_and_wait(self.side, self.position)
             inbox.mark(f"passed barrier: {self.side.other} at {other}", seq)
         inbox.mark("create phase", seq)
+        for note in self.state.align_peers(plan):
+            inbox.mark(note, seq)
         for command in plan.rest:
             self._apply(seq, command)
         self.wake()

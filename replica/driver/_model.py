@@ -6,7 +6,7 @@ assumes reads are issued only while no runtime is held and no reconciliation
 is unfinished (the simulation's programs respect that). An id dropped on a
 connection cannot be defined again on it (the replica refuses). Within those
 limits, DESIGN.md §2 fixes every answer: a kept index keeps its rows and is
-compacted to the new ``as_of``; a rebuilt or new one reads from its
+compacted to the new ``as_of`` and reads as of it; a rebuilt or new one reads from its
 ``as_of``; a read is ready once its shard's upper (or the index's ``as_of``)
 is past it, fails below the compaction frontier, and waits (times out)
 otherwise.
@@ -134,7 +134,8 @@ class ReferenceModel:
                 and max(running.as_of, running.since) <= index.as_of
                 and running.since <= index.as_of
             ):
-                running.since = index.as_of
+                # Kept: compacted to the new as_of, and read as of it.
+                running.since = running.as_of = index.as_of
                 new[id] = running
             else:
                 new[id] = index

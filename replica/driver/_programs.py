@@ -3,7 +3,9 @@
 A program is a list of directives: writes, index definitions (the same or
 another as_of and key), reconnects that replay, change or leave out indexes,
 connections abandoned mid-reconciliation, holds and releases of either
-runtime around a reconnect, compactions, drops and reads. The expected output
+runtime around a reconnect (with compactions, drops and creates in flight on
+the connection being lost, so that the runtimes may apply different
+commands), compactions, drops and reads. The expected output
 of every directive comes from the plain reference model, so a program is a
 complete spec: a failing one replays with ``trio-reconcile run``.
 
@@ -78,7 +80,7 @@ def generate(choose: Chooser, max_steps: int = 10) -> Program:
     """A random program, every choice made by ``choose``."""
     out: list[str] = ["create-instance", "initialization-complete"]
     uppers = dict.fromkeys(SHARDS, 0)
-    defined: dict[int, tuple[str, int]] = {}  # id -> (shard, as_of) as the program defined it
+    defined: dict[int, tuple[str, int]] = {}  # id -> (key, as_of) as the program defined it
 
     def write(shard: str) -> None:
         ts = uppers[shard] + choose.integer(0, 1)
@@ -88,13 +90,18 @@ def generate(choose: Chooser, max_steps: int = 10) -> Program:
         )
         uppers[shard] = ts + 1
 
-    def define(id: int) -> None:
+    def define(id: int, like: tuple[str, int] | None = None) -> None:
+        """Define and schedule ``id``; ``like`` (key, as_of) of its last
+        definition makes a compatible replay, at that as_of or one later,
+        the likelier choice."""
         shard = SHARD_OF[id]
-        key = choose.choice(["[0]", "[1]"])
-        as_of = choose.integer(0, 1)
+        if like is not None and choose.integer(0, 3) > 0:
+            key, as_of = like[0], like[1] + choose.integer(0, 1)
+        else:
+            key, as_of = choose.choice(["[0]", "[1]"]), choose.integer(0, 1)
         out.append(f"define-index source={id - 1} index={id} shard={shard} key={key} as-of={as_of}")
         out.append(f"schedule id={id}")
-        defined[id] = (shard, as_of)
+        defined[id] = (key, as_of)
 
     def read() -> None:
         id = choose.choice(sorted(defined) or IDS)
@@ -103,6 +110,77 @@ def generate(choose: Chooser, max_steps: int = 10) -> Program:
         ts = choose.choice([newest, newest, uppers[shard], 0])
         verb = choose.choice(["peek", "count"])
         out.append(f"{verb} id={id} ts={ts} timeout-secs={READ_TIMEOUT}")
+
+    def in_flight() -> None:
+        """A command sent to the connection about to be lost: it may reach
+        only one runtime (the other's adapter drops it with its queue)."""
+        step = choose.choice(["compact", "drop", "define"])
+        free = [id for id in IDS if id not in defined]
+        if step == "define" and free:
+            define(choose.choice(free))
+        elif step == "compact" and defined:
+            # Past the as_of a replay may choose: one runtime then keeps the
+            # index and the other rebuilds it.
+            id = choose.choice(sorted(defined))
+            out.append(f"allow-compaction id={id} since={defined[id][1] + choose.integer(1, 2)}")
+        elif step == "drop" and defined:
+            id = choose.choice(sorted(defined))
+            out.append(f"drop id={id}")
+            del defined[id]
+
+    def reconnect() -> None:
+        """A new connection, possibly while one runtime lags: held with
+        commands in flight, both held while the old connection's response
+        sends fail (so a runtime drops the commands queued for it), released
+        in either order before or after the new connection's commands."""
+        held: list[str] = []
+        first = choose.choice([None, "maintenance", "interactive"])
+        if first is not None:
+            out.append(f"hold runtime={first}")
+            held.append(first)
+        lost = first is not None and choose.boolean()
+        if lost:
+            for _ in range(choose.integer(1, 2)):
+                in_flight()
+            out.append("settle")
+            if choose.integer(0, 3) > 0:
+                second = "interactive" if first == "maintenance" else "maintenance"
+                out.append(f"hold runtime={second}")
+                held.append(second)
+        if choose.boolean():  # a connection abandoned mid-reconciliation
+            out.extend(["reconnect", "create-instance"])
+        out.append("reconnect")
+        if lost:
+            # Frontiers move while the runtimes still serve the lost
+            # connection: its response sends fail, its adapters leave it.
+            for _ in range(2):
+                shard = SHARD_OF[choose.choice(sorted(defined) or IDS)]
+                uppers[shard] += 1
+                out.extend([f"advance shard={shard} upper={uppers[shard]}", "settle"])
+            if choose.boolean():
+                release(held)
+        out.append("create-instance")
+        before = dict(defined)
+        defined.clear()
+        for id in IDS:
+            if choose.integer(0, 3 if id in before else 1) > 0:
+                define(id, before.get(id))
+        out.append("initialization-complete")
+        if held:
+            out.append("settle")
+            release(held)
+        if lost:
+            out.append("settle")
+        if defined and choose.integer(0, 3) > 0:  # new data, then read it
+            write(SHARD_OF[choose.choice(sorted(defined))])
+            read()
+
+    def release(held: list[str]) -> None:
+        if len(held) == 2 and choose.boolean():
+            held.reverse()
+        out.extend(f"release runtime={runtime}" for runtime in held)
+        out.append("settle")
+        held.clear()
 
     if choose.boolean():
         write(SHARDS[0])
@@ -129,23 +207,6 @@ def generate(choose: Chooser, max_steps: int = 10) -> Program:
             out.append(f"drop id={id}")
             del defined[id]
         elif step == "reconnect":
-            hold = choose.choice([None, "maintenance", "interactive"])
-            if hold is not None:
-                out.append(f"hold runtime={hold}")
-            if choose.boolean():  # a connection abandoned mid-reconciliation
-                out += ["reconnect", "create-instance"]
-            out += ["reconnect", "create-instance"]
-            defined_before = dict(defined)
-            defined.clear()
-            for id in IDS:
-                if choose.boolean():
-                    define(id)
-            out.append("initialization-complete")
-            if hold is not None:
-                out += ["settle", f"release runtime={hold}", "settle"]
-            if defined and choose.integer(0, 3) > 0:  # new data, then read it
-                write(SHARD_OF[choose.choice(sorted(defined))])
-                read()
-            del defined_before
+            reconnect()
     read()
     return Program(tuple(out))

@@ -25,6 +25,7 @@ from replica import (
     UpdateConfiguration,
     open_controller,
     open_replica,
+    runtime_divergence,
 )
 
 from ._format import format_rows
@@ -42,16 +43,23 @@ class Topology:
     interactive: bool = True
     barrier: bool = True
     faults: float = 0.0
+    align: bool = True
 
     def __str__(self) -> str:
         runtimes = "two runtimes" if self.interactive else "solo"
         barrier = "" if self.barrier or not self.interactive else ", no barrier"
+        align = "" if self.align or not self.interactive else ", no align"
         faults = f", faults {self.faults:g}" if self.faults else ""
-        return f"P={self.processes} W={self.workers} {runtimes}{barrier}{faults}"
+        return f"P={self.processes} W={self.workers} {runtimes}{barrier}{align}{faults}"
 
     def config(self) -> ReplicaConfig:
         return ReplicaConfig(
-            self.processes, self.workers, self.interactive, self.barrier, FaultPlan(self.faults)
+            processes=self.processes,
+            workers=self.workers,
+            interactive=self.interactive,
+            barrier=self.barrier,
+            align=self.align,
+            faults=FaultPlan(self.faults),
         )
 
 
@@ -77,6 +85,13 @@ class _Session:
     # What was sent since the last reconnect, until InitializationComplete:
     # a controller that goes away mid-reconciliation replays it.
     window: list[Command] | None = attrs.field(factory=list)
+    # Where the runtimes disagreed when they had to agree (at a settle).
+    divergence: list[str] = attrs.field(factory=list)
+
+    def check_agreement(self) -> None:
+        for found in runtime_divergence(self.replica):
+            if found not in self.divergence:
+                self.divergence.append(found)
 
     async def send(self, command: Command) -> None:
         if self.window is not None and self.replica.faults.reconnect():
@@ -121,8 +136,9 @@ async def settle(replica: Replica) -> None:
 
 def violations(replica: Replica, controller: Controller) -> list[str]:
     """The replica's invariants that do not hold: every worker of a runtime
-    applied the same command sequence; merged frontiers never went back."""
-    found = list(controller.regressions)
+    applied the same command sequence; merged frontiers never went back; the
+    runtimes agree once both reconciled the same connection."""
+    found = list(controller.regressions) + runtime_divergence(replica)
     for process in replica.processes:
         found += [f"process {process.index}: {r}" for r in process.regressions]
     for name, runtime in replica.runtimes.items():
@@ -148,7 +164,9 @@ async def _run(spec: Spec, topology: Topology, trace: actors.Tracer | None) -> S
                 actual = [f"error: {error}"]
             outcomes.append(Outcome(stanza, tuple(actual), trio.current_time()))
         await settle(replica)
-        found = violations(replica, controller)
+        found = session.divergence + [
+            v for v in violations(replica, controller) if v not in session.divergence
+        ]
     return SpecRun(outcomes, found, dict(replica.faults.injected))
 
 
@@ -202,6 +220,7 @@ async def _execute(session: _Session, stanza: Stanza) -> list[str]:
             session.replica.release(as_str(args["runtime"]))
         case "settle":
             await settle(session.replica)
+            session.check_agreement()
         case _:
             raise AssertionError(f"unvalidated directive {stanza.name!r}")
     return ["ok"]

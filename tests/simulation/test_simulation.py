@@ -127,6 +127,9 @@ def test_without_the_barrier_the_simulation_finds_the_frozen_read(tmp_path: Path
     _, with_barrier = simulate(program, Topology(1, 1, True, True), seed=1)
     assert with_barrier.passed, "the same program passes with the barrier"
     _, without = simulate(program, Topology(1, 1, True, False), seed=1)
+    # The interactive peer is left on a dropped publisher (the runtimes'
+    # invariant says so at the next settle or at the end); any read it served
+    # since timed out.
+    assert any(v.endswith("a frozen view") for v in without.violations), without.violations
     mismatches = [o.actual for o in without.outcomes if not o.matched]
-    assert mismatches, "without the barrier the program fails"
     assert all(actual == ("error: timed out after 5s",) for actual in mismatches)

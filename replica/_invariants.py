@@ -1,0 +1,63 @@
+"""What the two runtimes of a replica must agree on, checked from outside.
+
+Each runtime reconciles a connection on its own, and a runtime may apply a
+command of a lost connection that the other dropped with the connection's
+queue (DESIGN.md §2.2). Reconciling the next connection must bring them back
+into agreement: once every worker of both runtimes has reconciled the same
+connection and nothing is held back, the interactive runtime runs exactly the
+collections maintenance runs, and every one of its peers is bound to the part
+maintenance runs for that id (not parked on an incarnation nobody publishes,
+not frozen on a dropped publisher).
+"""
+
+from __future__ import annotations
+
+from ._dataflow import IndexPart, PeerView
+from ._replica import Replica
+
+
+def runtimes_agreed(replica: Replica) -> bool:
+    """Whether the runtimes are in a state where they must agree: nothing
+    held, and every worker of both runtimes past the reconciliation of the
+    same connection (not buffering, not waiting at the barrier)."""
+    if any(process.held for process in replica.processes):
+        return False
+    workers = [worker for runtime in replica.runtimes.values() for worker in runtime.workers]
+    positions = {worker.position for worker in workers}
+    return len(positions) == 1 and all(
+        worker.buffer is None and worker.reconciled == worker.position for worker in workers
+    )
+
+
+def runtime_divergence(replica: Replica) -> list[str]:
+    """How the interactive runtime disagrees with maintenance, when they must
+    agree (see :func:`runtimes_agreed`); empty otherwise, and for Solo."""
+    if "interactive" not in replica.runtimes or not runtimes_agreed(replica):
+        return []
+    found: list[str] = []
+    for reader in replica.interactive.workers:
+        owner = replica.maintenance.worker(reader.process, reader.local)
+        where = f"p{reader.process}/w{reader.local}"
+        runs, reads = sorted(owner.state.dataflows), sorted(reader.state.dataflows)
+        if runs != reads:
+            found.append(f"{where}: maintenance runs {runs} but interactive runs {reads}")
+        for id, view in reader.state.dataflows.items():
+            if not isinstance(view, PeerView):
+                continue
+            peer, part = view.peer, owner.state.dataflows.get(id)
+            published = [str(i) for i in part.publishers] if isinstance(part, IndexPart) else []
+            if peer.publisher is None:
+                found.append(
+                    f"{where}: peer {peer.incarnation} parked on an incarnation nobody "
+                    f"publishes (maintenance publishes {id} as {published or 'nothing'})"
+                )
+            elif peer.frozen:
+                found.append(
+                    f"{where}: peer {peer.incarnation} bound to dropped publisher "
+                    f"#{peer.publisher.serial}: a frozen view"
+                )
+            elif peer.publisher.value is not part:
+                found.append(
+                    f"{where}: peer {peer.incarnation} bound to a part maintenance does not run"
+                )
+    return found
