@@ -51,6 +51,8 @@ def check_rewritable(specs: Sequence[str]) -> None:
 def _check_file(option: str, path: str) -> None:
     if os.path.isdir(path):
         raise OutputError(f"{option} {path}: is a folder")
+    if not os.path.basename(path):
+        raise OutputError(f"{option} {path!r}: not a file name")
     if os.path.exists(path):
         if not os.access(path, os.W_OK):
             raise OutputError(f"{option} {path}: the file is not writable")
@@ -59,6 +61,8 @@ def _check_file(option: str, path: str) -> None:
 
 
 def _check_folder(option: str, path: str) -> None:
+    if not path:
+        raise OutputError(f"{option} '': not a folder name")
     if os.path.isdir(path):
         if not os.access(path, os.W_OK | os.X_OK):
             raise OutputError(f"{option} {path}: cannot write to the folder")

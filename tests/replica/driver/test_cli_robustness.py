@@ -184,6 +184,33 @@ def test_an_output_in_a_folder_that_cannot_be_written_exits_2_before_anything_ru
     assert spec.read_text(encoding="utf-8") == WRONG
 
 
+def test_an_existing_output_that_cannot_be_written_exits_2_before_anything_runs(
+    spec: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    trace = tmp_path / "trace.jsonl"
+    trace.write_text("old\n", encoding="utf-8")
+    deny_writes_to(monkeypatch, trace)
+    assert main(["run", str(spec), "--rewrite", "--trace", str(trace)]) == 2
+    assert capsys.readouterr() == ("", f"{ERROR}--trace {trace}: the file is not writable\n")
+    assert spec.read_text(encoding="utf-8") == WRONG
+
+
+@pytest.mark.parametrize("path", ["", "missing/"])
+def test_an_output_that_is_not_a_file_name_exits_2_before_anything_runs(
+    spec: Path, capsys: pytest.CaptureFixture[str], path: str
+) -> None:
+    assert main(["run", str(spec), "--rewrite", "--trace", path]) == 2
+    assert capsys.readouterr() == ("", f"{ERROR}--trace {path!r}: not a file name\n")
+    assert spec.read_text(encoding="utf-8") == WRONG
+
+
+def test_an_empty_simulate_out_exits_2_before_anything_runs(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["simulate", "--out", ""]) == 2
+    assert capsys.readouterr() == ("", f"{ERROR}--out '': not a folder name\n")
+
+
 def test_an_output_that_is_one_of_the_specs_is_refused(
     spec: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
