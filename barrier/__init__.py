@@ -24,6 +24,11 @@ other side arriving anywhere at or after this connection means it has run the
 drops of a connection at least as new, so the incarnations this side is about
 to bind are no longer the ones the other side is about to drop.
 
+Reason 2 has a consequence the barrier alone does not cover: the runtimes
+may have applied different commands of the lost connection, and so reconcile
+the next one from different states. The replica's reconciliation aligns their
+incarnations past the barrier (the argument is in ``replica._state``).
+
 A waiter parks on an event of its side's generation, which the other side's
 arrival sets; woken, it rechecks the other side's latest arrival (never
 polls). If the barrier actor ends, every waiter gets

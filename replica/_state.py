@@ -4,6 +4,46 @@
 collects the responses they cause; :func:`plan_reconcile` compares a new
 connection's commands with the running dataflows. The worker actor around them
 only moves messages.
+
+Why the runtimes agree after a reconciliation, even when they applied
+different commands. A runtime's channel adapter drops the commands queued for
+a connection once a response send to it fails, so when a connection is lost
+one runtime may have applied a command of it that the other never did: a
+compaction, a drop, a create. The two runtimes then reconcile the next
+connection from different states, and for an index ``I`` the new connection
+creates at ``A`` they may decide differently: one keeps, the other rebuilds,
+or only one of them has ``I`` at all. Left alone, that strands a peer: a peer
+created for ``(I, A)`` parks on a slot maintenance never publishes (it kept a
+part published as ``(I, A0)``); a kept peer stays bound to the publisher
+maintenance dropped in order to rebuild (frozen), or parked on an ``(I, A0)``
+maintenance never published. Reads of it then wait forever, barrier or not.
+
+So reconciliation aligns the incarnations, on both sides:
+
+1. maintenance, in its drop phase, publishes every part it keeps under
+   ``(I, A)`` as well (:meth:`ComputeState.begin_reconcile`);
+2. interactive, past the barrier and before its creates, binds afresh to
+   ``(I, A)`` every kept peer that is frozen, or parked on another
+   incarnation (:meth:`ComputeState.align_peers`).
+
+Why that is enough, whatever each runtime applied before. Say interactive
+passes the barrier at connection ``p`` and maintenance's latest arrival is
+``p``. Maintenance has run ``p``'s drop phase: every part it still publishes
+is one it keeps for ``p`` (and by 1 it is published as ``(I, A)``), and its
+create phase publishes the others as ``(I, A)``. On the interactive side, an
+id of ``p`` is either created, and binds ``(I, A)``; or kept, and its peer is
+bound to a live publisher (so to maintenance's kept part for ``I``), or by 2
+binds ``(I, A)``. Either way every peer ends bound, at once or when
+maintenance's create phase publishes, to the one part maintenance runs for
+``I``; ids not in ``p`` are dropped by both. If maintenance's latest arrival
+is later than ``p``, it skipped ``p``: its adapter dropped ``p``'s commands,
+so ``p``'s controller is gone and nobody reads what ``p`` set up; interactive
+goes on to reconcile a connection at least as new, where the argument applies,
+because a connection that is still open loses no commands. So once both
+runtimes reconciled the same connection they agree
+(:func:`replica.runtime_divergence` checks exactly that). The argument needs
+the barrier: without it, interactive may look at a publisher before
+maintenance's drop phase removed it.
 """
 
 from __future__ import annotations

@@ -17,6 +17,12 @@ BUNDLED_TWO_RUNTIME = (
     "rows.spec",
     "reused_id.spec",
     "held_compaction.spec",
+    "divergent_compaction_interactive_only.spec",
+    "divergent_compaction_maintenance_only.spec",
+    "divergent_drop_interactive_only.spec",
+    "divergent_drop_maintenance_only.spec",
+    "divergent_create_interactive_only.spec",
+    "divergent_create_maintenance_only.spec",
 )
 
 

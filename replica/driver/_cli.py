@@ -96,7 +96,12 @@ def _dispatch(args: argparse.Namespace) -> int:
             if rewrite:
                 check_rewritable(args.specs)
             topology = Topology(
-                args.processes, args.workers, args.interactive, args.barrier, args.faults
+                args.processes,
+                args.workers,
+                args.interactive,
+                args.barrier,
+                args.faults,
+                align=args.align,
             )
             if args.check_determinism:
                 return determinism_command(args.specs, topology, args.seed, sys.stdout)
@@ -115,7 +120,13 @@ def _dispatch(args: argparse.Namespace) -> int:
         case "simulate":
             check_outputs([], folder=("--out", args.out))
             return simulate_command(
-                args.programs, args.seed, args.faults, args.barrier, Path(args.out), sys.stdout
+                args.programs,
+                args.seed,
+                args.faults,
+                args.barrier,
+                Path(args.out),
+                sys.stdout,
+                align=args.align,
             )
         case "demo":
             if args.timeline is not None:
@@ -201,7 +212,14 @@ def determinism_command(paths: Sequence[str], topology: Topology, seed: int, out
 
 
 def simulate_command(
-    programs: int, seed: int, faults: float, barrier: bool, out_dir: Path, out: TextIO
+    programs: int,
+    seed: int,
+    faults: float,
+    barrier: bool,
+    out_dir: Path,
+    out: TextIO,
+    *,
+    align: bool = True,
 ) -> int:
     """Random programs (seeded), each against a fresh replica of a random shape,
     checked against the reference model and the replica's invariants; a line
@@ -210,7 +228,7 @@ def simulate_command(
     start = time.perf_counter()
     for number in range(programs):
         rng = random.Random(f"simulate/{seed}/{number}")
-        topology = Topology(rng.randint(1, 2), rng.randint(1, 4), True, barrier, faults)
+        topology = Topology(rng.randint(1, 2), rng.randint(1, 4), True, barrier, faults, align)
         program = generate(RandomChooser(rng))
         text = program.spec_text()
         run_seed = rng.randrange(2**16)
@@ -229,6 +247,7 @@ def simulate_command(
         write_text("--out", str(path), text)
         flags = f"--workers {topology.workers} --processes {topology.processes} --seed {run_seed}"
         flags += "" if barrier else " --no-barrier"
+        flags += "" if align else " --no-align"
         flags += f" --faults {faults:g}" if faults else ""
         print(
             f"[{number + 1}/{programs}] {topology}: FAIL; "

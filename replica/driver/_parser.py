@@ -134,6 +134,7 @@ def _add_run(commands: Commands) -> None:
         default=True,
         help="turn off the reconcile barrier between the runtimes (unsafe: lets the race happen)",
     )
+    _add_no_align(run)
     _add_seed(run, "the seed of Trio's scheduler and of injected faults")
     run.add_argument(
         "--faults",
@@ -159,6 +160,18 @@ def _add_run(commands: Commands) -> None:
         "--check-determinism",
         action="store_true",
         help="run each spec twice with the seed and fail if the traces differ",
+    )
+
+
+def _add_no_align(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--no-align",
+        dest="align",
+        action="store_false",
+        default=True,
+        help="turn off the alignment of the runtimes' incarnations at reconciliation (unsafe: "
+        "a runtime that applied a lost connection's command the other dropped leaves a peer "
+        "parked or frozen)",
     )
 
 
@@ -210,6 +223,7 @@ def _add_simulate(commands: Commands) -> None:
         default=True,
         help="turn off the reconcile barrier (unsafe: failures are expected)",
     )
+    _add_no_align(simulate)
     simulate.add_argument(
         "--out",
         default="simulation-failures",
