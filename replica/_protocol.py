@@ -11,14 +11,24 @@ import functools
 
 import attrs
 
-Row = tuple[int | str, ...]
-"""A row: integer and string fields."""
+from ._ids import GlobalId
+from ._plan import Plan
+
+Datum = int | str | bool | float | None
+"""A value in a row: ``bigint``, ``integer``, ``smallint`` (int), ``text``
+(str), ``boolean`` (bool), ``double`` (float), or NULL (None)."""
+
+Row = tuple[Datum, ...]
+"""A row: a tuple of datums."""
+
+Update = tuple[Row, int, int]
+"""A change to a collection: ``(row, time, diff)``."""
 
 
 def row_order(row: Row) -> tuple[tuple[int, int, str], ...]:
     """The sort key of a row: by value, column by column; integers numerically
     and before strings; strings by code point."""
-    return tuple((0, value, "") if isinstance(value, int) else (1, 0, value) for value in row)
+    return tuple((0, value, "") if isinstance(value, int) else (1, 0, str(value)) for value in row)
 
 
 @functools.total_ordering
@@ -71,37 +81,132 @@ class InstanceConfig:
 
 
 @attrs.frozen
-class DataflowDescription:
-    """An index dataflow: import shard ``shard`` as source ``source_id``, export
-    index ``index_id`` keyed by the columns ``key``, built ``as_of``."""
+class SourceImport:
+    """Shard ``shard``, read as collection ``id`` (rows of ``arity`` columns)."""
 
-    source_id: int
+    id: GlobalId
     shard: str
-    index_id: int
+    arity: int = 2
+
+
+@attrs.frozen
+class IndexImport:
+    """Index ``id``, an arrangement of collection ``on`` by ``key``: the
+    dataflow reads it as ``Get on``, sharing the arrangement, not copying it."""
+
+    id: GlobalId
+    on: GlobalId
     key: tuple[int, ...]
+    arity: int = 2
+
+
+@attrs.frozen
+class Build:
+    """Collection ``id``: what ``plan`` computes."""
+
+    id: GlobalId
+    plan: Plan
+
+
+@attrs.frozen
+class IndexExport:
+    """Index ``id``: collection ``on`` (a build, or an imported index's
+    collection, which re-exports that arrangement) arranged by ``key``.
+    ``transient`` (or a ``t`` id) makes it a query dataflow's export."""
+
+    id: GlobalId
+    on: GlobalId
+    key: tuple[int, ...]
+    transient: bool = False
+
+    @property
+    def is_transient(self) -> bool:
+        return self.transient or self.id.is_transient
+
+
+@attrs.frozen
+class MaterializedView:
+    """A sink that keeps shard ``shard`` equal to its collection."""
+
+    shard: str
+
+
+@attrs.frozen
+class Subscribe:
+    """A sink that streams its collection's updates to the controller, up to
+    (not including) ``up_to``."""
+
+    up_to: int | None = None
+
+
+@attrs.frozen
+class SinkExport:
+    """Sink ``id`` of collection ``on``."""
+
+    id: GlobalId
+    on: GlobalId
+    connection: MaterializedView | Subscribe
+
+    @property
+    def is_transient(self) -> bool:
+        return self.id.is_transient
+
+
+@attrs.frozen
+class DataflowDescription:
+    """A dataflow: what it imports, the plans it builds, what it exports, and
+    the times it covers (``as_of`` up to, not including, ``until``)."""
+
     as_of: int
+    source_imports: tuple[SourceImport, ...] = ()
+    index_imports: tuple[IndexImport, ...] = ()
+    objects_to_build: tuple[Build, ...] = ()
+    index_exports: tuple[IndexExport, ...] = ()
+    sink_exports: tuple[SinkExport, ...] = ()
+    until: int | None = None
+    name: str = attrs.field(default="", eq=False)
+
+    @classmethod
+    def index(
+        cls,
+        source: GlobalId | int,
+        shard: str,
+        index: GlobalId | int,
+        key: tuple[int, ...],
+        as_of: int,
+        *,
+        arity: int = 2,
+    ) -> DataflowDescription:
+        """An index of a shard: import ``shard`` as ``source``, export index
+        ``index`` of it keyed by ``key`` (the driver's ``define-index``)."""
+        source, index = _id(source), _id(index)
+        return cls(
+            as_of=as_of,
+            source_imports=(SourceImport(source, shard, arity),),
+            index_exports=(IndexExport(index, source, key),),
+            name=f"index {index}",
+        )
 
     @property
-    def imports(self) -> tuple[tuple[int, str], ...]:
-        return ((self.source_id, self.shard),)
+    def exports(self) -> tuple[GlobalId, ...]:
+        """The ids of every index and sink it exports."""
+        return tuple(e.id for e in self.index_exports) + tuple(s.id for s in self.sink_exports)
 
     @property
-    def exports(self) -> tuple[int, ...]:
-        return (self.index_id,)
-
-    @property
-    def plan(self) -> tuple[str, tuple[int, ...]]:
-        return ("arrange", self.key)
+    def is_transient(self) -> bool:
+        """A query dataflow: it exports something, and only transient things."""
+        exports = (*self.index_exports, *self.sink_exports)
+        return bool(exports) and all(export.is_transient for export in exports)
 
     def compatible_with(self, new: DataflowDescription) -> bool:
         """Whether this running dataflow can stand in for ``new``: the same
-        imports, exports and plan, and an ``as_of`` not after the new one."""
-        return (
-            self.imports == new.imports
-            and self.exports == new.exports
-            and self.plan == new.plan
-            and self.as_of <= new.as_of
-        )
+        imports, plans and exports (the name aside), and an ``as_of`` not after
+        the new one."""
+        return attrs.evolve(self, as_of=new.as_of) == new and self.as_of <= new.as_of
+
+
+def _id(id: GlobalId | int) -> GlobalId:
+    return id if isinstance(id, GlobalId) else GlobalId.user(id)
 
 
 @attrs.frozen
@@ -131,22 +236,34 @@ class CreateDataflow:
 
 @attrs.frozen
 class Schedule:
-    id: int
+    id: GlobalId
+
+
+@attrs.frozen
+class AllowWrites:
+    """Let materialized-view sink ``id`` write its shard (until now it only
+    computes what it would write)."""
+
+    id: GlobalId
 
 
 @attrs.frozen
 class AllowCompaction:
     """Allow reads before ``frontier`` to be merged; the empty frontier drops ``id``."""
 
-    id: int
+    id: GlobalId
     frontier: Frontier
 
 
 @attrs.frozen
 class Peek:
+    """Read index ``id`` at ``timestamp``: every row, or with ``literals`` only
+    the rows whose key is one of them (the replica sorts and dedupes them)."""
+
     uuid: int
-    id: int
+    id: GlobalId
     timestamp: int
+    literals: tuple[Row, ...] | None = None
 
 
 @attrs.frozen
@@ -161,6 +278,7 @@ Command = (
     | UpdateConfiguration
     | CreateDataflow
     | Schedule
+    | AllowWrites
     | AllowCompaction
     | Peek
     | CancelPeek
@@ -189,7 +307,7 @@ PeekResult = Rows | PeekError | Canceled
 class Frontiers:
     """The upper of collection ``id``: never regresses; empty once dropped."""
 
-    id: int
+    id: GlobalId
     upper: Frontier
 
 
@@ -209,4 +327,15 @@ class CommandRejected:
     reason: str
 
 
-Response = Frontiers | PeekResponse | CommandRejected
+@attrs.frozen
+class SubscribeBatch:
+    """Updates of subscribe ``id`` at times in ``[lower, upper)``; ``upper``
+    empty once the subscribe reached its ``up_to``."""
+
+    id: GlobalId
+    lower: int
+    upper: Frontier
+    updates: tuple[Update, ...]
+
+
+Response = Frontiers | PeekResponse | SubscribeBatch | CommandRejected

@@ -1,0 +1,63 @@
+"""Collection ids, as the real replica names them: a namespace and a number.
+
+A bare number in a script is a user id (``1001`` is ``u1001``); ``s``, ``si``
+and ``t`` name the system, introspection and transient namespaces. Transient
+ids belong to query dataflows, which the interactive runtime alone runs.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+import attrs
+
+NAMESPACES: Final = ("s", "si", "u", "t")
+U64_MAX: Final = 2**64 - 1
+_ID = re.compile(r"(si|s|u|t)?([0-9]+)")
+
+
+class IdError(ValueError):
+    """Text that is not a collection id."""
+
+
+def _namespace(_: object, __: attrs.Attribute[str], value: str) -> None:
+    if value not in NAMESPACES:
+        raise IdError(f"unknown id namespace {value!r} (one of {', '.join(NAMESPACES)})")
+
+
+def _number(_: object, __: attrs.Attribute[int], value: int) -> None:
+    if not 0 <= value <= U64_MAX:
+        raise IdError(f"an id is a number from 0 to {U64_MAX}, not {value}")
+
+
+@attrs.frozen(order=True)
+class GlobalId:
+    """A collection id: ``u1001``, ``t4000``, ``s12``, ``si3``."""
+
+    namespace: str = attrs.field(validator=_namespace)
+    value: int = attrs.field(validator=_number)
+
+    @classmethod
+    def user(cls, value: int) -> GlobalId:
+        return cls("u", value)
+
+    @classmethod
+    def transient(cls, value: int) -> GlobalId:
+        return cls("t", value)
+
+    @classmethod
+    def parse(cls, text: str) -> GlobalId:
+        """``1001`` or ``u1001`` (user), ``t4000``, ``s12``, ``si3``; raises
+        :class:`IdError` on anything else."""
+        match = _ID.fullmatch(text)
+        if match is None or len(match[2]) > 20:
+            raise IdError(f"not an id: {text!r} (a number, optionally prefixed u, s, si or t)")
+        return cls(match[1] or "u", int(match[2]))
+
+    @property
+    def is_transient(self) -> bool:
+        return self.namespace == "t"
+
+    def __str__(self) -> str:
+        return f"{self.namespace}{self.value}"
