@@ -45,6 +45,7 @@ from replica import (
     CreateDataflow,
     CreateInstance,
     DataflowDescription,
+    GlobalId,
     InitializationComplete,
     ReplicaConfig,
     Schedule,
@@ -90,7 +91,7 @@ async def _install(controller: Controller, dataflows: list[DataflowDescription])
     await controller.send(CreateInstance())
     for dataflow in dataflows:
         await controller.send(CreateDataflow(dataflow))
-        await controller.send(Schedule(dataflow.index_id))
+        await controller.send(Schedule(dataflow.exports[0]))
     await controller.send(InitializationComplete())
 
 
@@ -100,7 +101,7 @@ def make_reconcile(*, keep: bool) -> BenchFn:
             shards = ShardCatalog()
             shards.shard("data").write(0, [(1,), (2,)])
             dataflows = [
-                DataflowDescription(2 * i, "data", 2 * i + 1, (0,), 0) for i in range(size)
+                DataflowDescription.index(2 * i, "data", 2 * i + 1, (0,), 0) for i in range(size)
             ]
             async with (
                 open_replica(ReplicaConfig(), shards=shards) as replica,
@@ -109,14 +110,14 @@ def make_reconcile(*, keep: bool) -> BenchFn:
                 await _install(controller, dataflows)
                 await trio.testing.wait_all_tasks_blocked()
                 worker = replica.maintenance.workers[0]
-                assert len(worker.state.dataflows) == size
+                assert len(worker.state.collections) == size
                 start = time.perf_counter()
                 await controller.connect()
                 await _install(controller, dataflows if keep else [])
                 await trio.testing.wait_all_tasks_blocked()
                 elapsed = time.perf_counter() - start
                 assert worker.buffer is None
-                assert len(worker.state.dataflows) == (size if keep else 0)
+                assert len(worker.state.collections) == (size if keep else 0)
                 assert worker.state.builds == size
             return elapsed
 
@@ -149,7 +150,7 @@ def make_frontier_advances(*, one_waiting: bool) -> BenchFn:
             shards = ShardCatalog()
             data = shards.shard("data")
             data.write(0, [(0,)])
-            index = DataflowDescription(1000, "data", 1001, (0,), 0)
+            index = DataflowDescription.index(1000, "data", 1001, (0,), 0)
             config = ReplicaConfig(processes=1, workers=2, interactive=True)
             async with (
                 open_replica(config, shards=shards) as replica,
@@ -172,7 +173,8 @@ def make_frontier_advances(*, one_waiting: bool) -> BenchFn:
                     data.write(ts, [(ts,)])
                     await trio.testing.wait_all_tasks_blocked()
                 elapsed = time.perf_counter() - start
-                uppers = [worker.state.dataflows[1001].frontier for worker in workers]
+                index_id = GlobalId.user(1001)
+                uppers = [worker.state.collections[index_id].frontier for worker in workers]
                 assert all(u is not None and u.time == n + 1 for u in uppers), uppers
                 helpers.cancel_scope.cancel()
             return elapsed

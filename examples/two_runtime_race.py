@@ -25,6 +25,7 @@ from replica import (
     CreateDataflow,
     CreateInstance,
     DataflowDescription,
+    GlobalId,
     InitializationComplete,
     PeerView,
     ReplicaConfig,
@@ -34,8 +35,8 @@ from replica import (
     open_replica,
 )
 
-OLD = DataflowDescription(1000, "data", 1001, key=(0,), as_of=0)
-NEW = DataflowDescription(1000, "data", 1001, key=(1,), as_of=0)
+OLD = DataflowDescription.index(1000, "data", 1001, key=(0,), as_of=0)
+NEW = DataflowDescription.index(1000, "data", 1001, key=(1,), as_of=0)
 
 
 async def scenario(config: ReplicaConfig) -> tuple[str, list[str]]:
@@ -70,7 +71,7 @@ async def scenario(config: ReplicaConfig) -> tuple[str, list[str]]:
             read = f"read answered {len(rows)} rows at virtual t={trio.current_time():g}s"
         bindings = []
         for worker in replica.interactive.workers:
-            view = worker.state.dataflows[1001]
+            view = worker.state.collections[GlobalId.user(1001)]
             assert isinstance(view, PeerView)
             state = "frozen" if view.peer.frozen else "live"
             bindings.append(f"interactive worker {worker.index}: {view.peer.publisher} ({state})")

@@ -18,6 +18,7 @@ import trio
 
 from ._connection import ClientEnd, logger, open_connection
 from ._errors import PeekCanceledError, PeekFailedError, ProtocolError
+from ._ids import GlobalId, as_id
 from ._merge import PartitionedState
 from ._protocol import (
     Canceled,
@@ -33,10 +34,21 @@ from ._protocol import (
     PeekResult,
     Row,
     Rows,
+    SubscribeBatch,
+    Update,
     UpdateConfiguration,
     row_order,
 )
 from ._replica import Replica
+from ._shard import Shard
+
+
+@attrs.define(eq=False)
+class _Subscription:
+    """What a subscribe delivered and the controller has not handed out."""
+
+    upper: Frontier = attrs.field(factory=lambda: Frontier.at(0))
+    updates: list[Update] = attrs.field(factory=list)
 
 
 @attrs.define(eq=False)
@@ -52,8 +64,9 @@ class _Session:
     nonce: int
     ends: list[ClientEnd]
     merger: PartitionedState
-    frontiers: dict[int, Frontier] = attrs.field(factory=dict)
+    frontiers: dict[GlobalId, Frontier] = attrs.field(factory=dict)
     peeks: dict[int, _PendingPeek] = attrs.field(factory=dict)
+    subscriptions: dict[GlobalId, _Subscription] = attrs.field(factory=dict)
 
 
 @attrs.define(eq=False)
@@ -133,14 +146,15 @@ class Controller:
         for end in targets:
             end.commands.send_nowait(command)
 
-    def frontier(self, id: int) -> Frontier | None:
+    def frontier(self, id: GlobalId | int) -> Frontier | None:
         """The merged frontier the replica reported for ``id`` on this connection."""
-        return self._connected().frontiers.get(id)
+        return self._connected().frontiers.get(as_id(id))
 
-    async def await_frontier(self, id: int, ts: int) -> Frontier:
+    async def await_frontier(self, id: GlobalId | int, ts: int) -> Frontier:
         """Wait until the replica reported a frontier for ``id`` that reached
         ``ts`` (every time before ``ts`` complete); return it. Parks on changes,
         never polls; use a cancel scope for a timeout."""
+        id = as_id(id)
         while True:
             frontier = self._connected().frontiers.get(id)
             if frontier is not None and frontier.reached(ts):
@@ -148,8 +162,24 @@ class Controller:
                 return frontier
             await self._changed.wait()
 
-    async def peek(self, id: int, ts: int) -> list[Row]:
-        """Read collection ``id`` at ``ts``; return its rows, sorted.
+    async def await_subscribe(self, id: GlobalId | int, up_to: int) -> list[Update]:
+        """Wait until subscribe ``id``'s upper reached ``up_to``; return (and
+        forget) every update it delivered since the last call that returned.
+        Cancelled (a timeout), it keeps them. Parks on changes, never polls."""
+        session = self._connected()
+        subscription = session.subscriptions.setdefault(as_id(id), _Subscription())
+        while not subscription.upper.reached(up_to):
+            await self._changed.wait()
+        await trio.lowlevel.checkpoint()
+        updates, subscription.updates = subscription.updates, []
+        return updates
+
+    async def peek(
+        self, id: GlobalId | int, ts: int, literals: tuple[Row, ...] | None = None
+    ) -> list[Row]:
+        """Read index ``id`` at ``ts`` (only the rows whose key is one of
+        ``literals``, if given); return its rows, sorted (a row with
+        multiplicity k, k times).
 
         Raises :class:`~replica.PeekFailedError` with the replica's
         message (unknown collection, read below the compaction frontier). The
@@ -160,7 +190,7 @@ class Controller:
         uuid = next(self._uuids)
         pending = session.peeks[uuid] = _PendingPeek()
         try:
-            await self.send(Peek(uuid, id, ts))
+            await self.send(Peek(uuid, id, ts, literals))
             await pending.done.wait()
         except BaseException:
             if session.peeks.pop(uuid, None) is not None and session is self._session:
@@ -175,6 +205,35 @@ class Controller:
             case Canceled():
                 raise PeekCanceledError(f"peek {uuid} of collection {id} was canceled")
         raise AssertionError(f"peek {uuid} finished without a result")
+
+    async def peek_shard(self, shard: Shard, ts: int) -> list[Row]:
+        """Read ``shard`` at ``ts`` once its upper is past ``ts`` (a persist
+        peek: what a materialized view holds). Parks on the shard's changes."""
+        while shard.upper <= ts:
+            changed = trio.Event()
+            stop = shard.listen(changed.set)
+            try:
+                await changed.wait()
+            finally:
+                stop()
+        await trio.lowlevel.checkpoint()
+        return shard.read_at(ts)
+
+    async def await_metric(self, name: str, minus: str | None, most: int) -> int:
+        """Wait until the replica's metric ``name`` (less ``minus``) is at most
+        ``most``; return it. Parks on the metrics' changes."""
+        metrics = self.replica.metrics
+        while True:
+            value = metrics.value(name) - (0 if minus is None else metrics.value(minus))
+            if value <= most:
+                await trio.lowlevel.checkpoint()
+                return value
+            changed = trio.Event()
+            stop = metrics.listen(changed.set)
+            try:
+                await changed.wait()
+            finally:
+                stop()
 
     def _connected(self) -> _Session:
         if self._session is None:
@@ -200,6 +259,11 @@ class Controller:
                         if pending is not None:
                             pending.result = result
                             pending.done.set()
+                    case SubscribeBatch(id, _, upper, updates):
+                        subscription = session.subscriptions.setdefault(id, _Subscription())
+                        subscription.updates.extend(updates)
+                        subscription.upper = upper
+                        self._notify()
                     case CommandRejected():
                         logger.warning("replica rejected %r: %s", merged.command, merged.reason)
                         self.rejections.append(merged)

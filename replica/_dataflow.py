@@ -1,23 +1,56 @@
-"""One worker's part of an index dataflow (DESIGN.md §2.5).
+"""A dataflow at one worker: its operators, built from a description, and the
+collections it exports (DESIGN.md §2.5).
 
-Rows are split over a runtime's workers by a stable hash of their key columns
-(CRC-32 of a canonical JSON encoding: never Python's salted ``hash``). Each
-worker arranges its part and advances the part's upper as it steps; the
-index's upper is the minimum over the parts.
+Rendering turns each import into a source (a shard, read in turns by the
+runtime's workers; or this worker's part of an imported index), each build
+into operators, and each export into an arrangement (an index, partitioned
+across workers by the hash of its key), a materialized-view sink or a
+subscribe. An index export whose collection is an imported index's
+collection, with the same key, re-exports that arrangement: it is shared,
+not copied. A dataflow does nothing until it is scheduled.
+
+The collections a worker serves reads from share one shape (:class:`Readable`):
+an index export of a rendered dataflow, or (interactive runtime) a
+:class:`PeerView` of the part maintenance publishes.
 """
 
 from __future__ import annotations
 
-import json
-import zlib
 from collections.abc import Callable
 
 import attrs
 
 from sharing import Incarnation, Peer, Publisher
 
-from ._protocol import DataflowDescription, Frontier, Row
-from ._shard import Shard
+from ._arrangement import Arrangement, Scan, partition_of
+from ._exchange import Fabric
+from ._ids import GlobalId
+from ._operators import (
+    Arrange,
+    ArrangementSource,
+    CountReduce,
+    Exchanged,
+    JoinOperator,
+    Map,
+    Operator,
+    ShardSource,
+    Stream,
+    Times,
+    router,
+)
+from ._plan import Get, Join, Plan, Project, Reduce, arity, input_of
+from ._protocol import (
+    DataflowDescription,
+    Frontier,
+    MaterializedView,
+    Row,
+    SinkExport,
+    SubscribeBatch,
+)
+from ._shard import ShardCatalog
+from ._sinks import MaterializedViewSink, Metrics, SubscribeSink
+
+__all__ = ["partition_of"]
 
 
 def compaction_error(ts: int, since: int) -> str | None:
@@ -27,155 +60,365 @@ def compaction_error(ts: int, since: int) -> str | None:
     return None
 
 
-def partition_of(row: Row, key: tuple[int, ...], parts: int) -> int:
-    """The part (0 .. parts-1) that holds ``row``: stable across runs and processes.
-    A key column the row lacks hashes as null."""
-    values = [row[column] if column < len(row) else None for column in key]
-    encoded = json.dumps(values, separators=(",", ":"), ensure_ascii=False).encode()
-    return zlib.crc32(encoded) % parts
+@attrs.define(eq=False)
+class Context:
+    """What a worker lends the dataflows it renders."""
+
+    worker: int
+    workers: int
+    fabric: Fabric
+    shards: ShardCatalog
+    metrics: Metrics
+    wake: Callable[[], None]
+    # This worker's part of an index it may import, by index id.
+    imported: Callable[[GlobalId], Callable[[], Arrangement | None]]
+    emit: Callable[[SubscribeBatch], None]
 
 
 @attrs.define(eq=False)
-class IndexPart:
-    """A worker's part of one index dataflow: its rows, upper and compaction.
+class Export:
+    """One collection a rendered dataflow exports (an index or a sink)."""
 
-    ``upper`` is ``None`` until the dataflow is scheduled and has stepped once:
-    a dataflow does nothing until it is scheduled. ``as_of`` starts at the
-    description's and moves up when a reconciliation keeps the part for a
-    later ``as_of``: a kept part then reads exactly as a fresh one built at
-    that ``as_of`` would (its upper is never below it).
-    """
-
-    dataflow: DataflowDescription
-    shard: Shard
-    part: int
-    parts: int
-    # Invariant: since >= as_of >= dataflow.as_of; both only move forward.
+    id: GlobalId
+    dataflow: Dataflow
+    # Invariant: since >= the dataflow's as_of when exported, and only grows.
     since: int
-    as_of: int
-    upper: int | None = None
-    scheduled: bool = False
-    # Rows of this part, with the time they were written at, in time order.
-    rows: list[tuple[int, Row]] = attrs.field(factory=list)
-    # How far into the shard's log this part has read.
-    cursor: int = 0
-    stop_listening: Callable[[], None] | None = None
-    # Where the maintenance runtime publishes this part for the interactive
-    # one: under the incarnation it was built as, and under each later
-    # ``as_of`` a reconciliation kept it for (oldest first).
-    publishers: dict[Incarnation, Publisher[IndexPart]] = attrs.field(factory=dict)
 
-    @classmethod
-    def build(cls, dataflow: DataflowDescription, shard: Shard, part: int, parts: int) -> IndexPart:
-        return cls(dataflow, shard, part, parts, since=dataflow.as_of, as_of=dataflow.as_of)
+    @property
+    def scheduled(self) -> bool:
+        return self.dataflow.scheduled
 
-    def keep(self, as_of: int) -> None:
-        """A reconciliation keeps this part for a dataflow built ``as_of``
-        (compatible, and not compacted past it): from now on it reads as of
-        it. The caller compacts it to ``as_of`` too."""
-        assert as_of >= self.as_of, f"a kept part's as_of only moves up ({self.as_of} -> {as_of})"
-        self.as_of = as_of
+
+@attrs.define(eq=False)
+class IndexExport(Export):
+    """An index export: this worker's part of the arrangement (``provider``
+    returns it; for a re-export, the imported part), and where maintenance
+    publishes it for the interactive runtime."""
+
+    provider: Callable[[], Arrangement | None] = attrs.field(kw_only=True)
+    publishers: dict[Incarnation, Publisher[Arrangement]] = attrs.field(factory=dict, kw_only=True)
+
+    @property
+    def arrangement(self) -> Arrangement | None:
+        return self.provider()
 
     @property
     def frontier(self) -> Frontier | None:
-        return None if self.upper is None else Frontier.at(self.upper)
-
-    def step(self) -> bool:
-        """Take what the shard has that this part has not; return whether the
-        upper moved. Does nothing until scheduled."""
-        if not self.scheduled:
-            return False
-        updates = self.shard.updates
-        key, part, parts = self.dataflow.key, self.part, self.parts
-        for ts, row in updates[self.cursor :]:
-            if partition_of(row, key, parts) == part:
-                self.rows.append((ts, row))
-        self.cursor = len(updates)
-        upper = max(self.shard.upper, self.as_of)
-        if upper != self.upper:
-            self.upper = upper
-            return True
-        return False
+        part = self.provider()
+        if not self.scheduled or part is None or part.upper is None:
+            return None
+        return Frontier.at(part.upper)
 
     def read_error(self, ts: int) -> str | None:
-        """Why a read at ``ts`` cannot be served, if it cannot."""
+        part = self.provider()
+        if part is not None and part.error is not None:
+            return part.error
         return compaction_error(ts, self.since)
 
     def ready(self, ts: int) -> bool:
-        """Whether this part is complete at ``ts`` (its upper is past it)."""
-        return self.upper is not None and self.upper > ts
+        part = self.provider()
+        return self.scheduled and part is not None and part.ready(ts)
 
-    def read(self, ts: int) -> list[Row]:
-        """The part's rows at ``ts``: every row written at or before ``ts``
-        (history before ``since`` is merged; rows are never retracted)."""
-        return [row for written, row in self.rows if written <= ts]
-
-    def changed(self) -> None:
-        """The part moved on: wake the peers bound to any of its publishers."""
-        for publisher in self.publishers.values():
-            publisher.changed()
+    def scan(self, ts: int, literals: tuple[Row, ...] | None) -> Scan:
+        part = self.provider()
+        assert part is not None, "a read starts once the part is ready"
+        return part.scan(ts, literals)
 
     def close(self) -> None:
-        """The dataflow is dropped: stop reading the shard, stop publishing."""
-        if self.stop_listening is not None:
-            self.stop_listening()
         for publisher in self.publishers.values():
             publisher.drop()
 
 
 @attrs.define(eq=False)
-class PeerView:
-    """The interactive runtime's stand-in for an index: no dataflow of its own,
-    a peer bound (through the sharing registry) to the maintenance runtime's
-    part, read at the peer's own compaction frontier.
+class SinkHandle(Export):
+    """A sink export: its frontier is the sink operator's."""
 
-    Its frontier is the bound publisher's upper; a peer bound to a dropped
-    publisher keeps that publisher's last upper forever (a frozen view), and a
-    parked peer reports nothing.
-    """
-
-    dataflow: DataflowDescription
-    peer: Peer[IndexPart]
-    # Invariant: since >= as_of, and since only moves forward.
-    since: int
-    scheduled: bool = False
-
-    @classmethod
-    def bind(cls, dataflow: DataflowDescription, peer: Peer[IndexPart]) -> PeerView:
-        return cls(dataflow, peer, since=dataflow.as_of)
-
-    @property
-    def _part(self) -> IndexPart | None:
-        publisher = self.peer.publisher
-        return None if publisher is None else publisher.value
+    sink: SinkExport = attrs.field(kw_only=True)
+    operator: Operator = attrs.field(kw_only=True)
 
     @property
     def frontier(self) -> Frontier | None:
-        part = self._part
-        if not self.scheduled or part is None:
+        upper = self.operator.out.frontier
+        if not self.scheduled or upper is None:
             return None
-        return part.frontier
+        return Frontier.at(upper)
 
-    def step(self) -> bool:
-        return False
+    def allow_writes(self) -> None:
+        if isinstance(self.operator, MaterializedViewSink):
+            self.operator.writable = True
+
+    def close(self) -> None:
+        pass
+
+
+@attrs.define(eq=False)
+class Dataflow:
+    """A rendered dataflow at one worker. ``number`` is its place in the
+    order this worker rendered dataflows (the same on every worker)."""
+
+    description: DataflowDescription
+    number: int
+    times: Times
+    operators: list[Operator] = attrs.field(factory=list)
+    exports: dict[GlobalId, IndexExport | SinkHandle] = attrs.field(factory=dict)
+    exchanges: int = 0
+    scheduled: bool = False
+    closed: bool = False
+    # The arrangements its index exports built (not the ones they re-export).
+    owned: list[Arrangement] = attrs.field(factory=list)
+
+    def fail_reads(self, error: str) -> None:
+        """Reads of its indexes fail with ``error`` (an import was compacted
+        past its as_of); it still computes, as a real dataflow's error stream
+        would."""
+        for part in self.owned:
+            part.error = error
+
+    @property
+    def as_of(self) -> int:
+        return self.times.as_of
+
+    def keep(self, as_of: int) -> None:
+        """A reconciliation keeps this dataflow for one built ``as_of``: from
+        now on it reads as of it (its frontiers never below it)."""
+        assert as_of >= self.times.as_of, "a kept dataflow's as_of only moves up"
+        self.times.as_of = as_of
+
+    def step(self) -> None:
+        if self.scheduled:
+            for operator in self.operators:
+                operator.step()
+
+    def close(self, fabric: Fabric, worker: int) -> None:
+        """Dropped: stop every operator, leave every exchange, stop publishing."""
+        if self.closed:
+            return
+        self.closed = True
+        for operator in self.operators:
+            operator.close()
+        for place in range(self.exchanges):
+            fabric.release(self.number, place, worker)
+        for export in self.exports.values():
+            export.close()
+
+
+def render(description: DataflowDescription, number: int, context: Context) -> Dataflow:
+    """Build ``description``'s operators at one worker."""
+    times = Times(description.as_of, description.until)
+    dataflow = Dataflow(description, number, times)
+    streams: dict[GlobalId, Stream] = {}
+    imported: dict[GlobalId, tuple[tuple[int, ...], Callable[[], Arrangement | None]]] = {}
+
+    def add(operator: Operator) -> Stream:
+        dataflow.operators.append(operator)
+        return operator.out
+
+    def exchange(input: Stream, key: tuple[int, ...]) -> Stream:
+        place = dataflow.exchanges
+        dataflow.exchanges += 1
+        channel = context.fabric.exchange(number, place)
+        channel.join(context.worker, context.wake)
+        route = router(key, context.workers)
+        return add(Exchanged(input, input.subscribe(), channel, context.worker, route))
+
+    def plan(node: Plan) -> Stream:
+        match node:
+            case Get(id):
+                return streams[id]
+            case Project(columns, input):
+                source = plan(input)
+                return add(Map(source, source.subscribe(), _projection(columns)))
+            case Reduce(input, _, group_key):
+                grouped = exchange(plan(input), group_key)
+                return add(CountReduce(grouped, grouped.subscribe(), group_key))
+            case Join(inputs, equalities):
+                return join([plan(input) for input in inputs], inputs, equalities)
+
+    def join(
+        sides: list[Stream], inputs: tuple[Plan, ...], pairs: tuple[tuple[int, int], ...]
+    ) -> Stream:
+        # Left-deep: the inputs so far, joined with the next on the pairs that
+        # connect them.
+        widths = [arity(input, arities) for input in inputs]
+        left = sides[0]
+        for next_, right in enumerate(sides[1:], start=1):
+            offset = sum(widths[:next_])
+            left_key: list[int] = []
+            right_key: list[int] = []
+            for a, b in pairs:
+                first, second = sorted((a, b), key=lambda column: input_of(column, widths))
+                if input_of(second, widths) == next_:
+                    left_key.append(first)
+                    right_key.append(second - offset)
+            left_in = exchange(left, tuple(left_key))
+            right_in = exchange(right, tuple(right_key))
+            left = add(
+                JoinOperator(
+                    left_in,
+                    left_in.subscribe(),
+                    tuple(left_key),
+                    right_in,
+                    right_in.subscribe(),
+                    tuple(right_key),
+                )
+            )
+        return left
+
+    arities: dict[GlobalId, int] = {}
+    for source in description.source_imports:
+        shard = context.shards.shard(source.shard)
+        operator = ShardSource(
+            shard, times, context.worker, context.workers, shard.listen(context.wake)
+        )
+        streams[source.id] = add(operator)
+        arities[source.id] = source.arity
+    for index in description.index_imports:
+        provider = context.imported(index.id)
+        streams[index.on] = add(ArrangementSource(provider, times, context.wake))
+        arities[index.on] = index.arity
+        imported[index.on] = (index.key, provider)
+    for build in description.objects_to_build:
+        streams[build.id] = plan(build.plan)
+        arities[build.id] = arity(build.plan, arities)
+    built = {build.id for build in description.objects_to_build}
+    for export in description.index_exports:
+        shared = imported.get(export.on)
+        if shared is not None and shared[0] == export.key and export.on not in built:
+            handle = IndexExport(export.id, dataflow, description.as_of, provider=shared[1])
+        else:
+            part = Arrangement(export.key)
+            dataflow.owned.append(part)
+            handle = IndexExport(export.id, dataflow, description.as_of, provider=_constant(part))
+            arranged = exchange(streams[export.on], export.key)
+            add(Arrange(arranged, arranged.subscribe(), part))
+        dataflow.exports[export.id] = handle
+    for sink in description.sink_exports:
+        dataflow.exports[sink.id] = _sink(sink, dataflow, streams, exchange, add, context)
+    return dataflow
+
+
+def _sink(
+    sink: SinkExport,
+    dataflow: Dataflow,
+    streams: dict[GlobalId, Stream],
+    exchange: Callable[[Stream, tuple[int, ...]], Stream],
+    add: Callable[[Operator], Stream],
+    context: Context,
+) -> SinkHandle:
+    source = streams[sink.on]
+    operator: Operator
+    match sink.connection:
+        case MaterializedView(shard_name):
+            # Every update goes to the one worker that writes the shard.
+            routed = exchange(source, ())
+            shard = context.shards.shard(shard_name)
+            operator = MaterializedViewSink(
+                routed,
+                routed.subscribe(),
+                shard,
+                dataflow.times,
+                owner=router((), context.workers)(()) == context.worker,
+                metrics=context.metrics,
+                stop_listening=shard.listen(context.wake),
+            )
+        case _:
+            operator = SubscribeSink(
+                sink.id,
+                source,
+                source.subscribe(),
+                dataflow.as_of,
+                sink.connection.up_to,
+                context.emit,
+            )
+    add(operator)
+    return SinkHandle(sink.id, dataflow, dataflow.as_of, sink=sink, operator=operator)
+
+
+def _projection(columns: tuple[int, ...]) -> Callable[[Row], Row]:
+    return lambda row: tuple(row[column] for column in columns)
+
+
+def _constant(part: Arrangement) -> Callable[[], Arrangement | None]:
+    return lambda: part
+
+
+@attrs.define(eq=False)
+class PeerView:
+    """The interactive runtime's stand-in for a maintenance index: no
+    dataflow of its own, a peer bound (through the sharing registry) to the
+    part maintenance publishes, read at the peer's own compaction frontier.
+
+    Its frontier is the bound part's upper; a peer bound to a dropped
+    publisher keeps that part's last upper forever (a frozen view), and a
+    parked peer reports nothing.
+    """
+
+    id: GlobalId
+    description: DataflowDescription
+    peer: Peer[Arrangement]
+    # Invariant: since >= as_of, and since only moves forward.
+    since: int
+    scheduled: bool = False
+    # The part this view's worker listens to (the bound one, once bound).
+    _following: Arrangement | None = None
+    _stop: Callable[[], None] | None = None
+
+    @classmethod
+    def bind(
+        cls, id: GlobalId, description: DataflowDescription, peer: Peer[Arrangement]
+    ) -> PeerView:
+        return cls(id, description, peer, since=description.as_of)
+
+    @property
+    def arrangement(self) -> Arrangement | None:
+        publisher = self.peer.publisher
+        return None if publisher is None else publisher.value
+
+    def provider(self) -> Arrangement | None:
+        return self.arrangement
+
+    @property
+    def frontier(self) -> Frontier | None:
+        part = self.arrangement
+        if not self.scheduled or part is None or part.upper is None:
+            return None
+        return Frontier.at(part.upper)
 
     def read_error(self, ts: int) -> str | None:
+        part = self.arrangement
+        if part is not None and part.error is not None:
+            return part.error
         return compaction_error(ts, self.since)
 
     def ready(self, ts: int) -> bool:
-        part = self._part
+        part = self.arrangement
         return self.scheduled and part is not None and part.ready(ts)
 
-    def read(self, ts: int) -> list[Row]:
-        part = self._part
+    def scan(self, ts: int, literals: tuple[Row, ...] | None) -> Scan:
+        part = self.arrangement
         assert part is not None, "a parked peer is never ready"
-        return part.read(ts)
+        return part.scan(ts, literals)
 
-    def rebind(self, peer: Peer[IndexPart]) -> Peer[IndexPart]:
+    def follow(self, wake: Callable[[], None]) -> None:
+        """Have ``wake`` called whenever the bound part changes."""
+        part = self.arrangement
+        if part is self._following:
+            return
+        self._unfollow()
+        if part is not None:
+            self._following, self._stop = part, part.listen(wake)
+
+    def _unfollow(self) -> None:
+        if self._stop is not None:
+            self._stop()
+        self._following = self._stop = None
+
+    def rebind(self, peer: Peer[Arrangement]) -> Peer[Arrangement]:
         """Read through ``peer`` from now on; release the old one and return it."""
         old, self.peer = self.peer, peer
         old.release()
         return old
 
     def close(self) -> None:
+        self._unfollow()
         self.peer.release()

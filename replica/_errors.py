@@ -11,6 +11,11 @@ class WriteBelowUpperError(ComputeError):
     """A shard write at a time below the shard's upper; nothing was written."""
 
 
+class UpperMismatchError(ComputeError):
+    """A compare-and-append whose expected upper is not the shard's; nothing
+    was written."""
+
+
 class UpperRegressionError(ComputeError):
     """An ``advance`` that would move a shard's upper back; nothing changed."""
 

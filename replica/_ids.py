@@ -31,9 +31,10 @@ def _number(_: object, __: attrs.Attribute[int], value: int) -> None:
         raise IdError(f"an id is a number from 0 to {U64_MAX}, not {value}")
 
 
-@attrs.frozen(order=True)
+@attrs.frozen(order=True, repr=False)
 class GlobalId:
-    """A collection id: ``u1001``, ``t4000``, ``s12``, ``si3``."""
+    """A collection id: ``u1001``, ``t4000``, ``s12``, ``si3`` (its repr too,
+    so commands read well in logs)."""
 
     namespace: str = attrs.field(validator=_namespace)
     value: int = attrs.field(validator=_number)
@@ -61,3 +62,11 @@ class GlobalId:
 
     def __str__(self) -> str:
         return f"{self.namespace}{self.value}"
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+def as_id(id: GlobalId | int) -> GlobalId:
+    """``id`` as a :class:`GlobalId`: a bare number is a user id."""
+    return id if isinstance(id, GlobalId) else GlobalId.user(id)

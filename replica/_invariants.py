@@ -12,7 +12,10 @@ not frozen on a dropped publisher).
 
 from __future__ import annotations
 
-from ._dataflow import IndexPart, PeerView
+from collections.abc import Iterable
+
+from ._dataflow import IndexExport, PeerView
+from ._ids import GlobalId
 from ._replica import Replica
 
 
@@ -38,14 +41,22 @@ def runtime_divergence(replica: Replica) -> list[str]:
     for reader in replica.interactive.workers:
         owner = replica.maintenance.worker(reader.process, reader.local)
         where = f"p{reader.process}/w{reader.local}"
-        runs, reads = sorted(owner.state.dataflows), sorted(reader.state.dataflows)
-        if runs != reads:
-            found.append(f"{where}: maintenance runs {runs} but interactive runs {reads}")
-        for id, view in reader.state.dataflows.items():
-            if not isinstance(view, PeerView):
-                continue
-            peer, part = view.peer, owner.state.dataflows.get(id)
-            published = [str(i) for i in part.publishers] if isinstance(part, IndexPart) else []
+        parts = {
+            id: export
+            for id, export in owner.state.collections.items()
+            if isinstance(export, IndexExport)
+        }
+        views = {
+            id: view for id, view in reader.state.collections.items() if isinstance(view, PeerView)
+        }
+        if sorted(parts) != sorted(views):
+            found.append(
+                f"{where}: maintenance runs indexes {_ids(parts)} "
+                f"but interactive reads {_ids(views)}"
+            )
+        for id, view in views.items():
+            peer, part = view.peer, parts.get(id)
+            published = [str(i) for i in part.publishers] if part is not None else []
             if peer.publisher is None:
                 found.append(
                     f"{where}: peer {peer.incarnation} parked on an incarnation nobody "
@@ -56,8 +67,12 @@ def runtime_divergence(replica: Replica) -> list[str]:
                     f"{where}: peer {peer.incarnation} bound to dropped publisher "
                     f"#{peer.publisher.serial}: a frozen view"
                 )
-            elif peer.publisher.value is not part:
+            elif part is None or peer.publisher.value is not part.arrangement:
                 found.append(
                     f"{where}: peer {peer.incarnation} bound to a part maintenance does not run"
                 )
     return found
+
+
+def _ids(ids: Iterable[GlobalId]) -> str:
+    return "[" + ", ".join(str(id) for id in sorted(ids)) + "]"

@@ -1,17 +1,26 @@
 """Merging the responses of several parts into one (sans-I/O).
 
 Used wherever one stream of responses stands for many: a process's workers, a
-replica's processes. A collection's frontier is the minimum over the parts,
-known once every part has reported it, and sent on only when it advances; a
-peek is answered once every part has answered: with the first error if any
-part failed, canceled if any part was canceled, otherwise with every part's
-rows.
+replica's processes, a process's runtimes. A collection's frontier is the
+minimum over the parts that report it, known once every one of them has
+reported, and sent on only when it advances; a peek is answered once every
+part has answered: with the first error if any part failed, canceled if any
+part was canceled, otherwise with every part's rows. A subscribe's batches
+are merged the same way: the merged batch reaches up to the least upper over
+the parts and holds every part's updates before it.
+
+Not every part reports every collection: across runtimes, a query dataflow's
+collections come from the interactive runtime only and a sink's from
+maintenance only; ``owners`` says which parts report an id (all by default).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import attrs
 
+from ._ids import GlobalId
 from ._protocol import (
     Canceled,
     CommandRejected,
@@ -23,7 +32,16 @@ from ._protocol import (
     Response,
     Row,
     Rows,
+    SubscribeBatch,
+    Update,
 )
+
+
+@attrs.define(eq=False)
+class _Subscribe:
+    uppers: dict[int, Frontier] = attrs.field(factory=dict)
+    lower: int | None = None
+    updates: list[Update] = attrs.field(factory=list)
 
 
 @attrs.define(eq=False)
@@ -37,8 +55,11 @@ class PartitionedState:
 
     parts: int = attrs.field(validator=attrs.validators.ge(1))
     regressions: list[str] = attrs.field(factory=list)
-    _uppers: dict[int, list[Frontier | None]] = attrs.field(factory=dict)
-    _merged: dict[int, Frontier] = attrs.field(factory=dict)
+    # Which parts report an id; every part when None.
+    owners: Callable[[GlobalId], frozenset[int]] | None = None
+    _uppers: dict[GlobalId, list[Frontier | None]] = attrs.field(factory=dict)
+    _merged: dict[GlobalId, Frontier] = attrs.field(factory=dict)
+    _subscribes: dict[GlobalId, _Subscribe] = attrs.field(factory=dict)
     _peeks: dict[int, list[PeekResult | None]] = attrs.field(factory=dict)
     # Per rejection, how many times each part reported it: the n-th rejection
     # of the same command is passed on once, when the first part reports it.
@@ -58,6 +79,8 @@ class PartitionedState:
                     return None
                 del self._peeks[uuid]
                 return PeekResponse(uuid, _combine([a for a in answers if a is not None]))
+            case SubscribeBatch():
+                return self._absorb_batch(part, response)
             case CommandRejected(command, reason):
                 counts = self._rejections.setdefault((command, reason), [0] * self.parts)
                 counts[part] += 1
@@ -66,8 +89,36 @@ class PartitionedState:
                     if counts[part] > max(counts[:part] + counts[part + 1 :] + [0])
                     else None
                 )
+        raise AssertionError(f"unmergeable response {response!r}")
 
-    def _absorb_frontier(self, part: int, id: int, upper: Frontier) -> Response | None:
+    def _reporting(self, id: GlobalId) -> frozenset[int]:
+        if self.owners is None:
+            return frozenset(range(self.parts))
+        return self.owners(id)
+
+    def _absorb_batch(self, part: int, batch: SubscribeBatch) -> Response | None:
+        merge = self._subscribes.setdefault(batch.id, _Subscribe())
+        if merge.lower is None:
+            merge.lower = batch.lower
+        merge.uppers[part] = batch.upper
+        merge.updates.extend(batch.updates)
+        reporting = self._reporting(batch.id)
+        if not reporting <= merge.uppers.keys():
+            return None
+        upper = min(merge.uppers[p] for p in reporting)
+        if upper.time is not None and upper.time <= merge.lower:
+            return None
+        if upper.time is None:
+            done, merge.updates = merge.updates, []
+            del self._subscribes[batch.id]
+        else:
+            limit = upper.time
+            done = [u for u in merge.updates if u[1] < limit]
+            merge.updates = [u for u in merge.updates if u[1] >= limit]
+        lower, merge.lower = merge.lower, upper.time
+        return SubscribeBatch(batch.id, lower, upper, tuple(done))
+
+    def _absorb_frontier(self, part: int, id: GlobalId, upper: Frontier) -> Response | None:
         uppers = self._uppers.setdefault(id, [None] * self.parts)
         previous = uppers[part]
         if previous is not None and upper < previous:
@@ -76,9 +127,10 @@ class PartitionedState:
             )
             return None
         uppers[part] = upper
-        if any(known is None for known in uppers):
+        reporting = [uppers[p] for p in self._reporting(id)]
+        if any(known is None for known in reporting):
             return None
-        merged = min(known for known in uppers if known is not None)
+        merged = min(known for known in reporting if known is not None)
         if id in self._merged and merged <= self._merged[id]:
             return None
         self._merged[id] = merged

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 
 import attrs
 
-from ._ids import GlobalId
+from ._ids import GlobalId, as_id
 
 
 class PlanError(ValueError):
@@ -34,7 +34,7 @@ class Aggregate(enum.StrEnum):
 class Get:
     """The collection ``id``: an import's collection or an earlier build."""
 
-    id: GlobalId
+    id: GlobalId = attrs.field(converter=as_id)
 
 
 @attrs.frozen
@@ -124,6 +124,4 @@ def input_of(column: int, widths: list[int]) -> int:
 def _columns(what: str, columns: tuple[int, ...], width: int) -> None:
     for column in columns:
         if not 0 <= column < width:
-            raise PlanError(
-                f"{what}: column #{column} out of range for a {width}-column input"
-            )
+            raise PlanError(f"{what}: column #{column} out of range for a {width}-column input")

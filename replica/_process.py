@@ -20,6 +20,7 @@ the next connection.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import attrs
 import trio
@@ -29,8 +30,20 @@ from actors import Sequencer
 from ._connection import ConnectionOrder, RuntimeConnection, ServerEnd
 from ._errors import ProtocolError
 from ._faults import Faults
+from ._ids import GlobalId
 from ._merge import PartitionedState
-from ._protocol import CancelPeek, Command, Hello, Peek, PeekResponse, Response
+from ._protocol import (
+    AllowCompaction,
+    AllowWrites,
+    CancelPeek,
+    Command,
+    CreateDataflow,
+    Hello,
+    Peek,
+    PeekResponse,
+    Response,
+    Schedule,
+)
 from ._worker import SequencedCommand
 
 MAINTENANCE = "maintenance"
@@ -153,6 +166,9 @@ class Process:
     regressions: list[str] = attrs.field(factory=list)
     # Per runtime delayed by a fault: what waits behind the delay, in order.
     delayed: dict[str, list[tuple[RuntimeConnection, Command | None]]] = attrs.field(factory=dict)
+    # Which runtimes run each collection (by the dataflows routed so far);
+    # every runtime when absent.
+    owners: dict[GlobalId, tuple[str, ...]] = attrs.field(factory=dict)
     _nursery: trio.Nursery | None = None
 
     def accept(self, connection: ServerEnd) -> None:
@@ -176,11 +192,40 @@ class Process:
             raise ProtocolError(f"process {self.index} runs no {runtime} runtime (only {running})")
 
     def _targets(self, command: Command) -> list[str]:
-        """Peeks go to the interactive runtime only (to maintenance when Solo);
-        every other command to every runtime, maintenance first."""
-        if isinstance(command, Peek | CancelPeek):
-            return [INTERACTIVE if INTERACTIVE in self.adapters else MAINTENANCE]
+        """Peeks go to the interactive runtime only (to maintenance when Solo).
+        A query dataflow (every export transient) goes to the interactive
+        runtime only, and so does every later command naming its ids; a
+        command naming a sink of another dataflow goes to maintenance only
+        (the interactive runtime runs no sink of it). Every other command
+        goes to every runtime, maintenance first."""
+        if INTERACTIVE not in self.adapters:
+            return [MAINTENANCE]
+        match command:
+            case Peek() | CancelPeek():
+                return [INTERACTIVE]
+            case CreateDataflow(dataflow):
+                if dataflow.is_transient:
+                    self.owners.update(dict.fromkeys(dataflow.exports, (INTERACTIVE,)))
+                    return [INTERACTIVE]
+                self.owners.update(dict.fromkeys(dataflow.exports, (MAINTENANCE, INTERACTIVE)))
+                self.owners.update(
+                    dict.fromkeys((sink.id for sink in dataflow.sink_exports), (MAINTENANCE,))
+                )
+            case Schedule(id) | AllowWrites(id) | AllowCompaction(id, _):
+                return list(self.owners.get(id, self.adapters))
         return list(self.adapters)
+
+    def _reporting(self, names: list[str]) -> Callable[[GlobalId], frozenset[int]]:
+        """Which of the runtimes (``names``, in merge order) report ``id``."""
+        everyone = frozenset(range(len(names)))
+
+        def reporting(id: GlobalId) -> frozenset[int]:
+            owners = self.owners.get(id)
+            if owners is None:
+                return everyone
+            return frozenset(names.index(name) for name in owners)
+
+        return reporting
 
     def _forward(
         self, runtime: str, connection: RuntimeConnection, command: Command | None
@@ -241,7 +286,9 @@ class Process:
         """Merge each runtime's workers, then the runtimes: a collection's
         frontier is the minimum over the runtimes; peek responses come from the
         one runtime that serves peeks."""
-        across = PartitionedState(len(runtimes), self.regressions)
+        across = PartitionedState(
+            len(runtimes), self.regressions, owners=self._reporting(list(runtimes))
+        )
         async with trio.open_nursery() as nursery:
             for number, runtime in enumerate(runtimes.values()):
                 nursery.start_soon(

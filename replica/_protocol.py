@@ -11,7 +11,7 @@ import functools
 
 import attrs
 
-from ._ids import GlobalId
+from ._ids import GlobalId, as_id
 from ._plan import Plan
 
 Datum = int | str | bool | float | None
@@ -25,10 +25,20 @@ Update = tuple[Row, int, int]
 """A change to a collection: ``(row, time, diff)``."""
 
 
-def row_order(row: Row) -> tuple[tuple[int, int, str], ...]:
-    """The sort key of a row: by value, column by column; integers numerically
-    and before strings; strings by code point."""
-    return tuple((0, value, "") if isinstance(value, int) else (1, 0, str(value)) for value in row)
+def _datum_order(value: Datum) -> tuple[int, float, str]:
+    if value is None:
+        return (0, 0, "")
+    if isinstance(value, bool):
+        return (1, int(value), "")
+    if isinstance(value, int | float):
+        return (2, value, "")
+    return (3, 0, value)
+
+
+def row_order(row: Row) -> tuple[tuple[int, float, str], ...]:
+    """The sort key of a row: by value, column by column; nulls first, then
+    booleans, numbers (numerically), strings (by code point)."""
+    return tuple(_datum_order(value) for value in row)
 
 
 @functools.total_ordering
@@ -84,7 +94,7 @@ class InstanceConfig:
 class SourceImport:
     """Shard ``shard``, read as collection ``id`` (rows of ``arity`` columns)."""
 
-    id: GlobalId
+    id: GlobalId = attrs.field(converter=as_id)
     shard: str
     arity: int = 2
 
@@ -94,8 +104,8 @@ class IndexImport:
     """Index ``id``, an arrangement of collection ``on`` by ``key``: the
     dataflow reads it as ``Get on``, sharing the arrangement, not copying it."""
 
-    id: GlobalId
-    on: GlobalId
+    id: GlobalId = attrs.field(converter=as_id)
+    on: GlobalId = attrs.field(converter=as_id)
     key: tuple[int, ...]
     arity: int = 2
 
@@ -104,7 +114,7 @@ class IndexImport:
 class Build:
     """Collection ``id``: what ``plan`` computes."""
 
-    id: GlobalId
+    id: GlobalId = attrs.field(converter=as_id)
     plan: Plan
 
 
@@ -114,8 +124,8 @@ class IndexExport:
     collection, which re-exports that arrangement) arranged by ``key``.
     ``transient`` (or a ``t`` id) makes it a query dataflow's export."""
 
-    id: GlobalId
-    on: GlobalId
+    id: GlobalId = attrs.field(converter=as_id)
+    on: GlobalId = attrs.field(converter=as_id)
     key: tuple[int, ...]
     transient: bool = False
 
@@ -143,8 +153,8 @@ class Subscribe:
 class SinkExport:
     """Sink ``id`` of collection ``on``."""
 
-    id: GlobalId
-    on: GlobalId
+    id: GlobalId = attrs.field(converter=as_id)
+    on: GlobalId = attrs.field(converter=as_id)
     connection: MaterializedView | Subscribe
 
     @property
@@ -179,7 +189,7 @@ class DataflowDescription:
     ) -> DataflowDescription:
         """An index of a shard: import ``shard`` as ``source``, export index
         ``index`` of it keyed by ``key`` (the driver's ``define-index``)."""
-        source, index = _id(source), _id(index)
+        source, index = as_id(source), as_id(index)
         return cls(
             as_of=as_of,
             source_imports=(SourceImport(source, shard, arity),),
@@ -195,18 +205,15 @@ class DataflowDescription:
     @property
     def is_transient(self) -> bool:
         """A query dataflow: it exports something, and only transient things."""
-        exports = (*self.index_exports, *self.sink_exports)
-        return bool(exports) and all(export.is_transient for export in exports)
+        flags = [e.is_transient for e in self.index_exports]
+        flags += [s.is_transient for s in self.sink_exports]
+        return bool(flags) and all(flags)
 
     def compatible_with(self, new: DataflowDescription) -> bool:
         """Whether this running dataflow can stand in for ``new``: the same
         imports, plans and exports (the name aside), and an ``as_of`` not after
         the new one."""
         return attrs.evolve(self, as_of=new.as_of) == new and self.as_of <= new.as_of
-
-
-def _id(id: GlobalId | int) -> GlobalId:
-    return id if isinstance(id, GlobalId) else GlobalId.user(id)
 
 
 @attrs.frozen
@@ -236,7 +243,7 @@ class CreateDataflow:
 
 @attrs.frozen
 class Schedule:
-    id: GlobalId
+    id: GlobalId = attrs.field(converter=as_id)
 
 
 @attrs.frozen
@@ -244,14 +251,14 @@ class AllowWrites:
     """Let materialized-view sink ``id`` write its shard (until now it only
     computes what it would write)."""
 
-    id: GlobalId
+    id: GlobalId = attrs.field(converter=as_id)
 
 
 @attrs.frozen
 class AllowCompaction:
     """Allow reads before ``frontier`` to be merged; the empty frontier drops ``id``."""
 
-    id: GlobalId
+    id: GlobalId = attrs.field(converter=as_id)
     frontier: Frontier
 
 
@@ -261,7 +268,7 @@ class Peek:
     the rows whose key is one of them (the replica sorts and dedupes them)."""
 
     uuid: int
-    id: GlobalId
+    id: GlobalId = attrs.field(converter=as_id)
     timestamp: int
     literals: tuple[Row, ...] | None = None
 
@@ -307,7 +314,7 @@ PeekResult = Rows | PeekError | Canceled
 class Frontiers:
     """The upper of collection ``id``: never regresses; empty once dropped."""
 
-    id: GlobalId
+    id: GlobalId = attrs.field(converter=as_id)
     upper: Frontier
 
 
@@ -332,7 +339,7 @@ class SubscribeBatch:
     """Updates of subscribe ``id`` at times in ``[lower, upper)``; ``upper``
     empty once the subscribe reached its ``up_to``."""
 
-    id: GlobalId
+    id: GlobalId = attrs.field(converter=as_id)
     lower: int
     upper: Frontier
     updates: tuple[Update, ...]

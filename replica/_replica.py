@@ -23,12 +23,14 @@ from actors import ActorRef, ActorSystem, Sequencer, Tracer, open_system
 from barrier import ReconcileBarrier, Side
 from sharing import Registry
 
+from ._arrangement import Arrangement
 from ._connection import RuntimeConnection
-from ._dataflow import IndexPart
+from ._exchange import Fabric
 from ._faults import FaultPlan, Faults
 from ._process import INTERACTIVE, MAINTENANCE, ChannelAdapter, Process
 from ._protocol import Response
 from ._shard import ShardCatalog
+from ._sinks import Metrics
 from ._state import Role
 from ._worker import SequencedCommand, Worker
 
@@ -70,6 +72,7 @@ class Runtime:
     name: str
     workers: list[Worker]
     command_channel: Sequencer[SequencedCommand]
+    fabric: Fabric
 
     def worker(self, process: int, local: int) -> Worker:
         per_process = len(self.workers) // len({worker.process for worker in self.workers})
@@ -86,9 +89,11 @@ class Replica:
     processes: list[Process]
     runtimes: dict[str, Runtime]
     # Per (process, local ordinal), with two runtimes only.
-    registries: dict[tuple[int, int], Registry[IndexPart]] = attrs.field(factory=dict)
+    registries: dict[tuple[int, int], Registry[Arrangement]] = attrs.field(factory=dict)
     barriers: dict[tuple[int, int], ReconcileBarrier] = attrs.field(factory=dict)
     faults: Faults = attrs.field(factory=lambda: Faults.seeded(FaultPlan(), 0))
+    # The replica's counters (the materialized-view sinks' correction buffers).
+    metrics: Metrics = attrs.field(factory=Metrics)
 
     @property
     def maintenance(self) -> Runtime:
@@ -133,7 +138,7 @@ async def open_replica(
             Process(index, config.workers, faults=faults) for index in range(config.processes)
         ]
         places = [(p, local) for p in range(config.processes) for local in range(config.workers)]
-        registries: dict[tuple[int, int], Registry[IndexPart]] = {}
+        registries: dict[tuple[int, int], Registry[Arrangement]] = {}
         barriers: dict[tuple[int, int], ReconcileBarrier] = {}
         if config.interactive:
             for p, local in places:
@@ -143,6 +148,7 @@ async def open_replica(
                         system, name=f"barrier/p{p}/w{local}"
                     )
         runtimes: dict[str, Runtime] = {}
+        metrics = Metrics()
         roles = (
             [
                 (MAINTENANCE, Role.MAINTENANCE, Side.MAINTENANCE),
@@ -153,12 +159,24 @@ async def open_replica(
         )
         for name, role, side in roles:
             runtimes[name] = await _start_runtime(
-                name, config, system, shards, processes, nursery, role, registries, barriers, side
+                name,
+                config,
+                system,
+                shards,
+                processes,
+                nursery,
+                role,
+                registries,
+                barriers,
+                side,
+                metrics,
             )
         for runtime in runtimes.values():
             for worker in runtime.workers:
                 worker.faults = faults
-        replica = Replica(config, system, shards, processes, runtimes, registries, barriers, faults)
+        replica = Replica(
+            config, system, shards, processes, runtimes, registries, barriers, faults, metrics
+        )
         for process in processes:
             nursery.start_soon(process.multiplex, nursery)
         yield replica
@@ -175,11 +193,13 @@ async def _start_runtime(
     processes: list[Process],
     nursery: trio.Nursery,
     role: Role,
-    registries: dict[tuple[int, int], Registry[IndexPart]],
+    registries: dict[tuple[int, int], Registry[Arrangement]],
     barriers: dict[tuple[int, int], ReconcileBarrier],
     side: Side | None,
+    metrics: Metrics,
 ) -> Runtime:
     total = config.processes * config.workers
+    fabric = Fabric(total)
     workers: list[Worker] = []
     refs: list[ActorRef[SequencedCommand]] = []
     responses: list[trio.MemoryReceiveChannel[tuple[int, Response]]] = []
@@ -197,6 +217,8 @@ async def _start_runtime(
                 role=role,
                 registry=registries.get((p, local)),
                 align=config.align,
+                fabric=fabric,
+                metrics=metrics,
             )
             worker.barrier = barriers.get((p, local))
             worker.side = side if worker.barrier is not None else None
@@ -223,4 +245,4 @@ async def _start_runtime(
             )
             nursery.start_soon(adapter.run, name=f"{name}/p{process.index}/adapter{local}")
         process.adapters[name] = channels
-    return Runtime(name, workers, command_channel)
+    return Runtime(name, workers, command_channel, fabric)

@@ -1,41 +1,65 @@
-"""Shards: shared append-only logs of rows with an upper, like persist shards
-(DESIGN.md §2.5). A write wakes every dataflow that reads the shard."""
+"""Shards: shared append-only logs of updates with an upper, like persist
+shards (DESIGN.md §2.5). A change wakes every reader that listens.
+
+A shard holds updates ``(row, time, diff)``; every time before ``upper`` is
+complete. Appends are compare-and-append, as persist's are: a batch covers
+``[lower, upper)`` and applies only if ``lower`` is the shard's upper. The
+driver's writes are the special case of one time.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
 
 import attrs
 
-from ._errors import UpperRegressionError, WriteBelowUpperError
-from ._protocol import Row
+from ._errors import UpperMismatchError, UpperRegressionError, WriteBelowUpperError
+from ._protocol import Row, Update
 
 
 @attrs.define(eq=False)
 class Shard:
-    """An append-only log of ``(ts, row)`` updates; every time before ``upper`` is complete.
-
-    A write at ``ts`` needs ``ts >= upper`` and sets ``upper = ts + 1``.
-    """
+    """An append-only log of updates and its upper."""
 
     name: str
-    # Invariant: every update's ts is below upper, and the ts are non-decreasing.
+    # Invariant: every update's time is below upper; batches are appended in
+    # time order (a later batch's times are at or after an earlier one's upper).
     upper: int = 0
-    updates: list[tuple[int, Row]] = attrs.field(factory=list)
+    updates: list[Update] = attrs.field(factory=list)
     _listeners: dict[int, Callable[[], None]] = attrs.field(factory=dict)
     _next_listener: int = 0
 
     def write(self, ts: int, rows: Iterable[Row]) -> int:
-        """Append ``rows`` at ``ts``; return how many. Raises
-        :class:`~replica.WriteBelowUpperError` (and writes nothing) if
-        ``ts`` is below the upper."""
+        """Append ``rows`` at ``ts`` (each once); the upper becomes ``ts + 1``.
+        Return how many. Raises :class:`~replica.WriteBelowUpperError` (and
+        writes nothing) if ``ts`` is below the upper."""
         if ts < self.upper:
             raise WriteBelowUpperError(f"write at ts {ts} is below the shard upper {self.upper}")
-        batch = [(ts, row) for row in rows]
+        batch = [(row, ts, 1) for row in rows]
         self.updates.extend(batch)
         self.upper = ts + 1
         self._notify()
         return len(batch)
+
+    def append(self, updates: Sequence[Update], lower: int, upper: int) -> None:
+        """Compare-and-append: add ``updates`` (times in ``[lower, upper)``)
+        and move the upper to ``upper``, if the upper is ``lower`` now. Raises
+        :class:`~replica.UpperMismatchError` (and changes nothing) otherwise."""
+        if lower != self.upper:
+            raise UpperMismatchError(
+                f"append to shard {self.name!r} expected upper {lower}, found {self.upper}"
+            )
+        if upper <= lower:
+            raise ValueError(
+                f"an append covers [lower, upper) with upper > lower: {lower}, {upper}"
+            )
+        stray = next((t for _, t, _ in updates if not lower <= t < upper), None)
+        if stray is not None:
+            raise ValueError(f"an update at {stray} is outside the batch [{lower}, {upper})")
+        self.updates.extend(updates)
+        self.upper = upper
+        self._notify()
 
     def advance(self, upper: int) -> None:
         """Move the upper to ``upper`` without data. Raises
@@ -45,6 +69,15 @@ class Shard:
         if upper > self.upper:
             self.upper = upper
             self._notify()
+
+    def read_at(self, ts: int) -> list[Row]:
+        """The rows at ``ts`` (a row with multiplicity k appears k times).
+        Complete only once the upper is past ``ts``."""
+        counts: Counter[Row] = Counter()
+        for row, time, diff in self.updates:
+            if time <= ts:
+                counts[row] += diff
+        return [row for row, count in counts.items() for _ in range(count)]
 
     def listen(self, wake: Callable[[], None]) -> Callable[[], None]:
         """Call ``wake`` after every change; return the function that stops it."""

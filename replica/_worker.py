@@ -16,11 +16,15 @@ from actors import Inbox
 from barrier import ReconcileBarrier, Side
 from sharing import Registry
 
-from ._dataflow import IndexPart, PeerView
+from ._arrangement import Arrangement
+from ._dataflow import IndexExport, PeerView
+from ._exchange import Fabric
 from ._faults import Faults
 from ._protocol import Command, CreateDataflow, InitializationComplete, Response
+from ._reconcile import plan_reconcile
 from ._shard import ShardCatalog
-from ._state import Collection, ComputeState, Role, plan_reconcile
+from ._sinks import Metrics
+from ._state import Collection, ComputeState, Role
 
 
 def _nothing() -> None:
@@ -34,7 +38,7 @@ def _sharing(collection: Collection) -> str | None:
             return f"peer {peer.incarnation} parked: no publisher yet"
         frozen = ", frozen: its publisher was dropped" if peer.frozen else ""
         return f"peer {peer.incarnation} bound to publisher #{peer.publisher.serial}{frozen}"
-    if collection.publishers:
+    if isinstance(collection, IndexExport) and collection.publishers:
         # The newest publication: a kept part is published again under its new
         # incarnation.
         publisher = list(collection.publishers.values())[-1]
@@ -95,12 +99,23 @@ class Worker:
         responses: trio.MemorySendChannel[tuple[int, Response]],
         *,
         role: Role = Role.SOLO,
-        registry: Registry[IndexPart] | None = None,
+        registry: Registry[Arrangement] | None = None,
         align: bool = True,
+        fabric: Fabric | None = None,
+        metrics: Metrics | None = None,
     ) -> Worker:
-        """Worker ``index`` of a runtime of ``workers`` workers."""
+        """Worker ``index`` of a runtime of ``workers`` workers; ``fabric`` is
+        the runtime's (its workers exchange updates through it)."""
         state = ComputeState(
-            index, workers, shards, wake=_nothing, role=role, registry=registry, align=align
+            index,
+            workers,
+            shards,
+            wake=_nothing,
+            role=role,
+            registry=registry,
+            fabric=Fabric(workers) if fabric is None else fabric,
+            metrics=Metrics() if metrics is None else metrics,
+            align=align,
         )
         worker = cls(index, process, local, state, responses)
         state.wake = worker.wake
@@ -159,7 +174,7 @@ class Worker:
             for command in commands:
                 self._apply(seq, command)
             return
-        plan = plan_reconcile(self.state.instance, self.state.dataflows, commands)
+        plan = plan_reconcile(self.state.instance, self.state.running(), commands)
         inbox.mark(f"drop phase: keep {sorted(plan.retained)} drop {sorted(plan.dropped)}", seq)
         # NOTE: the drop phase waits on no other worker.
         self.state.begin_reconcile(plan)
@@ -200,7 +215,7 @@ class Worker:
         if inbox is None or not inbox.tracing:
             return
         noted: dict[Collection, str] = {}
-        for collection in self.state.dataflows.values():
+        for collection in self.state.collections.values():
             text = _sharing(collection)
             if text is not None:
                 if self._noted.get(collection) != text:

@@ -13,7 +13,7 @@ holds it.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
 
 import attrs
@@ -29,11 +29,13 @@ class SlotTakenError(SharingError):
     """A publish into a slot that already has a live publisher."""
 
 
-@attrs.frozen(order=True)
+@attrs.frozen
 class Incarnation:
-    """Which index, built as of when: the key of a registry slot."""
+    """Which index, built as of when: the key of a registry slot. The index
+    id is whatever names indexes where the registry is used (a number, or a
+    replica's ``GlobalId``): hashable, and shown by ``str``."""
 
-    index_id: int
+    index_id: Hashable
     as_of: int
 
     def __str__(self) -> str:
@@ -184,6 +186,8 @@ class Registry(Generic[T]):
                     None if slot.current is None else slot.current.serial,
                     len(slot.peers),
                 )
-                for incarnation, slot in sorted(self._slots.items())
+                for incarnation, slot in sorted(
+                    self._slots.items(), key=lambda item: (str(item[0].index_id), item[0].as_of)
+                )
             )
         )

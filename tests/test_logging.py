@@ -77,8 +77,8 @@ async def test_rejections_and_a_broken_barrier_are_logged(caplog: pytest.LogCapt
     assert (
         "replica",
         "WARNING",
-        "replica rejected AllowCompaction(id=9, frontier=Frontier(time=1)): "
-        "allow compaction of collection 9: collection ID does not exist",
+        "replica rejected AllowCompaction(id=u9, frontier=Frontier(time=1)): "
+        "allow compaction of collection u9: collection ID does not exist",
     ) in messages
     assert (
         "barrier",

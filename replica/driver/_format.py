@@ -5,7 +5,7 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Iterable
 
-from replica import Row, row_order
+from replica import Datum, Row
 
 _SHORT = {
     '"': '\\"',
@@ -27,15 +27,20 @@ def _escape(char: str) -> str:
     return char
 
 
-def format_field(value: int | str) -> str:
-    """Integers bare; strings double-quoted with JSON escaping: only ``"``,
-    ``\\`` and control characters (Unicode category Cc) are escaped; every
-    other character, non-ASCII included, is written as it is."""
-    if isinstance(value, int):
+def format_field(value: Datum) -> str:
+    """Integers bare; ``true``/``false``; ``null``; strings double-quoted with
+    JSON escaping: only ``"``, ``\\`` and control characters (Unicode category
+    Cc) are escaped; every other character, non-ASCII included, is written as
+    it is."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
         return str(value)
     return '"' + "".join(_escape(char) for char in value) + '"'
 
 
 def format_rows(rows: Iterable[Row]) -> list[str]:
-    """One line a row, sorted; a row with multiplicity k appears k times."""
-    return [" ".join(format_field(value) for value in row) for row in sorted(rows, key=row_order)]
+    """One line a row, sorted as text; a row with multiplicity k appears k times."""
+    return sorted(" ".join(format_field(value) for value in row) for row in rows)

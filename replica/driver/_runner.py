@@ -17,6 +17,7 @@ from replica import (
     DataflowDescription,
     FaultPlan,
     Frontier,
+    GlobalId,
     InitializationComplete,
     Replica,
     ReplicaConfig,
@@ -196,7 +197,7 @@ async def _execute(session: _Session, stanza: Stanza) -> list[str]:
         case "define-index":
             key = args["key"]
             assert isinstance(key, tuple)
-            dataflow = DataflowDescription(
+            dataflow = DataflowDescription.index(
                 as_int(args["source"]),
                 as_str(args["shard"]),
                 as_int(args["index"]),
@@ -205,13 +206,15 @@ async def _execute(session: _Session, stanza: Stanza) -> list[str]:
             )
             await session.send(CreateDataflow(dataflow))
         case "schedule":
-            await session.send(Schedule(as_int(args["id"])))
+            await session.send(Schedule(GlobalId.user(as_int(args["id"]))))
         case "allow-compaction":
             await session.send(
-                AllowCompaction(as_int(args["id"]), Frontier.at(as_int(args["since"])))
+                AllowCompaction(
+                    GlobalId.user(as_int(args["id"])), Frontier.at(as_int(args["since"]))
+                )
             )
         case "drop":
-            await session.send(AllowCompaction(as_int(args["id"]), Frontier.empty()))
+            await session.send(AllowCompaction(GlobalId.user(as_int(args["id"])), Frontier.empty()))
         case "await-frontier" | "peek" | "count":
             return await _read(controller, stanza)
         case "hold":
@@ -229,7 +232,7 @@ async def _execute(session: _Session, stanza: Stanza) -> list[str]:
 async def _read(controller: Controller, stanza: Stanza) -> list[str]:
     args = stanza.args
     timeout = as_str(args.get("timeout-secs", DEFAULT_TIMEOUT))
-    id, ts = as_int(args["id"]), as_int(args["ts"])
+    id, ts = GlobalId.user(as_int(args["id"])), as_int(args["ts"])
     with trio.move_on_after(float(timeout)):
         if stanza.name == "await-frontier":
             await controller.await_frontier(id, ts)

@@ -24,8 +24,8 @@ from replica import (
 )
 from replica.driver import main
 
-OLD = DataflowDescription(1000, "data", 1001, (0,), 0)
-NEW = DataflowDescription(1000, "data", 1001, (1,), 0)
+OLD = DataflowDescription.index(1000, "data", 1001, (0,), 0)
+NEW = DataflowDescription.index(1000, "data", 1001, (1,), 0)
 
 
 def test_no_plan_injects_nothing() -> None:

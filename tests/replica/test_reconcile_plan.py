@@ -17,6 +17,7 @@ from replica import (
     DataflowDescription,
     Frontier,
     Frontiers,
+    GlobalId,
     InstanceConfig,
     Peek,
     PeekError,
@@ -27,9 +28,11 @@ from replica import (
     plan_reconcile,
 )
 
+U = GlobalId.user
+
 
 def index(as_of: int = 0, key: tuple[int, ...] = (0,), id: int = 1001) -> DataflowDescription:
-    return DataflowDescription(1000, "data", id, key, as_of)
+    return DataflowDescription.index(1000, "data", id, key, as_of)
 
 
 def running(*dataflows: DataflowDescription, since: int | None = None) -> ComputeState:
@@ -37,17 +40,17 @@ def running(*dataflows: DataflowDescription, since: int | None = None) -> Comput
     state.apply(CreateInstance())
     for dataflow in dataflows:
         state.apply(CreateDataflow(dataflow))
-        state.apply(Schedule(dataflow.index_id))
+        state.apply(Schedule(dataflow.exports[0]))
         if since is not None:
-            state.apply(AllowCompaction(dataflow.index_id, Frontier.at(since)))
+            state.apply(AllowCompaction(dataflow.exports[0], Frontier.at(since)))
     state.drain()
     return state
 
 
 def test_an_identical_dataflow_is_kept_and_compacted_to_the_new_as_of() -> None:
     state = running(index(as_of=0))
-    plan = plan_reconcile(state.instance, state.dataflows, [CreateDataflow(index(as_of=0))])
-    assert plan.retained == {1001}
+    plan = plan_reconcile(state.instance, state.running(), [CreateDataflow(index(as_of=0))])
+    assert plan.retained == {U(1001)}
     assert plan.dropped == frozenset()
     assert plan.compactions == (AllowCompaction(1001, Frontier.at(0)),)
     assert plan.rest == ()
@@ -55,16 +58,16 @@ def test_an_identical_dataflow_is_kept_and_compacted_to_the_new_as_of() -> None:
 
 def test_a_later_as_of_still_keeps_the_dataflow() -> None:
     state = running(index(as_of=0))
-    plan = plan_reconcile(state.instance, state.dataflows, [CreateDataflow(index(as_of=4))])
-    assert plan.retained == {1001}
+    plan = plan_reconcile(state.instance, state.running(), [CreateDataflow(index(as_of=4))])
+    assert plan.retained == {U(1001)}
     assert plan.compactions == (AllowCompaction(1001, Frontier.at(4)),)
 
 
 def test_an_earlier_as_of_rebuilds_the_dataflow() -> None:
     state = running(index(as_of=3))
     new = CreateDataflow(index(as_of=1))
-    plan = plan_reconcile(state.instance, state.dataflows, [new])
-    assert plan.dropped == {1001}
+    plan = plan_reconcile(state.instance, state.running(), [new])
+    assert plan.dropped == {U(1001)}
     assert plan.compactions == (AllowCompaction(1001, Frontier.empty()),)
     assert plan.rest == (new,)
 
@@ -72,7 +75,7 @@ def test_an_earlier_as_of_rebuilds_the_dataflow() -> None:
 def test_a_different_key_at_the_same_as_of_drops_then_creates() -> None:
     state = running(index(as_of=0, key=(0,)))
     new = CreateDataflow(index(as_of=0, key=(1,)))
-    plan = plan_reconcile(state.instance, state.dataflows, [new, Schedule(1001)])
+    plan = plan_reconcile(state.instance, state.running(), [new, Schedule(1001)])
     assert plan.compactions == (AllowCompaction(1001, Frontier.empty()),)
     assert plan.rest == (new, Schedule(1001))
 
@@ -80,23 +83,23 @@ def test_a_different_key_at_the_same_as_of_drops_then_creates() -> None:
 def test_a_dataflow_compacted_past_the_new_as_of_is_rebuilt() -> None:
     state = running(index(as_of=0), since=5)
     new = CreateDataflow(index(as_of=2))
-    plan = plan_reconcile(state.instance, state.dataflows, [new])
-    assert plan.dropped == {1001}
+    plan = plan_reconcile(state.instance, state.running(), [new])
+    assert plan.dropped == {U(1001)}
     assert plan.rest == (new,)
 
 
 def test_history_is_reduced_before_comparing() -> None:
     # as_of 0 compacted to 5 is, for reconciliation, a dataflow built as of 5.
     state = running(index(as_of=0), since=5)
-    plan = plan_reconcile(state.instance, state.dataflows, [CreateDataflow(index(as_of=5))])
-    assert plan.retained == {1001}
+    plan = plan_reconcile(state.instance, state.running(), [CreateDataflow(index(as_of=5))])
+    assert plan.retained == {U(1001)}
 
 
 def test_a_dataflow_the_new_controller_does_not_mention_is_dropped() -> None:
     state = running(index(id=1001), index(id=2001))
-    plan = plan_reconcile(state.instance, state.dataflows, [CreateDataflow(index(id=2001))])
-    assert plan.retained == {2001}
-    assert plan.dropped == {1001}
+    plan = plan_reconcile(state.instance, state.running(), [CreateDataflow(index(id=2001))])
+    assert plan.retained == {U(2001)}
+    assert plan.dropped == {U(1001)}
     assert plan.compactions == (
         AllowCompaction(2001, Frontier.at(0)),
         AllowCompaction(1001, Frontier.empty()),
@@ -111,14 +114,14 @@ def test_other_commands_keep_their_order_after_the_compactions() -> None:
         Schedule(1001),
         Peek(1, 1001, 0),
     ]
-    plan = plan_reconcile(state.instance, state.dataflows, new)
+    plan = plan_reconcile(state.instance, state.running(), new)
     assert plan.rest == (Schedule(1001), Peek(1, 1001, 0))
 
 
 def test_a_different_instance_configuration_is_rejected() -> None:
     state = running()
     other = CreateInstance(InstanceConfig((("workers", "9"),)))
-    plan = plan_reconcile(state.instance, state.dataflows, [other])
+    plan = plan_reconcile(state.instance, state.running(), [other])
     assert plan.rejected == (
         CommandRejected(other, "instance configuration differs from the running instance"),
     )
@@ -129,11 +132,11 @@ def test_the_drop_phase_forgets_old_peeks_and_reports_nothing_for_drops() -> Non
     state.apply(Peek(9, 1001, 50))
     state.step()
     state.drain()
-    plan = plan_reconcile(state.instance, state.dataflows, [CreateDataflow(index(id=2001))])
+    plan = plan_reconcile(state.instance, state.running(), [CreateDataflow(index(id=2001))])
     state.begin_reconcile(plan)
     assert state.peeks == {}
     assert state.drain() == []
-    assert set(state.dataflows) == {2001}
+    assert set(state.collections) == {U(2001)}
     state.step()
     assert state.drain() == [Frontiers(2001, Frontier.at(0))]  # reported afresh
 
@@ -141,16 +144,16 @@ def test_the_drop_phase_forgets_old_peeks_and_reports_nothing_for_drops() -> Non
 @pytest.mark.parametrize(
     ("command", "reason"),
     [
-        (Schedule(7), "schedule of collection 7: collection ID does not exist"),
+        (Schedule(7), "schedule of collection u7: collection ID does not exist"),
         (
             AllowCompaction(7, Frontier.at(1)),
-            "allow compaction of collection 7: collection ID does not exist",
+            "allow compaction of collection u7: collection ID does not exist",
         ),
         (
             AllowCompaction(1001, Frontier.at(1)),
-            "allow compaction of collection 1001 to 1 is before its compaction frontier 3",
+            "allow compaction of collection u1001 to 1 is before its compaction frontier 3",
         ),
-        (CreateDataflow(index()), "collection 1001 already exists"),
+        (CreateDataflow(index()), "collection u1001 already exists"),
         (
             CreateInstance(InstanceConfig((("a", "b"),))),
             "instance configuration differs from the running instance",
@@ -161,10 +164,20 @@ def test_a_bad_command_is_rejected_and_changes_nothing(
     command: CreateDataflow | Schedule | AllowCompaction | CreateInstance, reason: str
 ) -> None:
     state = running(index(), since=3)
-    before = (state.instance, dict(state.dataflows), state.dataflows[1001].since, state.builds)
+    before = (
+        state.instance,
+        dict(state.collections),
+        state.collections[U(1001)].since,
+        state.builds,
+    )
     state.apply(command)
     assert state.drain() == [CommandRejected(command, reason)]
-    assert (state.instance, state.dataflows, state.dataflows[1001].since, state.builds) == before
+    assert (
+        state.instance,
+        state.collections,
+        state.collections[U(1001)].since,
+        state.builds,
+    ) == before
 
 
 def test_peeks_answer_errors_rows_and_cancellation() -> None:
@@ -216,9 +229,11 @@ def test_an_id_dropped_on_this_connection_is_not_reused() -> None:
     again = CreateDataflow(index(key=(1,)))
     state.apply(again)
     assert state.drain() == [
-        CommandRejected(again, "collection 1001 was dropped on this connection; ids are not reused")
+        CommandRejected(
+            again, "collection u1001 was dropped on this connection; ids are not reused"
+        )
     ]
-    assert state.dataflows == {}
+    assert state.collections == {}
     state.retired.clear()  # what a new connection does
     state.apply(again)
-    assert set(state.dataflows) == {1001}
+    assert set(state.collections) == {U(1001)}

@@ -20,6 +20,8 @@ from replica import (
     CreateInstance,
     DataflowDescription,
     Frontier,
+    GlobalId,
+    IndexExport,
     InitializationComplete,
     InstanceConfig,
     PeekFailedError,
@@ -34,9 +36,11 @@ from replica import (
     open_replica,
 )
 
+U = GlobalId.user
+
 
 def index(id: int, key: tuple[int, ...] = (0,), as_of: int = 0) -> DataflowDescription:
-    return DataflowDescription(id - 1, "data", id, key, as_of)
+    return DataflowDescription.index(id - 1, "data", id, key, as_of)
 
 
 @asynccontextmanager
@@ -57,7 +61,7 @@ async def initialize(controller: Controller, *indexes: DataflowDescription) -> N
     await controller.send(CreateInstance())
     for dataflow in indexes:
         await controller.send(CreateDataflow(dataflow))
-        await controller.send(Schedule(dataflow.index_id))
+        await controller.send(Schedule(dataflow.exports[0]))
     await controller.send(InitializationComplete())
 
 
@@ -104,7 +108,7 @@ async def test_reconcile_keeps_compatible_drops_unmentioned_and_rebuilds_incompa
             await controller.peek(2001, 1)
         await controller.await_frontier(3001, 2)
         assert len(await controller.peek(3001, 1)) == 31
-        assert sorted(replica.maintenance.workers[0].state.dataflows) == [1001, 3001]
+        assert sorted(replica.maintenance.workers[0].state.collections) == [U(1001), U(3001)]
 
 
 async def test_frontiers_are_reported_afresh_to_a_new_connection() -> None:
@@ -161,7 +165,9 @@ async def test_a_worker_whose_process_never_recorded_the_connection_still_reconc
         assert nonce not in replica.processes[1].order
         remote = replica.maintenance.worker(1, 0)
         assert remote.position == 1
-        assert remote.state.dataflows[1001].dataflow.key == (1,)
+        part = remote.state.collections[U(1001)]
+        assert isinstance(part, IndexExport)
+        assert part.dataflow.description.index_exports[0].key == (1,)
         assert len(await controller.peek(1001, 0)) == 10
 
 
@@ -216,7 +222,7 @@ async def test_bad_input_gets_clear_errors_and_the_replica_keeps_serving() -> No
             ("CreateInstance", "instance configuration differs from the running instance"),
             (
                 "AllowCompaction",
-                "allow compaction of collection 1001 to 0 is before its compaction frontier 1",
+                "allow compaction of collection u1001 to 0 is before its compaction frontier 1",
             ),
         ]
         assert all(isinstance(r, CommandRejected) for r in controller.rejections)

@@ -20,7 +20,8 @@ from replica import (
     CreateInstance,
     DataflowDescription,
     Frontier,
-    IndexPart,
+    GlobalId,
+    IndexExport,
     InitializationComplete,
     Peek,
     PeekFailedError,
@@ -33,8 +34,10 @@ from replica import (
     open_replica,
 )
 
-OLD = DataflowDescription(1000, "data", 1001, (0,), 0)
-NEW = DataflowDescription(1000, "data", 1001, (1,), 0)  # same id and as_of, new key
+U = GlobalId.user
+
+OLD = DataflowDescription.index(1000, "data", 1001, (0,), 0)
+NEW = DataflowDescription.index(1000, "data", 1001, (1,), 0)  # same id and as_of, new key
 
 
 @asynccontextmanager
@@ -107,7 +110,7 @@ async def test_the_interactive_runtime_creates_only_after_maintenance_dropped(
         with trio.fail_after(30):
             assert await controller.peek(1001, 1) == [(1, "a"), (2, "b"), (3, "c")]
         for worker in replica.interactive.workers:
-            view = worker.state.dataflows[1001]
+            view = worker.state.collections[U(1001)]
             assert isinstance(view, PeerView)
             assert view.peer.publisher is not None
             assert view.peer.publisher.serial == 2  # the new incarnation
@@ -139,7 +142,7 @@ async def test_without_the_barrier_the_peer_binds_the_frozen_incarnation(
             await controller.await_frontier(1001, 2)
         assert frontier.cancelled_caught
         for worker in replica.interactive.workers:
-            view = worker.state.dataflows[1001]
+            view = worker.state.collections[U(1001)]
             assert isinstance(view, PeerView)
             assert view.peer.frozen
             assert view.peer.publisher is not None
@@ -162,7 +165,7 @@ async def test_peeks_go_to_the_interactive_runtime_only() -> None:
 
 
 async def test_a_waiting_worker_keeps_stepping_its_dataflows_and_reads_no_command() -> None:
-    kept = DataflowDescription(2000, "data", 2001, (0,), 0)
+    kept = DataflowDescription.index(2000, "data", 2001, (0,), 0)
     async with two_runtimes() as (replica, controller, shards):
         await hydrate(controller, shards)
         await send_all(controller, CreateDataflow(kept), Schedule(2001))
@@ -181,12 +184,13 @@ async def test_a_waiting_worker_keeps_stepping_its_dataflows_and_reads_no_comman
         await trio.testing.wait_all_tasks_blocked()
         worker = replica.maintenance.workers[0]
         applied = len(worker.applied)
-        assert 1001 not in worker.state.dataflows  # dropped, not yet created: waiting
+        assert U(1001) not in worker.state.collections  # dropped, not yet created: waiting
         shards.shard("data").write(5, [(9, "z")])
         await trio.testing.wait_all_tasks_blocked()
-        part = worker.state.dataflows[2001]
-        assert isinstance(part, IndexPart)
-        assert part.upper == 6  # still stepping
+        part = worker.state.collections[U(2001)]
+        assert isinstance(part, IndexExport)
+        assert part.arrangement is not None
+        assert part.arrangement.upper == 6  # still stepping
         assert len(worker.applied) == applied  # but applying no command
         replica.release("interactive")
         await controller.await_frontier(1001, 6)
@@ -261,6 +265,6 @@ async def test_the_interactive_runtime_holds_reads_at_its_own_compaction_frontie
         ):
             await controller.peek(1001, 1)
         assert await controller.peek(1001, 3) == [(1, "a"), (2, "b"), (4, "d")]
-        views = [worker.state.dataflows[1001] for worker in replica.interactive.workers]
+        views = [worker.state.collections[U(1001)] for worker in replica.interactive.workers]
         assert [view.since for view in views] == [2, 2]
         assert all(isinstance(view, PeerView) for view in views)

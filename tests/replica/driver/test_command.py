@@ -97,7 +97,7 @@ def test_the_demo_shows_the_race_and_the_fix(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stdout
     assert "   final read: error: timed out after 10s" in result.stdout
     assert '   final read: 1 "alpha" | 2 "beta" | 3 "gamma"' in result.stdout
-    assert "peer 1001@0 bound to publisher #1, frozen: its publisher was dropped" in result.stdout
+    assert "peer u1001@0 bound to publisher #1, frozen: its publisher was dropped" in result.stdout
 
 
 def test_a_trace_file_can_be_written(tmp_path: Path) -> None:

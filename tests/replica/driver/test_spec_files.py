@@ -125,14 +125,17 @@ def test_body_fields_that_look_like_integers_are_integers() -> None:
     assert parse_row('1 -2 x3 3x "q"') == (1, -2, "x3", "3x", '"q"')
 
 
-def test_rows_print_sorted_with_json_escaped_strings() -> None:
-    rows = [(2, "b"), ("z",), (1, 'say"hi"'), (1, "tab\there"), (1, "é\\")]
+def test_rows_print_sorted_as_text_with_json_escaped_strings() -> None:
+    rows = [(2, "b"), ("z",), (1, 'say"hi"'), (1, "tab\there"), (1, "é\\"), (10, "x")]
+    # Sorted as text, as the real driver sorts its lines: "10" before "2",
+    # '"' before digits.
     assert format_rows(rows) == [
+        '"z"',
         '1 "say\\"hi\\""',
         '1 "tab\\there"',
         '1 "é\\\\"',
+        '10 "x"',
         '2 "b"',
-        '"z"',
     ]
     assert format_field("\u0001") == '"\\u0001"'
     assert format_field("del\x7f c1\x85 é") == '"del\\u007f c1\\u0085 é"'

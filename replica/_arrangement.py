@@ -1,0 +1,173 @@
+"""Arrangements: one worker's part of an index, shared by whoever reads it.
+
+An index export routes each update to the worker its key hashes to; that
+worker's :class:`Arrangement` keeps the updates in arrival order (a log every
+importer reads from its own cursor: arrangements are shared, never copied),
+and by key (for reads of given keys). ``upper`` says every update before it
+has arrived, so a read at ``ts`` is complete once ``upper > ts``.
+
+The hash is stable across runs and processes (never Python's salted ``hash``
+of a string): integers hash as themselves, strings by CRC-32 of their UTF-8.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+
+import attrs
+
+from ._protocol import Datum, Row, Update
+
+
+def _stable(value: Datum) -> int:
+    if isinstance(value, str):
+        return zlib.crc32(value.encode())
+    if value is None:
+        return 0x9E3779B9
+    # int, bool and float hash alike in every process (only str and bytes are salted).
+    return hash(value)
+
+
+def stable_hash(values: Sequence[Datum]) -> int:
+    """A hash of ``values`` that is the same in every run and process."""
+    return hash(tuple(_stable(value) for value in values)) & 0xFFFFFFFFFFFF
+
+
+def key_of(row: Row, key: tuple[int, ...]) -> Row:
+    """The key columns of ``row`` (a column the row lacks is null)."""
+    return tuple(row[column] if column < len(row) else None for column in key)
+
+
+def key_function(key: tuple[int, ...]) -> Callable[[Row], Row]:
+    """A fast ``key_of`` for one key."""
+    if len(key) == 1:
+        (column,) = key
+
+        def single(row: Row) -> Row:
+            return (row[column],) if column < len(row) else (None,)
+
+        return single
+    return lambda row: key_of(row, key)
+
+
+def partition_of(row: Row, key: tuple[int, ...], parts: int) -> int:
+    """The part (0 .. parts-1) that holds ``row`` when arranged by ``key``."""
+    return stable_hash(key_of(row, key)) % parts
+
+
+@attrs.define(eq=False)
+class Arrangement:
+    """A worker's part of one index: its updates, by arrival and by key."""
+
+    key: tuple[int, ...]
+    # Every update, in arrival order: importers read it from their cursor.
+    log: list[Update] = attrs.field(factory=list)
+    by_key: dict[Row, list[Update]] = attrs.field(factory=dict)
+    # Invariant: every update at a time before upper has arrived; upper only
+    # grows. None until the index's dataflow first stepped.
+    upper: int | None = None
+    # Why reads of it fail, if they do (its dataflow could not read an import).
+    error: str | None = None
+    _readers: dict[int, Callable[[], None]] = attrs.field(factory=dict)
+    _next_reader: int = 0
+    _key_of: Callable[[Row], Row] = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self._key_of = key_function(self.key)
+
+    def extend(self, updates: Sequence[Update]) -> None:
+        """Add updates (at or after ``upper``); wakes the readers."""
+        if not updates:
+            return
+        self.log.extend(updates)
+        key_of_row, by_key = self._key_of, self.by_key
+        for update in updates:
+            found = by_key.get(key := key_of_row(update[0]))
+            if found is None:
+                by_key[key] = [update]
+            else:
+                found.append(update)
+        self._wake()
+
+    def advance(self, upper: int) -> bool:
+        """Every update before ``upper`` has arrived; return whether it moved."""
+        if self.upper is not None and upper <= self.upper:
+            return False
+        self.upper = upper
+        self._wake()
+        return True
+
+    def ready(self, ts: int) -> bool:
+        return self.upper is not None and self.upper > ts
+
+    def scan(self, ts: int, literals: tuple[Row, ...] | None) -> Scan:
+        """A read at ``ts`` (of the keys in ``literals`` only, if given), to
+        run in steps of bounded work; complete once ``ready(ts)``."""
+        if literals is None:
+            sources: list[list[Update]] = [self.log]
+        else:
+            sources = [self.by_key[key] for key in literals if key in self.by_key]
+        return Scan(ts, [(source, len(source)) for source in sources])
+
+    def listen(self, wake: Callable[[], None]) -> Callable[[], None]:
+        """Call ``wake`` whenever updates arrive or the upper moves."""
+        key = self._next_reader
+        self._next_reader += 1
+        self._readers[key] = wake
+
+        def stop() -> None:
+            self._readers.pop(key, None)
+
+        return stop
+
+    def _wake(self) -> None:
+        for wake in list(self._readers.values()):
+            wake()
+
+
+@attrs.define(eq=False)
+class Scan:
+    """A read of an arrangement at ``ts``, resumable: each :meth:`run` looks
+    at most ``work`` updates. It reads only the prefix of each list that
+    existed when it began: every update at or before ``ts`` was there (the read
+    began once the upper passed ``ts``), and later ones are after ``ts``; so
+    it loses and duplicates nothing while the arrangement grows."""
+
+    ts: int
+    # Each list to read, and how much of it existed when the scan began.
+    sources: list[tuple[list[Update], int]]
+    counts: Counter[Row] = attrs.field(factory=Counter)
+    _source: int = 0
+    _position: int = 0
+
+    @property
+    def done(self) -> bool:
+        return self._source >= len(self.sources)
+
+    def run(self, work: int | None = None) -> bool:
+        """Look at up to ``work`` updates (all, if ``None``); return ``done``."""
+        budget = work
+        ts, counts = self.ts, self.counts
+        while not self.done:
+            source, end = self.sources[self._source]
+            stop = end if budget is None else min(end, self._position + budget)
+            for row, time, diff in source[self._position : stop]:
+                if time <= ts:
+                    counts[row] += diff
+            if budget is not None:
+                budget -= stop - self._position
+            self._position = stop
+            if stop == end:
+                self._source, self._position = self._source + 1, 0
+            if budget == 0:
+                break
+        return self.done
+
+    def rows(self) -> Iterator[Row]:
+        """The rows read (a row with multiplicity k, k times). Once ``done``."""
+        assert self.done, "a scan's rows are known once it is done"
+        for row, count in self.counts.items():
+            for _ in range(count):
+                yield row

@@ -1,0 +1,314 @@
+"""The operators a dataflow is made of, at one worker.
+
+Data moves as updates ``(row, time, diff)``; an operator's work is
+proportional to the updates it receives (and the state it must look up),
+never a recomputation from scratch. Each operator has an output
+:class:`Stream`: the updates it produced, pushed to each consumer's
+:class:`Queue`, and its frontier (every update before it has been pushed;
+``None`` until it first learned one).
+
+Stateless operators (``Project``) pass updates on at once. Stateful ones
+(``Reduce``, ``Join``, the sinks) hold updates until their input frontier
+passes their time, then process the completed times in order, so what they
+emit for a time never changes afterwards.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+
+import attrs
+
+from ._arrangement import Arrangement, key_function, stable_hash
+from ._exchange import Exchange
+from ._protocol import Row, Update
+from ._shard import Shard
+
+
+@attrs.define(eq=False)
+class Queue:
+    """What one consumer has not taken yet of a stream."""
+
+    items: list[Update] = attrs.field(factory=list)
+
+    def take(self) -> list[Update]:
+        items, self.items = self.items, []
+        return items
+
+
+@attrs.define(eq=False)
+class Stream:
+    """An operator's output at one worker."""
+
+    queues: list[Queue] = attrs.field(factory=list)
+    frontier: int | None = None
+
+    def subscribe(self) -> Queue:
+        queue = Queue()
+        self.queues.append(queue)
+        return queue
+
+    def push(self, updates: Sequence[Update]) -> None:
+        if updates:
+            for queue in self.queues:
+                queue.items.extend(updates)
+
+
+@attrs.define(eq=False)
+class Times:
+    """The times a dataflow covers: ``as_of`` (it may move up, when a
+    reconciliation keeps the dataflow for a later one) up to ``until``."""
+
+    as_of: int
+    until: int | None = None
+
+    def admit(self, updates: Sequence[Update]) -> list[Update]:
+        """Updates before ``as_of`` advanced to it; those at or after
+        ``until`` left out."""
+        as_of, until = self.as_of, self.until
+        if until is None:
+            return [u if u[1] >= as_of else (u[0], as_of, u[2]) for u in updates]
+        return [u if u[1] >= as_of else (u[0], as_of, u[2]) for u in updates if u[1] < until]
+
+    def cap(self, frontier: int) -> int:
+        """A frontier never before ``as_of``, never past ``until``."""
+        frontier = max(frontier, self.as_of)
+        return frontier if self.until is None else min(frontier, self.until)
+
+
+class Operator:
+    """One operator at one worker."""
+
+    out: Stream
+
+    def step(self) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """The dataflow is dropped: stop listening to anything."""
+
+
+@attrs.define(eq=False)
+class ShardSource(Operator):
+    """Reads a shard: this worker takes every ``workers``-th update."""
+
+    shard: Shard
+    times: Times
+    worker: int
+    workers: int
+    stop_listening: Callable[[], None]
+    out: Stream = attrs.field(factory=Stream)
+    cursor: int = 0
+
+    def step(self) -> None:
+        updates, end = self.shard.updates, len(self.shard.updates)
+        if end > self.cursor:
+            start = self.cursor + (self.worker - self.cursor) % self.workers
+            self.out.push(self.times.admit(updates[start : end : self.workers]))
+            self.cursor = end
+        self.out.frontier = self.times.cap(self.shard.upper)
+
+    def close(self) -> None:
+        self.stop_listening()
+
+
+@attrs.define(eq=False)
+class ArrangementSource(Operator):
+    """Reads this worker's part of an imported index, through ``provider``
+    (``None`` while the part is not published yet: the import waits)."""
+
+    provider: Callable[[], Arrangement | None]
+    times: Times
+    wake: Callable[[], None]
+    out: Stream = attrs.field(factory=Stream)
+    cursor: int = 0
+    arrangement: Arrangement | None = None
+    stop_listening: Callable[[], None] | None = None
+
+    def step(self) -> None:
+        arrangement = self.provider()
+        if arrangement is None:
+            return
+        if arrangement is not self.arrangement:
+            assert self.arrangement is None, "an import reads one arrangement for good"
+            self.arrangement = arrangement
+            self.stop_listening = arrangement.listen(self.wake)
+        log = arrangement.log
+        if len(log) > self.cursor:
+            self.out.push(self.times.admit(log[self.cursor :]))
+            self.cursor = len(log)
+        if arrangement.upper is not None:
+            self.out.frontier = self.times.cap(arrangement.upper)
+
+    def close(self) -> None:
+        if self.stop_listening is not None:
+            self.stop_listening()
+
+
+@attrs.define(eq=False)
+class Map(Operator):
+    """Rewrites each row (``Project``)."""
+
+    input: Stream
+    queue: Queue
+    function: Callable[[Row], Row]
+    out: Stream = attrs.field(factory=Stream)
+
+    def step(self) -> None:
+        function = self.function
+        self.out.push([(function(row), time, diff) for row, time, diff in self.queue.take()])
+        self.out.frontier = self.input.frontier
+
+
+@attrs.define(eq=False)
+class Exchanged(Operator):
+    """Sends each update to the worker ``route`` says, and passes on what
+    arrives for this worker; its frontier is the exchange's."""
+
+    input: Stream
+    queue: Queue
+    exchange: Exchange
+    worker: int
+    route: Callable[[Row], int]
+    out: Stream = attrs.field(factory=Stream)
+
+    def step(self) -> None:
+        updates = self.queue.take()
+        if updates:
+            batches: dict[int, list[Update]] = defaultdict(list)
+            route = self.route
+            for update in updates:
+                batches[route(update[0])].append(update)
+            self.exchange.send(self.worker, batches)
+        if self.input.frontier is not None:
+            self.exchange.say(self.worker, self.input.frontier)
+        self.out.push(self.exchange.take(self.worker))
+        self.out.frontier = self.exchange.frontier()
+
+
+def router(key: tuple[int, ...], workers: int) -> Callable[[Row], int]:
+    """Routes rows by the stable hash of their ``key`` columns."""
+    if workers == 1:
+        return lambda row: 0
+    if not key:
+        everything = stable_hash(()) % workers
+        return lambda row: everything
+    key_of_row = key_function(key)
+    return lambda row: stable_hash(key_of_row(row)) % workers
+
+
+def _completed(pending: list[Update], frontier: int) -> tuple[list[Update], list[Update]]:
+    """Split into the updates before ``frontier`` (sorted by time) and the rest."""
+    done = sorted((u for u in pending if u[1] < frontier), key=lambda u: u[1])
+    return done, [u for u in pending if u[1] >= frontier]
+
+
+@attrs.define(eq=False)
+class CountReduce(Operator):
+    """``count(*)`` per group of ``group_key``: one row per non-empty group,
+    its key columns then the count. Its input is exchanged by the group key."""
+
+    input: Stream
+    queue: Queue
+    group_key: tuple[int, ...]
+    out: Stream = attrs.field(factory=Stream)
+    pending: list[Update] = attrs.field(factory=list)
+    counts: dict[Row, int] = attrs.field(factory=dict)
+
+    def step(self) -> None:
+        self.pending.extend(self.queue.take())
+        frontier = self.input.frontier
+        if frontier is None:
+            return
+        if self.pending:
+            done, self.pending = _completed(self.pending, frontier)
+            output: list[Update] = []
+            key, counts = self.group_key, self.counts
+            index = 0
+            while index < len(done):
+                time = done[index][1]
+                deltas: dict[Row, int] = defaultdict(int)
+                while index < len(done) and done[index][1] == time:
+                    row, _, diff = done[index]
+                    deltas[tuple(row[column] for column in key)] += diff
+                    index += 1
+                for group, delta in deltas.items():
+                    old = counts.get(group, 0)
+                    new = old + delta
+                    if new == old:
+                        continue
+                    if old:
+                        output.append(((*group, old), time, -1))
+                    if new:
+                        output.append(((*group, new), time, 1))
+                        counts[group] = new
+                    else:
+                        del counts[group]
+            self.out.push(output)
+        self.out.frontier = frontier
+
+
+@attrs.define(eq=False)
+class JoinOperator(Operator):
+    """The equi-join of two inputs, each exchanged by its join columns: new
+    updates of each side meet everything the other side had, once their
+    times are complete; the output's time is the later of the two."""
+
+    left: Stream
+    left_queue: Queue
+    left_key: tuple[int, ...]
+    right: Stream
+    right_queue: Queue
+    right_key: tuple[int, ...]
+    out: Stream = attrs.field(factory=Stream)
+    left_pending: list[Update] = attrs.field(factory=list)
+    right_pending: list[Update] = attrs.field(factory=list)
+    left_state: dict[Row, list[Update]] = attrs.field(factory=dict)
+    right_state: dict[Row, list[Update]] = attrs.field(factory=dict)
+
+    def step(self) -> None:
+        self.left_pending.extend(self.left_queue.take())
+        self.right_pending.extend(self.right_queue.take())
+        if self.left.frontier is None or self.right.frontier is None:
+            return
+        frontier = min(self.left.frontier, self.right.frontier)
+        new_left, self.left_pending = _completed(self.left_pending, frontier)
+        new_right, self.right_pending = _completed(self.right_pending, frontier)
+        output: list[Update] = []
+        # new left x (old right + new right), then old left x new right.
+        _arrange(self.right_state, new_right, self.right_key)
+        for row, time, diff in new_left:
+            for other, other_time, other_diff in self.right_state.get(
+                tuple(row[c] for c in self.left_key), ()
+            ):
+                output.append(((*row, *other), max(time, other_time), diff * other_diff))
+        for other, other_time, other_diff in new_right:
+            for row, time, diff in self.left_state.get(tuple(other[c] for c in self.right_key), ()):
+                output.append(((*row, *other), max(time, other_time), diff * other_diff))
+        _arrange(self.left_state, new_left, self.left_key)
+        self.out.push(output)
+        self.out.frontier = frontier
+
+
+def _arrange(state: dict[Row, list[Update]], updates: list[Update], key: tuple[int, ...]) -> None:
+    for update in updates:
+        state.setdefault(tuple(update[0][c] for c in key), []).append(update)
+
+
+@attrs.define(eq=False)
+class Arrange(Operator):
+    """An index export's part at this worker: its input (exchanged by the
+    index key) goes into the arrangement readers share."""
+
+    input: Stream
+    queue: Queue
+    arrangement: Arrangement
+    out: Stream = attrs.field(factory=Stream)
+
+    def step(self) -> None:
+        self.arrangement.extend(self.queue.take())
+        frontier = self.input.frontier
+        if frontier is not None:
+            self.arrangement.advance(frontier)
+        self.out.frontier = frontier

@@ -1,0 +1,176 @@
+"""Reconciliation (DESIGN.md §2.6), without Trio: comparing a new
+connection's commands with the dataflows a worker runs.
+
+:func:`plan_reconcile` decides what a reconnecting controller's commands keep,
+drop and create; :class:`~replica._state.ComputeState` carries it out.
+
+Why the runtimes agree after a reconciliation, even when they applied
+different commands. A runtime's channel adapter drops the commands queued for
+a connection once a response send to it fails, so when a connection is lost
+one runtime may have applied a command of it that the other never did: a
+compaction, a drop, a create. The two runtimes then reconcile the next
+connection from different states, and for an index ``I`` the new connection
+creates at ``A`` they may decide differently: one keeps, the other rebuilds,
+or only one of them has ``I`` at all. Left alone, that strands a peer: a peer
+created for ``(I, A)`` parks on a slot maintenance never publishes (it kept a
+part published as ``(I, A0)``); a kept peer stays bound to the publisher
+maintenance dropped in order to rebuild (frozen), or parked on an ``(I, A0)``
+maintenance never published. Reads of it then wait forever, barrier or not.
+
+So reconciliation aligns the incarnations, on both sides:
+
+1. maintenance, in its drop phase, publishes every part it keeps under
+   ``(I, A)`` as well (``ComputeState.begin_reconcile``);
+2. interactive, past the barrier and before its creates, binds afresh to
+   ``(I, A)`` every kept peer that is frozen, or parked on another
+   incarnation (``ComputeState.align_peers``).
+
+Why that is enough, whatever each runtime applied before. Say interactive
+passes the barrier at connection ``p`` and maintenance's latest arrival is
+``p``. Maintenance has run ``p``'s drop phase: every part it still publishes
+is one it keeps for ``p`` (and by 1 it is published as ``(I, A)``), and its
+create phase publishes the others as ``(I, A)``. On the interactive side, an
+id of ``p`` is either created, and binds ``(I, A)``; or kept, and its peer is
+bound to a live publisher (so to maintenance's kept part for ``I``), or by 2
+binds ``(I, A)``. Either way every peer ends bound, at once or when
+maintenance's create phase publishes, to the one part maintenance runs for
+``I``; ids not in ``p`` are dropped by both. If maintenance's latest arrival
+is later than ``p``, it skipped ``p``: its adapter dropped ``p``'s commands,
+so ``p``'s controller is gone and nobody reads what ``p`` set up; interactive
+goes on to reconcile a connection at least as new, where the argument applies,
+because a connection that is still open loses no commands. So once both
+runtimes reconciled the same connection they agree
+(:func:`replica.runtime_divergence` checks exactly that). The argument needs
+the barrier: without it, interactive may look at a publisher before
+maintenance's drop phase removed it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import attrs
+
+from ._ids import GlobalId
+from ._protocol import (
+    AllowCompaction,
+    Command,
+    CommandRejected,
+    CreateDataflow,
+    CreateInstance,
+    DataflowDescription,
+    Frontier,
+    InstanceConfig,
+    Subscribe,
+)
+
+DIFFERENT_INSTANCE = "instance configuration differs from the running instance"
+
+
+@attrs.frozen
+class Running:
+    """What reconciliation needs to know of a running dataflow: its
+    description, and the compaction frontier of each export still running
+    (a sink's is its ``as_of``)."""
+
+    description: DataflowDescription
+    sinces: dict[GlobalId, int]
+
+    @property
+    def since(self) -> int:
+        """The dataflow's compaction frontier: the least over its exports."""
+        return min(self.sinces.values(), default=self.description.as_of)
+
+
+@attrs.frozen
+class ReconcilePlan:
+    """What reconciling a new connection does, in order: ``compactions`` (the
+    exports of kept dataflows compacted to their new ``as_of``, then the
+    exports of the others dropped), then ``rest``: the creates, then every
+    other new command, each in the order it was sent."""
+
+    compactions: tuple[AllowCompaction, ...]
+    rest: tuple[Command, ...]
+    # Every export of a kept dataflow, and the as_of it is kept for.
+    kept: dict[GlobalId, int]
+    dropped: frozenset[GlobalId]
+    rejected: tuple[CommandRejected, ...] = ()
+
+    @property
+    def retained(self) -> frozenset[GlobalId]:
+        return frozenset(self.kept)
+
+
+def plan_reconcile(
+    instance: InstanceConfig | None, running: Sequence[Running], new: list[Command]
+) -> ReconcilePlan:
+    """Compare a new connection's commands with the running dataflows.
+
+    The old history is reduced first: each dataflow's ``as_of`` is advanced to
+    its compaction frontier (dropped exports are already gone). A new
+    ``CreateDataflow`` keeps the running dataflow with the same exports if that
+    one is compatible (same imports, plans and exports; reduced ``as_of`` not
+    after the new one) and uncompacted (compaction frontier not after the new
+    ``as_of``); a kept dataflow is compacted to the new ``as_of``. Every running
+    dataflow not kept is dropped (query dataflows, never replayed, among them),
+    and so is one that imports an index not kept, or has a subscribe. A
+    ``CreateInstance`` must repeat the running configuration.
+    """
+    unclaimed = {dataflow.description.exports: dataflow for dataflow in running}
+    matched: dict[tuple[GlobalId, ...], DataflowDescription] = {}
+    for command in new:
+        if isinstance(command, CreateDataflow):
+            old = unclaimed.get(command.dataflow.exports)
+            if old is not None and _keeps(old, command.dataflow):
+                matched[command.dataflow.exports] = command.dataflow
+    # A dataflow is kept only if every index it imports is kept too: one
+    # rebuilt under it would leave it reading the old arrangement.
+    while True:
+        exported = {id for exports in matched for id in exports}
+        orphans = [
+            exports
+            for exports, description in matched.items()
+            if any(index.id not in exported for index in description.index_imports)
+        ]
+        if not orphans:
+            break
+        for exports in orphans:
+            del matched[exports]
+    kept: dict[GlobalId, int] = {}
+    compactions: list[AllowCompaction] = []
+    creates: list[Command] = []
+    rest: list[Command] = []
+    rejected: list[CommandRejected] = []
+    for command in new:
+        match command:
+            case CreateDataflow(dataflow) if dataflow.exports in matched:
+                old = unclaimed.pop(dataflow.exports)
+                for id in old.sinces:
+                    kept[id] = dataflow.as_of
+                    compactions.append(AllowCompaction(id, Frontier.at(dataflow.as_of)))
+            case CreateDataflow():
+                creates.append(command)
+            case CreateInstance(config) if instance is not None:
+                if config != instance:
+                    rejected.append(CommandRejected(command, DIFFERENT_INSTANCE))
+            case _:
+                rest.append(command)
+    dropped = [id for dataflow in unclaimed.values() for id in dataflow.sinces]
+    compactions += [AllowCompaction(id, Frontier.empty()) for id in dropped]
+    return ReconcilePlan(
+        compactions=tuple(compactions),
+        rest=(*creates, *rest),
+        kept=kept,
+        dropped=frozenset(dropped),
+        rejected=tuple(rejected),
+    )
+
+
+def _keeps(old: Running, new: DataflowDescription) -> bool:
+    """Compatible, uncompacted, and no subscribe (a subscribe always starts
+    afresh with its new controller)."""
+    if any(isinstance(sink.connection, Subscribe) for sink in new.sink_exports):
+        return False
+    since = old.since
+    reduced = attrs.evolve(old.description, as_of=max(old.description.as_of, since))
+    return reduced.compatible_with(new) and since <= new.as_of

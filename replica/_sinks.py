@@ -1,0 +1,175 @@
+"""Sinks: where a dataflow's collection leaves it.
+
+A **materialized-view sink** keeps a shard equal to its collection. Its
+correction buffer holds what the dataflow wants the shard to hold minus what
+the shard holds, as updates by time. The sink can only ever write at or after
+the shard's upper, so every update before the upper is advanced to it, where
+the two halves of the same row at different times meet and cancel. Until
+``AllowWrites`` the sink is read-only: it keeps the buffer consolidated as the
+upper moves (others may write the shard) but appends nothing. Once writable,
+whenever its input is complete past the shard's upper it appends the buffer's
+updates before that point (compare-and-append), then reads them back, which
+cancels them. The counters ``mz_persist_sink_correction_insertions_total``
+and ``..._deletions_total`` count entries entering and leaving the buffer, so
+their difference is its size.
+
+A **subscribe** streams its collection's updates to the controller as
+batches ``[lower, upper)``, consolidated, up to ``up_to``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections import Counter
+from collections.abc import Callable
+
+import attrs
+
+from ._errors import UpperMismatchError
+from ._ids import GlobalId
+from ._operators import Operator, Queue, Stream, Times
+from ._protocol import Frontier, Row, SubscribeBatch, Update
+from ._shard import Shard
+
+INSERTIONS = "mz_persist_sink_correction_insertions_total"
+DELETIONS = "mz_persist_sink_correction_deletions_total"
+
+
+@attrs.define(eq=False)
+class Metrics:
+    """Counters of a whole replica, by name; waiters are woken on change."""
+
+    values: Counter[str] = attrs.field(factory=Counter)
+    _listeners: list[Callable[[], None]] = attrs.field(factory=list)
+
+    def add(self, name: str, amount: int) -> None:
+        if amount:
+            self.values[name] += amount
+            for wake in list(self._listeners):
+                wake()
+
+    def value(self, name: str) -> int:
+        return self.values.get(name, 0)
+
+    def listen(self, wake: Callable[[], None]) -> Callable[[], None]:
+        self._listeners.append(wake)
+        return lambda: self._listeners.remove(wake) if wake in self._listeners else None
+
+
+@attrs.define(eq=False)
+class MaterializedViewSink(Operator):
+    """A materialized-view sink at the one worker its updates are exchanged
+    to (``owner``); at the other workers it does nothing."""
+
+    input: Stream
+    queue: Queue
+    shard: Shard
+    times: Times
+    owner: bool
+    metrics: Metrics
+    stop_listening: Callable[[], None]
+    out: Stream = attrs.field(factory=Stream)
+    writable: bool = False
+    # The correction buffer: time -> row -> diff (never zero).
+    correction: dict[int, dict[Row, int]] = attrs.field(factory=dict)
+    # How far the sink has read its shard back.
+    cursor: int = 0
+    # The shard upper the buffer is consolidated to (every entry is at or after it).
+    consolidated: int = 0
+
+    def step(self) -> None:
+        desired = self.queue.take()
+        if not self.owner:
+            return
+        upper, as_of = self.shard.upper, self.times.as_of
+        inserted = deleted = 0
+        if upper > self.consolidated:
+            for time in [time for time in self.correction if time < upper]:
+                for row, diff in self.correction.pop(time).items():
+                    deleted += 1
+                    inserted, deleted = self._add(row, upper, diff, inserted, deleted)
+            self.consolidated = upper
+        floor = max(upper, as_of)
+        for row, time, diff in desired:
+            inserted, deleted = self._add(row, max(time, floor), diff, inserted, deleted)
+        written = self.shard.updates
+        for row, time, diff in written[self.cursor :]:
+            inserted, deleted = self._add(row, max(time, floor), -diff, inserted, deleted)
+        self.cursor = len(written)
+        frontier = self.input.frontier
+        if self.writable and frontier is not None and frontier > upper:
+            batch = [
+                (row, time, diff)
+                for time, rows in self.correction.items()
+                if time < frontier
+                for row, diff in rows.items()
+            ]
+            # If someone else wrote meanwhile, the next step recomputes.
+            with contextlib.suppress(UpperMismatchError):
+                self.shard.append(batch, upper, frontier)
+        self.metrics.add(INSERTIONS, inserted)
+        self.metrics.add(DELETIONS, deleted)
+        self.out.frontier = self.shard.upper
+
+    def _add(self, row: Row, time: int, diff: int, inserted: int, deleted: int) -> tuple[int, int]:
+        rows = self.correction.setdefault(time, {})
+        old = rows.get(row, 0)
+        new = old + diff
+        if old == 0:
+            inserted += 1
+        if new == 0:
+            deleted += 1
+            del rows[row]
+            if not rows:
+                del self.correction[time]
+        else:
+            rows[row] = new
+        return inserted, deleted
+
+    @property
+    def size(self) -> int:
+        return sum(len(rows) for rows in self.correction.values())
+
+    def close(self) -> None:
+        self.stop_listening()
+        self.metrics.add(DELETIONS, self.size)
+        self.correction.clear()
+
+
+@attrs.define(eq=False)
+class SubscribeSink(Operator):
+    """A subscribe at one worker: sends this worker's updates as batches."""
+
+    id: GlobalId
+    input: Stream
+    queue: Queue
+    lower: int
+    up_to: int | None
+    emit: Callable[[SubscribeBatch], None]
+    out: Stream = attrs.field(factory=Stream)
+    pending: list[Update] = attrs.field(factory=list)
+    done: bool = False
+
+    def step(self) -> None:
+        self.pending.extend(self.queue.take())
+        frontier = self.input.frontier
+        if self.done or frontier is None:
+            return
+        up_to = self.up_to
+        upper = frontier if up_to is None else min(frontier, up_to)
+        self.out.frontier = upper
+        if upper <= self.lower:
+            return
+        counts: Counter[tuple[Row, int]] = Counter()
+        rest: list[Update] = []
+        for row, time, diff in self.pending:
+            if time < upper:
+                counts[row, time] += diff
+            elif up_to is None or time < up_to:
+                rest.append((row, time, diff))
+        self.pending = rest
+        updates = tuple((row, time, diff) for (row, time), diff in counts.items() if diff)
+        self.done = up_to is not None and upper >= up_to
+        closed = Frontier.empty() if self.done else Frontier.at(upper)
+        self.emit(SubscribeBatch(self.id, self.lower, closed, updates))
+        self.lower = upper
