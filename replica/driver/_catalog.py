@@ -24,6 +24,10 @@ Errors, and when they are found:
   index, a column type it does not support, a row that does not fit its
   schema, a key column past the schema, an export of an id its dataflow
   neither imports nor builds, a configuration value of the wrong type.
+
+A stanza stops at its first run-time error, as the real driver's command
+does: a ``create-dataflow`` whose import fails checks no plan after it (the
+body's syntax is checked all the same).
 """
 
 from __future__ import annotations
@@ -55,6 +59,7 @@ from replica._protocol import (
 )
 
 from ._data import (
+    DEFAULT_ROW_BYTES,
     INT64_MAX,
     SAMPLE_SCHEMA,
     Column,
@@ -139,7 +144,7 @@ class Catalog:
         except DataError as error:
             return Fail(str(error))
 
-    def schema(self, name: Value | None) -> Schema:
+    def _schema(self, name: Value | None) -> Schema:
         if name is None:
             return SAMPLE_SCHEMA
         found = self.schemas.get(as_str(name))
@@ -157,13 +162,13 @@ class Catalog:
     def _write_rows(self, directive: Directive) -> Payload:
         args = directive.args
         values = [_values(line) for line in directive.body]
-        rows = parse_rows(self.schema(args.get("schema")), values)
+        rows = parse_rows(self._schema(args.get("schema")), values)
         return Write(as_str(args["shard"]), as_int(args["ts"]), rows)
 
     def _write_synthetic(self, directive: Directive) -> Payload:
         args, name = directive.args, directive.name
         start, count = as_int(args.get("start", 0)), as_int(args["count"])
-        width = as_int(args.get("row-bytes", 64))
+        width = as_int(args.get("row-bytes", DEFAULT_ROW_BYTES))
         if start + count - 1 > INT64_MAX:
             raise InputError(
                 directive.line,
@@ -175,14 +180,14 @@ class Catalog:
                 f"{name}: count x row-bytes is {count * width} bytes, more than the "
                 f"{MAX_SYNTHETIC_BYTES} a write may hold",
             )
-        rows = Synthetic(self.schema(args.get("schema")), start, count, width)
+        rows = Synthetic(self._schema(args.get("schema")), start, count, width)
         if name == "write-spread":
             return Write(as_str(args["shard"]), 0, rows, as_int(args["n-ts"]))
         return Write(as_str(args["shard"]), as_int(args["ts"]), rows)
 
     def _define_index(self, directive: Directive) -> Payload:
         args = directive.args
-        schema = self.schema(args.get("schema"))
+        schema = self._schema(args.get("schema"))
         key = as_list(args["key"])
         for column in key:
             if column >= schema.arity:
@@ -209,7 +214,7 @@ class Catalog:
         indexes: list[IndexImport] = []
         for line in body.imports:
             if isinstance(line, SourceImportLine):
-                schema = self.schema(line.schema)
+                schema = self._schema(line.schema)
                 _bind(types, line.id, schema.types, line.line)
                 sources.append(SourceImport(line.id, line.shard, schema.arity))
                 continue
@@ -266,7 +271,7 @@ class Catalog:
                 )
                 new_indexes[export.id] = _Index(export.on, export.key, relation)
                 continue
-            declared = self.schema(export.schema).types
+            declared = self._schema(export.schema).types
             if declared != relation:
                 raise InputError(
                     export.line,
@@ -307,7 +312,7 @@ class Catalog:
 
     def _peek(self, directive: Directive) -> Payload:
         args = directive.args
-        self.schema(args.get("schema"))
+        self._schema(args.get("schema"))
         id = as_id(args["id"])
         return PeekRows(id, as_int(args["ts"]), _timeout(directive), self.sinks.get(id))
 

@@ -24,7 +24,7 @@ import attrs
 from replica._protocol import Datum, Row, Update
 
 DEFAULT_ROW_BYTES = 64
-INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+INT64_MAX = 2**63 - 1
 
 # Rust's `char::is_whitespace` (Unicode White_Space), which `str::trim` strips.
 # Python's `str.strip()` also strips U+001C..U+001F, which Rust keeps.

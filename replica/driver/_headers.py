@@ -11,7 +11,6 @@ given twice.
 
 from __future__ import annotations
 
-import enum
 import re
 from collections.abc import Callable, Mapping
 
@@ -143,27 +142,18 @@ def _runtime(text: str) -> Value:
     return text
 
 
-class Body(enum.Enum):
-    """What a directive's body lines hold."""
-
-    NONE = "none"
-    ROWS = "rows"
-    COLUMNS = "columns"
-    CONFIGURATION = "configuration"
-    DATAFLOW = "dataflow"
-
-
 @attrs.frozen
 class Signature:
     """The keys a directive takes (required and optional, each with its
-    parser), its flags, and its body; ``positional`` names the one token
+    parser), its flags, and whether it takes body lines; ``positional``
+    names the one token
     without ``=`` it takes instead of a flag (``metrics NAME``)."""
 
     required: Mapping[str, Parse] = attrs.field(factory=dict)
     optional: Mapping[str, Parse] = attrs.field(factory=dict)
     flags: frozenset[str] = frozenset()
     any_keys: bool = False
-    body: Body = Body.NONE
+    body: bool = False
     positional: tuple[str, Parse] | None = None
 
 
@@ -171,12 +161,12 @@ _READ: dict[str, Parse] = {"timeout-secs": _seconds}
 _SYNTHETIC: dict[str, Parse] = {"start": _number, "row-bytes": _row_bytes, "schema": _name}
 
 DIRECTIVES: dict[str, Signature] = {
-    "create-instance": Signature(body=Body.CONFIGURATION),
-    "update-configuration": Signature(any_keys=True, body=Body.CONFIGURATION),
+    "create-instance": Signature(body=True),
+    "update-configuration": Signature(any_keys=True, body=True),
     "initialization-complete": Signature(),
     "reconnect": Signature(),
-    "define-schema": Signature({"name": _name}, body=Body.COLUMNS),
-    "write-rows": Signature({"shard": _name, "ts": _time}, {"schema": _name}, body=Body.ROWS),
+    "define-schema": Signature({"name": _name}, body=True),
+    "write-rows": Signature({"shard": _name, "ts": _time}, {"schema": _name}, body=True),
     "write-single-ts": Signature({"shard": _name, "ts": _time, "count": _count}, _SYNTHETIC),
     "write-spread": Signature({"shard": _name, "count": _count, "n-ts": _times}, _SYNTHETIC),
     "advance": Signature({"shard": _name, "upper": _time}),
@@ -188,7 +178,7 @@ DIRECTIVES: dict[str, Signature] = {
         {"as-of": _time},
         {"name": _name, "until": _time},
         frozenset({"optimize", "defer"}),
-        body=Body.DATAFLOW,
+        body=True,
     ),
     "submit-dataflow": Signature({"name": _name}),
     "schedule": Signature({"id": _id}),
@@ -284,7 +274,7 @@ def parse_arguments(what: str, tokens: list[str], signature: Signature) -> Argum
         try:
             args[key] = parse(value)
         except ValueError as error:
-            raise ValueError(f"{what}: bad value {shown(value)} for {key!r}: {error}") from None
+            raise ValueError(f"{what}: bad value {_shown(value)} for {key!r}: {error}") from None
     if signature.positional is not None and signature.positional[0] not in args:
         raise ValueError(f"{what}: missing the {signature.positional[0]}'s name ({what} NAME ...)")
     missing = [key for key in signature.required if key not in args]
@@ -301,7 +291,7 @@ def _flag(
         try:
             args[name] = parse(token)
         except ValueError as error:
-            raise ValueError(f"{what}: bad {name} name {shown(token)}: {error}") from None
+            raise ValueError(f"{what}: bad {name} name {_shown(token)}: {error}") from None
         return
     if not signature.flags:
         raise ValueError(f"{what}: malformed argument {token!r} (want key=value)")
@@ -317,7 +307,7 @@ def _verbatim(text: str) -> Value:
     return text
 
 
-def shown(value: str, most: int = 40) -> str:
+def _shown(value: str, most: int = 40) -> str:
     """``value`` quoted for a message, cut short when longer than ``most``."""
     if len(value) <= most:
         return repr(value)

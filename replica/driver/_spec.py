@@ -36,7 +36,7 @@ import attrs
 from ._catalog import Catalog, Directive
 from ._data import RowError as RowError
 from ._data import parse_int64
-from ._headers import DIRECTIVES, Body, InputError, Value, parse_arguments, tokenize
+from ._headers import DIRECTIVES, InputError, Value, parse_arguments, tokenize
 from ._headers import MAX_TIMEOUT_SECS as MAX_TIMEOUT_SECS
 from ._headers import ROWS_PER_SPEC as ROWS_PER_SPEC
 from ._headers import ROWS_PER_WRITE as ROWS_PER_WRITE
@@ -164,7 +164,7 @@ class _Parser:
         except ValueError as error:
             raise InputError(number, str(error)) from None
         body, divider = self._body(start, name)
-        if body and signature.body is Body.NONE:
+        if body and not signature.body:
             raise InputError(body[0].number, f"directive {name!r} takes no body")
         self._count_rows(number, name, parsed.args, body)
         directive = Directive(number, name, parsed.args, parsed.flags, tuple(body))
