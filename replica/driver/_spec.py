@@ -65,7 +65,8 @@ class Stanza:
     before ``end_line`` (a blank line, a closing ``----``, or one past the
     file's last line). ``doubled``: the block is the ``----`` ``----`` form,
     and ``divider_line`` is its second ``----``. ``body`` is the body lines
-    without leading and trailing ASCII spaces."""
+    without leading and trailing ASCII spaces; ``payload`` is what running the
+    stanza does (:mod:`._payloads`)."""
 
     line: int
     name: str

@@ -18,10 +18,17 @@ from replica._protocol import (
 )
 from replica.driver._data import SAMPLE_SCHEMA, Synthetic
 from replica.driver._payloads import (
+    Advance,
     AwaitFrontier,
+    AwaitSubscribe,
     Fail,
+    Hold,
     Metrics,
+    Payload,
     PeekCount,
+    PeekRows,
+    Reconnect,
+    Release,
     Send,
     Settle,
     Timeout,
@@ -195,6 +202,22 @@ def test_since_is_another_name_for_frontier() -> None:
 def test_drop_is_compaction_to_the_empty_frontier() -> None:
     payload = only("drop id=t4\n----\nok\n").payload
     assert payload == Send(AllowCompaction(GlobalId.transient(4), Frontier.empty()))
+
+
+@pytest.mark.parametrize(
+    ("directive", "payload"),
+    [
+        ("reconnect", Reconnect()),
+        ("settle", Settle()),
+        ("hold runtime=maintenance", Hold("maintenance")),
+        ("release runtime=interactive", Release("interactive")),
+        ("advance shard=s upper=4", Advance("s", 4)),
+        ("peek id=1 ts=2 timeout-secs=1.5", PeekRows(GlobalId.user(1), 2, Timeout("1.5"))),
+        ("await-subscribe id=s2 up-to=3", AwaitSubscribe(GlobalId("s", 2), 3)),
+    ],
+)
+def test_this_projects_own_directives_keep_their_meaning(directive: str, payload: Payload) -> None:
+    assert only(f"{directive}\n----\nok\n").payload == payload
 
 
 def test_reads_wait_600_seconds_by_default() -> None:
