@@ -41,6 +41,7 @@ from ._headers import (
     Signature,
     as_id,
     as_int,
+    as_list,
     as_str,
     parse_arguments,
     tokenize,
@@ -168,6 +169,8 @@ def _groups(lines: Sequence[BodyLine]) -> list[tuple[BodyLine, list[BodyLine]]]:
     base = min(line.indent for line in lines)
     groups: list[tuple[BodyLine, list[BodyLine]]] = []
     for line in lines:
+        if line.text[0].isspace():
+            raise InputError(line.number, "create-dataflow: indent with spaces only")
         if line.indent == base:
             groups.append((line, []))
         elif not groups:
@@ -217,9 +220,8 @@ def _export(header: BodyLine, tokens: list[str]) -> IndexExportLine | SinkExport
     args = arguments.args
     on = as_id(args["on"])
     if kind == "index":
-        key = args["key"]
-        assert isinstance(key, tuple)
         transient = "transient" in arguments.flags
+        key = as_list(args["key"])
         return IndexExportLine(header.number, as_id(args["index"]), on, key, transient)
     schema = args.get("schema")
     connection: MaterializedView | Subscribe

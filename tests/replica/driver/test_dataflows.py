@@ -370,6 +370,11 @@ def test_configuration_rows_and_header_keys_become_parameters_in_order() -> None
             "  explain ref=x\n",
             "2: create-dataflow: unknown sub-command 'explain' (import, build or export)",
         ),
+        (
+            "  build id=2\n    Project (#0)\n    \tGet u1000\n",
+            "4: create-dataflow: indent with spaces only",
+        ),
+        ("  \t\n", "2: create-dataflow: indent with spaces only"),
     ],
 )
 def test_a_malformed_dataflow_is_refused_naming_file_and_line(body: str, message: str) -> None:
