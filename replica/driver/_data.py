@@ -125,6 +125,8 @@ def split_values(line: str) -> list[str]:
     """A body row's values: separated by ASCII spaces (only), a ``"..."``
     group being one value (its quotes kept until :func:`parse_value`).
     Raises :class:`ValueError` for a ``"`` without its closing one."""
+    if '"' not in line:
+        return [value for value in line.split(" ") if value]
     values: list[str] = []
     current: list[str] = []
     quoted = False
@@ -193,11 +195,18 @@ def parse_int64(token: str) -> int:
     return _integer(token, "int64", "bigint", 64)
 
 
+_SHORT_INTEGER = re.compile(r"[+-]?[0-9]{1,18}")
+
+
 def rust_integer(text: str, bits: int, signed: bool = True) -> int:
     """Rust's ``str::parse`` of an integer type of ``bits`` bits: an optional
     sign, then ASCII digits. Raises :class:`ValueError` with Rust's message,
     for the first problem reading left to right, before ``int()`` sees a
     number too long for it."""
+    if _SHORT_INTEGER.fullmatch(text) and (signed or text[0] != "-"):
+        value = int(text)
+        if (-(2 ** (bits - 1)) if signed else 0) <= value < 2 ** (bits - (1 if signed else 0)):
+            return value
     if not text:
         raise ValueError("cannot parse integer from empty string")
     negative = signed and text[0] == "-"
