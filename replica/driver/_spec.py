@@ -1,24 +1,26 @@
-"""Spec files (SPEC_FORMAT.md): parsing and validation, before anything runs.
+"""Spec files (DRIVER_COMPAT.md, SPEC_FORMAT.md): parsing and validation,
+before anything runs.
 
-A stanza is a directive line, body lines indented by at least two spaces, a
-line that is exactly ``----``, and the expected output up to the next blank
-line or the end of the file. Any malformed input is a :class:`SpecError`
-naming ``FILE:LINE`` (or only ``FILE`` when the file itself is refused).
+A stanza is a directive line, body lines (indented or not) up to a line that
+is exactly ``----``, then the expected output up to the next blank line or the
+end of the file; a second ``----`` right after the first opens a block that
+may hold blank lines and ends at the next ``----`` ``----`` pair. Column-0
+``#`` lines are comments, inside a stanza too; a blank line inside a stanza is
+skipped, unless a directive follows it (then the ``----`` is missing). Each
+stanza's payload (:mod:`._payloads`) is resolved from what the file declared
+above it (:mod:`._catalog`). Any bad input is a :class:`SpecError` naming
+``FILE:LINE`` (or only ``FILE`` when the file itself is refused).
 
 Limits, all checked before anything runs:
 
 - a spec file is a regular file of at most 16 MiB (:data:`MAX_SPEC_BYTES`);
 - ids, times and key columns fit in an unsigned 64-bit integer (Materialize's
   ids and timestamps are u64);
-- a write holds at most 1,000,000 rows (:data:`ROWS_PER_WRITE`: a
-  ``write-single-ts`` count, or a ``write-rows`` body), and a spec writes at
-  most 4,000,000 rows in all (:data:`ROWS_PER_SPEC`);
+- a write holds at most 1,000,000 rows (:data:`ROWS_PER_WRITE`: a ``count``,
+  or a ``write-rows`` body), and a spec writes at most 4,000,000 rows in all
+  (:data:`ROWS_PER_SPEC`); a synthetic row's text is at most 1 MiB wide;
 - ``timeout-secs`` is at most 1,000,000 seconds of virtual time
   (:data:`MAX_TIMEOUT_SECS`).
-
-A body field that looks like an integer is an int64; one out of that range
-is not bad input but the stanza's output (:class:`RowError`), as in the real
-driver.
 """
 
 from __future__ import annotations
@@ -26,20 +28,25 @@ from __future__ import annotations
 import os
 import re
 import stat
-from collections.abc import Callable
+from collections.abc import Sequence
 from pathlib import Path
 
 import attrs
 
-DIVIDER = "----"
-RUNTIMES = ("maintenance", "interactive")
+from ._catalog import Catalog, Directive
+from ._data import RowError as RowError
+from ._data import parse_int64
+from ._headers import DIRECTIVES, InputError, Value, parse_arguments, tokenize
+from ._headers import MAX_TIMEOUT_SECS as MAX_TIMEOUT_SECS
+from ._headers import ROWS_PER_SPEC as ROWS_PER_SPEC
+from ._headers import ROWS_PER_WRITE as ROWS_PER_WRITE
+from ._headers import as_int as as_int
+from ._headers import as_str as as_str
+from ._payloads import Payload
+from ._plans import BodyLine
 
+DIVIDER = "----"
 MAX_SPEC_BYTES = 16 * 1024 * 1024
-ROWS_PER_WRITE = 1_000_000
-ROWS_PER_SPEC = 4_000_000
-MAX_TIMEOUT_SECS = 1_000_000
-U64_MAX = 2**64 - 1
-INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 
 class SpecError(Exception):
@@ -51,108 +58,15 @@ class SpecError(Exception):
         self.path, self.line, self.message = path, line, message
 
 
-class RowError(Exception):
-    """A body row that does not parse; the stanza prints ``error: <message>``."""
-
-
-Value = int | str | tuple[int, ...]
-
-_INT = re.compile(r"-?[0-9]+")
-_TIME = re.compile(r"[0-9]+")
-_SECONDS = re.compile(r"[0-9]+(\.[0-9]+)?")
-_LIST = re.compile(r"\[[0-9]+(,[0-9]+)*\]")
-
-
-def _whole(text: str, what: str, most: int = U64_MAX, bound: str = "a u64") -> int:
-    """``text`` as a whole number from 0 to ``most``, its length checked
-    before :func:`int` (which refuses more than 4,300 digits)."""
-    if not _TIME.fullmatch(text):
-        raise ValueError(f"{what} is a whole number >= 0")
-    if len(text.lstrip("0")) > len(str(most)) or int(text) > most:
-        raise ValueError(f"{what} is at most {most} ({bound})")
-    return int(text)
-
-
-def _time(text: str) -> Value:
-    return _whole(text, "a time")
-
-
-def _id(text: str) -> Value:
-    return _whole(text, "an id")
-
-
-def _count(text: str) -> Value:
-    return _whole(text, "a count", ROWS_PER_WRITE, "the rows a write may hold")
-
-
-def _columns(text: str) -> Value:
-    if not _LIST.fullmatch(text):
-        raise ValueError("a list is written [0] or [0,1]")
-    return tuple(_whole(part, "a key column") for part in text[1:-1].split(","))
-
-
-def _seconds(text: str) -> Value:
-    if not _SECONDS.fullmatch(text):
-        raise ValueError("timeout-secs is a number of seconds")
-    if float(text) > MAX_TIMEOUT_SECS:
-        raise ValueError(f"timeout-secs is at most {MAX_TIMEOUT_SECS} seconds")
-    return text
-
-
-def _name(text: str) -> Value:
-    return text
-
-
-def _runtime(text: str) -> Value:
-    if text not in RUNTIMES:
-        raise ValueError(f"runtime is {' or '.join(RUNTIMES)}")
-    return text
-
-
-Parse = Callable[[str], Value]
-
-
-@attrs.frozen
-class Signature:
-    """The keys a directive takes: required and optional, each with its parser."""
-
-    required: dict[str, Parse] = attrs.field(factory=dict)
-    optional: dict[str, Parse] = attrs.field(factory=dict)
-    any_keys: bool = False
-    body: bool = False
-
-
-_READ: dict[str, Parse] = {"timeout-secs": _seconds}
-
-DIRECTIVES: dict[str, Signature] = {
-    "create-instance": Signature(),
-    "update-configuration": Signature(any_keys=True),
-    "initialization-complete": Signature(),
-    "reconnect": Signature(),
-    "write-rows": Signature({"shard": _name, "ts": _time}, body=True),
-    "write-single-ts": Signature({"shard": _name, "ts": _time, "count": _count}),
-    "advance": Signature({"shard": _name, "upper": _time}),
-    "define-index": Signature(
-        {"source": _id, "index": _id, "shard": _name, "key": _columns, "as-of": _time},
-        {"upper": _time},
-    ),
-    "schedule": Signature({"id": _id}),
-    "allow-compaction": Signature({"id": _id, "since": _time}),
-    "drop": Signature({"id": _id}),
-    "await-frontier": Signature({"id": _id, "ts": _time}, _READ),
-    "peek": Signature({"id": _id, "ts": _time}, _READ),
-    "count": Signature({"id": _id, "ts": _time}, _READ),
-    "hold": Signature({"runtime": _runtime}),
-    "release": Signature({"runtime": _runtime}),
-    "settle": Signature(),
-}
-
-
 @attrs.frozen
 class Stanza:
     """One directive and its expected output. ``line`` is the directive's line
-    (1-based); the expected block starts after ``divider_line`` and ends before
-    ``end_line`` (a blank line's number, or one past the file's last line)."""
+    (1-based); the expected block is the lines after ``divider_line`` and
+    before ``end_line`` (a blank line, a closing ``----``, or one past the
+    file's last line). ``doubled``: the block is the ``----`` ``----`` form,
+    and ``divider_line`` is its second ``----``. ``body`` is the body lines
+    without leading and trailing ASCII spaces; ``payload`` is what running the
+    stanza does (:mod:`._payloads`)."""
 
     line: int
     name: str
@@ -161,6 +75,9 @@ class Stanza:
     divider_line: int
     end_line: int
     expected: tuple[str, ...]
+    flags: tuple[str, ...]
+    doubled: bool
+    payload: Payload
 
 
 @attrs.frozen
@@ -204,119 +121,159 @@ def parse_spec(text: str, path: str) -> Spec:
     trailing = text.endswith("\n")
     if trailing:
         lines.pop()
-    stanzas: list[Stanza] = []
-    rows = 0
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        if line.strip() == "" or line.startswith("#"):
-            i += 1
-            continue
-        number = i + 1
-        name, args = _directive(path, number, line)
-        signature = DIRECTIVES[name]
-        i += 1
-        body: list[str] = []
-        while i < len(lines) and (
-            (lines[i].startswith("  ") and lines[i].strip(" ")) or lines[i].startswith("#")
-        ):
-            if not lines[i].startswith("#"):
-                body.append(lines[i].strip(" "))
-            i += 1
-        if i >= len(lines) or lines[i] != DIVIDER:
-            raise SpecError(path, number, f"missing {DIVIDER} after directive {name!r}")
+    try:
+        stanzas = _Parser(lines).stanzas()
+    except InputError as error:
+        raise SpecError(path, error.line, error.message) from None
+    return Spec(path, tuple(lines), stanzas, trailing)
+
+
+@attrs.define(eq=False)
+class _Parser:
+    lines: list[str]
+    catalog: Catalog = attrs.field(factory=Catalog)
+    # Rows the spec writes in all.
+    rows: int = 0
+
+    def stanzas(self) -> tuple[Stanza, ...]:
+        stanzas: list[Stanza] = []
+        i = 0
+        while i < len(self.lines):
+            line = self.lines[i]
+            if line.strip() == "" or line.startswith("#"):
+                i += 1
+                continue
+            stanza, i = self._stanza(i)
+            stanzas.append(stanza)
+        return tuple(stanzas)
+
+    def _stanza(self, start: int) -> tuple[Stanza, int]:
+        number = start + 1
+        line = self.lines[start]
+        if line[0].isspace():
+            raise InputError(number, "a directive starts in the first column")
+        try:
+            tokens = tokenize(line)
+        except ValueError as error:
+            raise InputError(number, f"{line.split()[0]}: {error}") from None
+        name = tokens[0]
+        signature = DIRECTIVES.get(name)
+        if signature is None:
+            raise InputError(number, f"unknown directive {name!r}")
+        try:
+            parsed = parse_arguments(name, tokens[1:], signature)
+        except ValueError as error:
+            raise InputError(number, str(error)) from None
+        body, divider = self._body(start, name)
         if body and not signature.body:
-            raise SpecError(path, number + 1, f"directive {name!r} takes no body")
-        if len(body) > ROWS_PER_WRITE:
-            raise SpecError(
-                path,
+            raise InputError(body[0].number, f"directive {name!r} takes no body")
+        self._count_rows(number, name, parsed.args, body)
+        directive = Directive(number, name, parsed.args, parsed.flags, tuple(body))
+        payload = self.catalog.payload(directive)
+        end, expected, doubled = self._expected(divider, number)
+        first = divider + 2 if doubled else divider + 1
+        texts = tuple(line.text for line in body)
+        return Stanza(
+            number,
+            name,
+            parsed.args,
+            texts,
+            first,
+            end + 1,
+            expected,
+            parsed.flags,
+            doubled,
+            payload,
+        ), (end + 2 if doubled else end)
+
+    def _body(self, start: int, name: str) -> tuple[list[BodyLine], int]:
+        """The body lines after the directive on line ``start`` (0-based), and
+        the index of its ``----``."""
+        body: list[BodyLine] = []
+        blank = False
+        i = start + 1
+        while i < len(self.lines) and self.lines[i] != DIVIDER:
+            text = self.lines[i]
+            if text.strip(" ") == "":
+                blank = True
+            elif blank and not text[0].isspace() and text.split(maxsplit=1)[0] in DIRECTIVES:
+                break
+            elif not text.startswith("#"):
+                stripped = text.lstrip(" ")
+                body.append(BodyLine(i + 1, len(text) - len(stripped), stripped.rstrip(" ")))
+            i += 1
+        if i >= len(self.lines) or self.lines[i] != DIVIDER:
+            raise InputError(start + 1, f"missing {DIVIDER} after directive {name!r}")
+        return body, i
+
+    def _expected(self, divider: int, number: int) -> tuple[int, tuple[str, ...], bool]:
+        """Where the expected block after the ``----`` at index ``divider``
+        ends (the index of the line after it, or of its closing ``----``),
+        its lines, and whether it is the ``----`` ``----`` form."""
+        lines = self.lines
+        i = divider + 1
+        if i < len(lines) and lines[i] == DIVIDER:
+            i += 1
+            while i < len(lines) and not (
+                lines[i] == DIVIDER and i + 1 < len(lines) and lines[i + 1] == DIVIDER
+            ):
+                i += 1
+            if i >= len(lines):
+                raise InputError(
+                    number,
+                    f"the {DIVIDER} {DIVIDER} block after line {divider + 1} is never closed "
+                    f"(by a {DIVIDER} line and another)",
+                )
+            return i, tuple(lines[divider + 2 : i]), True
+        while i < len(lines) and lines[i].strip() != "":
+            i += 1
+        return i, tuple(lines[divider + 1 : i]), False
+
+    def _count_rows(
+        self, number: int, name: str, args: dict[str, Value], body: list[BodyLine]
+    ) -> None:
+        if name == "write-rows" and len(body) > ROWS_PER_WRITE:
+            raise InputError(
                 number,
                 f"{name}: {len(body)} body rows, more than the {ROWS_PER_WRITE} a write may hold",
             )
-        rows += as_int(args["count"]) if name == "write-single-ts" else len(body)
-        if rows > ROWS_PER_SPEC:
-            raise SpecError(
-                path, number, f"{name}: the spec writes more than {ROWS_PER_SPEC} rows in all"
+        if name == "write-rows":
+            self.rows += len(body)
+        elif name in ("write-single-ts", "write-spread"):
+            self.rows += as_int(args["count"])
+        if self.rows > ROWS_PER_SPEC:
+            raise InputError(
+                number, f"{name}: the spec writes more than {ROWS_PER_SPEC} rows in all"
             )
-        divider = i + 1
-        i += 1
-        expected: list[str] = []
-        while i < len(lines) and lines[i].strip() != "":
-            expected.append(lines[i])
-            i += 1
-        stanzas.append(Stanza(number, name, args, tuple(body), divider, i + 1, tuple(expected)))
-    return Spec(path, tuple(lines), tuple(stanzas), trailing)
 
 
-def _directive(path: str, number: int, line: str) -> tuple[str, dict[str, Value]]:
-    if line.startswith(" "):
-        raise SpecError(path, number, "a directive starts in the first column")
-    words = line.split()
-    name = words[0]
-    signature = DIRECTIVES.get(name)
-    if signature is None:
-        raise SpecError(path, number, f"unknown directive {name!r}")
-    args: dict[str, Value] = {}
-    for word in words[1:]:
-        key, equals, value = word.partition("=")
-        if not equals or not key or not value:
-            raise SpecError(path, number, f"{name}: malformed argument {word!r} (want key=value)")
-        if key in args:
-            raise SpecError(path, number, f"{name}: key {key!r} given twice")
-        parse = signature.required.get(key) or signature.optional.get(key)
-        if parse is None:
-            if not signature.any_keys:
-                raise SpecError(path, number, f"{name}: unknown key {key!r}")
-            parse = _name
-        try:
-            args[key] = parse(value)
-        except ValueError as error:
-            raise SpecError(
-                path, number, f"{name}: bad value {_shown(value)} for {key!r}: {error}"
-            ) from None
-    missing = [key for key in signature.required if key not in args]
-    if missing:
-        raise SpecError(path, number, f"{name}: missing key {', '.join(repr(k) for k in missing)}")
-    return name, args
+def rewrite(spec: Spec, outputs: Sequence[Sequence[str]]) -> str:
+    """The spec's text with each stanza's expected block replaced by its
+    output (one per stanza, in order), every other line kept as it is. A
+    block that the output's blank lines (or a first line ``----``) would cut
+    short is written in the ``----`` ``----`` form."""
+    lines = list(spec.lines)
+    for stanza, output in reversed(list(zip(spec.stanzas, outputs, strict=True))):
+        block = list(output)
+        doubled = not stanza.doubled and (
+            any(line.strip() == "" for line in block) or block[:1] == [DIVIDER]
+        )
+        if doubled:
+            block = [DIVIDER, *block, DIVIDER, DIVIDER]
+        lines[stanza.divider_line : stanza.end_line - 1] = block
+    text = "\n".join(lines)
+    return text + "\n" if spec.trailing_newline else text
 
 
-def _shown(value: str, most: int = 40) -> str:
-    """``value`` quoted for a message, cut short when longer than ``most``."""
-    if len(value) <= most:
-        return repr(value)
-    return f"{value[: most // 2]!r}... ({len(value)} characters)"
-
-
-def as_int(value: Value) -> int:
-    """A validated argument known to be an integer."""
-    assert isinstance(value, int), f"{value!r} is not an integer"
-    return value
-
-
-def as_str(value: Value) -> str:
-    """A validated argument known to be a string."""
-    assert isinstance(value, str), f"{value!r} is not a string"
-    return value
+_INT = re.compile(r"-?[0-9]+")
 
 
 def parse_row(text: str) -> tuple[int | str, ...]:
-    """A body row: fields separated by ASCII spaces (only: a field may hold any
-    other character, other whitespace included); an integer-looking field is an
-    int64. Raises :class:`RowError`, in the real driver's words, for one out of
-    that range."""
+    """A body row without a schema: fields separated by ASCII spaces (only);
+    an integer-looking field is an int64, any other a string. Raises
+    :class:`RowError`, in the real driver's words, for one out of range."""
     return tuple(_field(field) for field in text.split(" ") if field)
 
 
 def _field(text: str) -> int | str:
-    if not _INT.fullmatch(text):
-        return text
-    # Check the length before int(), which refuses more than 4,300 digits.
-    if len(text.lstrip("-").lstrip("0")) <= len(str(INT64_MAX)):
-        value = int(text)
-        if INT64_MIN <= value <= INT64_MAX:
-            return value
-    side = "small" if text.startswith("-") else "large"
-    raise RowError(
-        f'parsing "{text}" as int64: invalid input syntax for type bigint: '
-        f'number too {side} to fit in target type: "{text}"'
-    )
+    return parse_int64(text) if _INT.fullmatch(text) else text

@@ -19,12 +19,16 @@ GOOD = "create-instance\n----\nok\n"
     [
         ("bogus-directive\n----\nok\n", "1: unknown directive 'bogus-directive'"),
         ("create-instance\nok\n", "1: missing ---- after directive 'create-instance'"),
-        ("create-instance\n\n----\nok\n", "1: missing ---- after directive 'create-instance'"),
+        (
+            "create-instance\n\ninitialization-complete\n----\nok\n",
+            "1: missing ---- after directive 'create-instance'",
+        ),
         ("schedule\n----\nok\n", "1: schedule: missing key 'id'"),
         ("schedule id=1 color=red\n----\nok\n", "1: schedule: unknown key 'color'"),
         (
             "schedule id=x\n----\nok\n",
-            "1: schedule: bad value 'x' for 'id': an id is a whole number >= 0",
+            "1: schedule: bad value 'x' for 'id': "
+            "an id is a whole number >= 0, optionally prefixed u, s, si or t",
         ),
         (
             "define-index source=1 index=2 shard=s key=0 as-of=0\n----\nok\n",

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from replica._ids import GlobalId
 from replica.driver import main
 from replica.driver._spec import RowError, SpecError, parse_row, parse_spec
 
@@ -85,12 +86,12 @@ def test_a_header_number_out_of_range_exits_2_naming_file_and_line(
 def test_the_largest_u64_is_a_valid_time_and_id() -> None:
     top = 2**64 - 1
     (stanza,) = parse_spec(f"peek id={top} ts={top}\n----\n", "x.spec").stanzas
-    assert stanza.args == {"id": top, "ts": top}
+    assert stanza.args == {"id": GlobalId.user(top), "ts": top}
 
 
 def test_leading_zeros_do_not_count_against_a_header_number() -> None:
     (stanza,) = parse_spec(f"schedule id={'0' * 30}7\n----\nok\n", "x.spec").stanzas
-    assert stanza.args == {"id": 7}
+    assert stanza.args == {"id": GlobalId.user(7)}
 
 
 @pytest.mark.parametrize(
