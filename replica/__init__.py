@@ -13,9 +13,9 @@ from ._connection import ConnectionOrder as ConnectionOrder
 from ._controller import Controller as Controller
 from ._controller import open_controller as open_controller
 from ._dataflow import Dataflow as Dataflow
-from ._dataflow import IndexExport as IndexExport
+from ._dataflow import IndexPart as IndexPart
 from ._dataflow import PeerView as PeerView
-from ._dataflow import SinkHandle as SinkHandle
+from ._dataflow import SinkPart as SinkPart
 from ._errors import ComputeError as ComputeError
 from ._errors import PeekCanceledError as PeekCanceledError
 from ._errors import PeekFailedError as PeekFailedError
@@ -51,6 +51,7 @@ from ._protocol import Datum as Datum
 from ._protocol import Frontier as Frontier
 from ._protocol import Frontiers as Frontiers
 from ._protocol import Hello as Hello
+from ._protocol import IndexExport as IndexExport
 from ._protocol import IndexImport as IndexImport
 from ._protocol import InitializationComplete as InitializationComplete
 from ._protocol import InstanceConfig as InstanceConfig

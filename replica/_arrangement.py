@@ -68,8 +68,6 @@ class Arrangement:
     # Invariant: every update at a time before upper has arrived; upper only
     # grows. None until the index's dataflow first stepped.
     upper: int | None = None
-    # Why reads of it fail, if they do (its dataflow could not read an import).
-    error: str | None = None
     _readers: dict[int, Callable[[], None]] = attrs.field(factory=dict)
     _next_reader: int = 0
     _key_of: Callable[[Row], Row] = attrs.field(init=False)

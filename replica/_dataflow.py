@@ -90,13 +90,15 @@ class Export:
 
 
 @attrs.define(eq=False)
-class IndexExport(Export):
-    """An index export: this worker's part of the arrangement (``provider``
-    returns it; for a re-export, the imported part), and where maintenance
-    publishes it for the interactive runtime."""
+class IndexPart(Export):
+    """A worker's part of an index export: its part of the arrangement
+    (``provider`` returns it; for a re-export, the imported part), and where
+    maintenance publishes it for the interactive runtime."""
 
     provider: Callable[[], Arrangement | None] = attrs.field(kw_only=True)
-    publishers: dict[Incarnation, Publisher[Arrangement]] = attrs.field(factory=dict, kw_only=True)
+    publishers: dict[Incarnation, Publisher[IndexPart]] = attrs.field(factory=dict, kw_only=True)
+    # Why reads fail, if they do (its dataflow could not read an import).
+    error: str | None = attrs.field(default=None, kw_only=True)
 
     @property
     def arrangement(self) -> Arrangement | None:
@@ -110,9 +112,8 @@ class IndexExport(Export):
         return Frontier.at(part.upper)
 
     def read_error(self, ts: int) -> str | None:
-        part = self.provider()
-        if part is not None and part.error is not None:
-            return part.error
+        if self.error is not None:
+            return self.error
         return compaction_error(ts, self.since)
 
     def ready(self, ts: int) -> bool:
@@ -130,7 +131,7 @@ class IndexExport(Export):
 
 
 @attrs.define(eq=False)
-class SinkHandle(Export):
+class SinkPart(Export):
     """A sink export: its frontier is the sink operator's."""
 
     sink: SinkExport = attrs.field(kw_only=True)
@@ -160,19 +161,18 @@ class Dataflow:
     number: int
     times: Times
     operators: list[Operator] = attrs.field(factory=list)
-    exports: dict[GlobalId, IndexExport | SinkHandle] = attrs.field(factory=dict)
+    exports: dict[GlobalId, IndexPart | SinkPart] = attrs.field(factory=dict)
     exchanges: int = 0
     scheduled: bool = False
     closed: bool = False
-    # The arrangements its index exports built (not the ones they re-export).
-    owned: list[Arrangement] = attrs.field(factory=list)
 
     def fail_reads(self, error: str) -> None:
         """Reads of its indexes fail with ``error`` (an import was compacted
         past its as_of); it still computes, as a real dataflow's error stream
         would."""
-        for part in self.owned:
-            part.error = error
+        for export in self.exports.values():
+            if isinstance(export, IndexPart):
+                export.error = error
 
     @property
     def as_of(self) -> int:
@@ -284,11 +284,10 @@ def render(description: DataflowDescription, number: int, context: Context) -> D
     for export in description.index_exports:
         shared = imported.get(export.on)
         if shared is not None and shared[0] == export.key and export.on not in built:
-            handle = IndexExport(export.id, dataflow, description.as_of, provider=shared[1])
+            handle = IndexPart(export.id, dataflow, description.as_of, provider=shared[1])
         else:
             part = Arrangement(export.key)
-            dataflow.owned.append(part)
-            handle = IndexExport(export.id, dataflow, description.as_of, provider=_constant(part))
+            handle = IndexPart(export.id, dataflow, description.as_of, provider=_constant(part))
             arranged = exchange(streams[export.on], export.key)
             add(Arrange(arranged, arranged.subscribe(), part))
         dataflow.exports[export.id] = handle
@@ -304,7 +303,7 @@ def _sink(
     exchange: Callable[[Stream, tuple[int, ...]], Stream],
     add: Callable[[Operator], Stream],
     context: Context,
-) -> SinkHandle:
+) -> SinkPart:
     source = streams[sink.on]
     operator: Operator
     match sink.connection:
@@ -331,7 +330,7 @@ def _sink(
                 context.emit,
             )
     add(operator)
-    return SinkHandle(sink.id, dataflow, dataflow.as_of, sink=sink, operator=operator)
+    return SinkPart(sink.id, dataflow, dataflow.as_of, sink=sink, operator=operator)
 
 
 def _projection(columns: tuple[int, ...]) -> Callable[[Row], Row]:
@@ -355,44 +354,45 @@ class PeerView:
 
     id: GlobalId
     description: DataflowDescription
-    peer: Peer[Arrangement]
+    peer: Peer[IndexPart]
     # Invariant: since >= as_of, and since only moves forward.
     since: int
-    scheduled: bool = False
     # The part this view's worker listens to (the bound one, once bound).
     _following: Arrangement | None = None
     _stop: Callable[[], None] | None = None
 
     @classmethod
     def bind(
-        cls, id: GlobalId, description: DataflowDescription, peer: Peer[Arrangement]
+        cls, id: GlobalId, description: DataflowDescription, peer: Peer[IndexPart]
     ) -> PeerView:
         return cls(id, description, peer, since=description.as_of)
 
     @property
     def arrangement(self) -> Arrangement | None:
         publisher = self.peer.publisher
-        return None if publisher is None else publisher.value
+        return None if publisher is None else publisher.value.arrangement
 
     def provider(self) -> Arrangement | None:
         return self.arrangement
 
     @property
     def frontier(self) -> Frontier | None:
+        # What it reads is maintenance's part: it moves once maintenance's
+        # dataflow is scheduled, whether or not this view's Schedule came.
         part = self.arrangement
-        if not self.scheduled or part is None or part.upper is None:
+        if part is None or part.upper is None:
             return None
         return Frontier.at(part.upper)
 
     def read_error(self, ts: int) -> str | None:
-        part = self.arrangement
-        if part is not None and part.error is not None:
-            return part.error
+        publisher = self.peer.publisher
+        if publisher is not None and publisher.value.error is not None:
+            return publisher.value.error
         return compaction_error(ts, self.since)
 
     def ready(self, ts: int) -> bool:
         part = self.arrangement
-        return self.scheduled and part is not None and part.ready(ts)
+        return part is not None and part.ready(ts)
 
     def scan(self, ts: int, literals: tuple[Row, ...] | None) -> Scan:
         part = self.arrangement
@@ -413,7 +413,7 @@ class PeerView:
             self._stop()
         self._following = self._stop = None
 
-    def rebind(self, peer: Peer[Arrangement]) -> Peer[Arrangement]:
+    def rebind(self, peer: Peer[IndexPart]) -> Peer[IndexPart]:
         """Read through ``peer`` from now on; release the old one and return it."""
         old, self.peer = self.peer, peer
         old.release()

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ._dataflow import IndexExport, PeerView
+from ._dataflow import IndexPart, PeerView
 from ._ids import GlobalId
 from ._replica import Replica
 
@@ -44,7 +44,7 @@ def runtime_divergence(replica: Replica) -> list[str]:
         parts = {
             id: export
             for id, export in owner.state.collections.items()
-            if isinstance(export, IndexExport)
+            if isinstance(export, IndexPart)
         }
         views = {
             id: view for id, view in reader.state.collections.items() if isinstance(view, PeerView)
@@ -57,17 +57,20 @@ def runtime_divergence(replica: Replica) -> list[str]:
         for id, view in views.items():
             peer, part = view.peer, parts.get(id)
             published = [str(i) for i in part.publishers] if part is not None else []
-            if peer.publisher is None:
+            waiting = part is not None and part.arrangement is None
+            if peer.publisher is None and not waiting:
                 found.append(
                     f"{where}: peer {peer.incarnation} parked on an incarnation nobody "
                     f"publishes (maintenance publishes {id} as {published or 'nothing'})"
                 )
+            elif peer.publisher is None:
+                pass  # maintenance's part waits for the index it re-exports: so does the peer
             elif peer.frozen:
                 found.append(
                     f"{where}: peer {peer.incarnation} bound to dropped publisher "
                     f"#{peer.publisher.serial}: a frozen view"
                 )
-            elif part is None or peer.publisher.value is not part.arrangement:
+            elif part is None or peer.publisher.value is not part:
                 found.append(
                     f"{where}: peer {peer.incarnation} bound to a part maintenance does not run"
                 )

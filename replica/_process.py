@@ -38,6 +38,7 @@ from ._protocol import (
     CancelPeek,
     Command,
     CreateDataflow,
+    DataflowDescription,
     Hello,
     Peek,
     PeekResponse,
@@ -204,16 +205,27 @@ class Process:
             case Peek() | CancelPeek():
                 return [INTERACTIVE]
             case CreateDataflow(dataflow):
+                self.claim(dataflow)
                 if dataflow.is_transient:
-                    self.owners.update(dict.fromkeys(dataflow.exports, (INTERACTIVE,)))
                     return [INTERACTIVE]
-                self.owners.update(dict.fromkeys(dataflow.exports, (MAINTENANCE, INTERACTIVE)))
-                self.owners.update(
-                    dict.fromkeys((sink.id for sink in dataflow.sink_exports), (MAINTENANCE,))
-                )
             case Schedule(id) | AllowWrites(id) | AllowCompaction(id, _):
                 return list(self.owners.get(id, self.adapters))
         return list(self.adapters)
+
+    def claim(self, dataflow: DataflowDescription) -> None:
+        """Record which runtimes run ``dataflow``'s collections: a query
+        dataflow's, the interactive runtime alone; another's sinks,
+        maintenance alone; its indexes, both. Process 0's multiplexer does it
+        when it routes the dataflow; every worker when it applies it, so the
+        other processes (which see no command but ``Hello``) know it before
+        any response about the dataflow reaches their mergers."""
+        if INTERACTIVE not in self.adapters:
+            return
+        if dataflow.is_transient:
+            self.owners.update(dict.fromkeys(dataflow.exports, (INTERACTIVE,)))
+            return
+        self.owners.update(dict.fromkeys(dataflow.exports, (MAINTENANCE, INTERACTIVE)))
+        self.owners.update(dict.fromkeys((s.id for s in dataflow.sink_exports), (MAINTENANCE,)))
 
     def _reporting(self, names: list[str]) -> Callable[[GlobalId], frozenset[int]]:
         """Which of the runtimes (``names``, in merge order) report ``id``."""

@@ -23,8 +23,8 @@ from actors import ActorRef, ActorSystem, Sequencer, Tracer, open_system
 from barrier import ReconcileBarrier, Side
 from sharing import Registry
 
-from ._arrangement import Arrangement
 from ._connection import RuntimeConnection
+from ._dataflow import IndexPart
 from ._exchange import Fabric
 from ._faults import FaultPlan, Faults
 from ._process import INTERACTIVE, MAINTENANCE, ChannelAdapter, Process
@@ -89,7 +89,7 @@ class Replica:
     processes: list[Process]
     runtimes: dict[str, Runtime]
     # Per (process, local ordinal), with two runtimes only.
-    registries: dict[tuple[int, int], Registry[Arrangement]] = attrs.field(factory=dict)
+    registries: dict[tuple[int, int], Registry[IndexPart]] = attrs.field(factory=dict)
     barriers: dict[tuple[int, int], ReconcileBarrier] = attrs.field(factory=dict)
     faults: Faults = attrs.field(factory=lambda: Faults.seeded(FaultPlan(), 0))
     # The replica's counters (the materialized-view sinks' correction buffers).
@@ -138,7 +138,7 @@ async def open_replica(
             Process(index, config.workers, faults=faults) for index in range(config.processes)
         ]
         places = [(p, local) for p in range(config.processes) for local in range(config.workers)]
-        registries: dict[tuple[int, int], Registry[Arrangement]] = {}
+        registries: dict[tuple[int, int], Registry[IndexPart]] = {}
         barriers: dict[tuple[int, int], ReconcileBarrier] = {}
         if config.interactive:
             for p, local in places:
@@ -193,7 +193,7 @@ async def _start_runtime(
     processes: list[Process],
     nursery: trio.Nursery,
     role: Role,
-    registries: dict[tuple[int, int], Registry[Arrangement]],
+    registries: dict[tuple[int, int], Registry[IndexPart]],
     barriers: dict[tuple[int, int], ReconcileBarrier],
     side: Side | None,
     metrics: Metrics,
@@ -221,6 +221,7 @@ async def _start_runtime(
                 metrics=metrics,
             )
             worker.barrier = barriers.get((p, local))
+            worker.claim = processes[p].claim
             worker.side = side if worker.barrier is not None else None
             refs.append(
                 await system.spawn(worker.run, name=f"{name}/p{p}/w{local}", capacity=math.inf)

@@ -21,7 +21,7 @@ import attrs
 from sharing import Incarnation, Registry
 
 from ._arrangement import Arrangement, Scan
-from ._dataflow import Context, Dataflow, IndexExport, PeerView, SinkHandle, render
+from ._dataflow import Context, Dataflow, IndexPart, PeerView, SinkPart, render
 from ._exchange import Fabric
 from ._ids import GlobalId
 from ._protocol import (
@@ -52,8 +52,8 @@ from ._reconcile import DIFFERENT_INSTANCE, ReconcilePlan, Running
 from ._shard import ShardCatalog
 from ._sinks import Metrics
 
-Readable = IndexExport | PeerView
-Collection = IndexExport | SinkHandle | PeerView
+Readable = IndexPart | PeerView
+Collection = IndexPart | SinkPart | PeerView
 
 
 class Role(enum.StrEnum):
@@ -117,7 +117,7 @@ class ComputeState:
     wake: Callable[[], None]
     role: Role = Role.SOLO
     # The registry of this worker's (process, local ordinal); not for Solo.
-    registry: Registry[Arrangement] | None = None
+    registry: Registry[IndexPart] | None = None
     fabric: Fabric = attrs.field(factory=lambda: Fabric(1))
     metrics: Metrics = attrs.field(factory=Metrics)
     instance: InstanceConfig | None = None
@@ -137,6 +137,8 @@ class ComputeState:
     # (with two runtimes a reused id would race like a reconnect without the
     # barrier), so a create of one is rejected. Cleared for each connection.
     retired: set[GlobalId] = attrs.field(factory=set)
+    # Re-exports waiting for the index they re-export, to be published.
+    unpublished: list[tuple[IndexPart, Incarnation]] = attrs.field(factory=list)
     # Align incarnations across the runtimes at each reconciliation (see
     # ``begin_reconcile`` and ``align_peers``); False only as a diagnostic.
     align: bool = True
@@ -158,7 +160,7 @@ class ComputeState:
                 self._schedule(command, id)
             case AllowWrites(id):
                 sink = self.collections.get(id)
-                if isinstance(sink, SinkHandle):
+                if isinstance(sink, SinkPart):
                     sink.allow_writes()
                     self.wake()
                 else:
@@ -226,7 +228,7 @@ class ComputeState:
         self.collections.update(dataflow.exports)
         if self.role is Role.MAINTENANCE:
             for export in dataflow.exports.values():
-                if isinstance(export, IndexExport):
+                if isinstance(export, IndexPart):
                     self._publish(export, Incarnation(export.id, description.as_of))
 
     def _refusal(self, description: DataflowDescription) -> str | None:
@@ -246,12 +248,20 @@ class ComputeState:
         import of an index this runtime does not have yet waits for it (a
         placeholder the index fills once created and published)."""
         collections = self.collections
+        found: list[Arrangement] = []
 
         def part() -> Arrangement | None:
+            # Once found, for good: the arrangement is shared, and outlives
+            # the index's own dataflow for whoever still reads it.
+            if found:
+                return found[0]
             collection = collections.get(id)
-            if isinstance(collection, IndexExport | PeerView):
-                return collection.provider()
-            return None
+            arrangement = (
+                collection.provider() if isinstance(collection, IndexPart | PeerView) else None
+            )
+            if arrangement is not None:
+                found.append(arrangement)
+            return arrangement
 
         return part
 
@@ -260,17 +270,20 @@ class ComputeState:
         index was compacted past it."""
         for index in description.index_imports:
             collection = self.collections.get(index.id)
-            if isinstance(collection, IndexExport | PeerView):
+            if isinstance(collection, IndexPart | PeerView):
                 error = collection.read_error(description.as_of)
                 if error is not None:
                     return error
         return None
 
-    def _publish(self, export: IndexExport, incarnation: Incarnation) -> None:
+    def _publish(self, export: IndexPart, incarnation: Incarnation) -> None:
+        """Publish ``export``'s part as ``incarnation``; a re-export of an index
+        not there yet is published once it is (see :meth:`step`)."""
         assert self.registry is not None, "a maintenance worker has a registry"
-        part = export.arrangement
-        assert part is not None, "maintenance's own index parts always exist"
-        export.publishers[incarnation] = self.registry.publish(incarnation, part)
+        if export.arrangement is None:
+            self.unpublished.append((export, incarnation))
+            return
+        export.publishers[incarnation] = self.registry.publish(incarnation, export)
 
     def _installed_of(self, id: GlobalId) -> Installed | None:
         for installed in self.installed:
@@ -287,10 +300,8 @@ class ComputeState:
             case Dataflow() if not installed.scheduled:
                 installed.scheduled = True
                 self.wake()
-            case StandIn(_, views):
-                for view in views.values():
-                    view.scheduled = True
-                self.wake()
+            case StandIn():
+                pass  # a peer reads maintenance's part, which its own Schedule moves
 
     def _compact(
         self, command: Command, id: GlobalId, frontier: Frontier, *, report_drop: bool
@@ -316,7 +327,7 @@ class ComputeState:
         for uuid, reading in list(self.peeks.items()):
             error = (
                 collection.read_error(reading.peek.timestamp)
-                if reading.peek.id == id and not isinstance(collection, SinkHandle)
+                if reading.peek.id == id and not isinstance(collection, SinkPart)
                 else None
             )
             if error is not None:
@@ -343,7 +354,7 @@ class ComputeState:
 
     def _peek(self, command: Peek) -> None:
         collection = self.collections.get(command.id)
-        if not isinstance(collection, IndexExport | PeerView):
+        if not isinstance(collection, IndexPart | PeerView):
             self.outbox.append(PeekResponse(command.uuid, PeekError(UNKNOWN_COLLECTION)))
             return
         error = collection.read_error(command.timestamp)
@@ -374,11 +385,16 @@ class ComputeState:
             else:
                 for view in installed.views.values():
                     view.follow(self.wake)
+        if self.unpublished:
+            waiting, self.unpublished = self.unpublished, []
+            for export, incarnation in waiting:
+                if self.collections.get(export.id) is export:
+                    self._publish(export, incarnation)
         if not report:
             return
         self._read()
         for batch in self.batches:
-            if isinstance(self.collections.get(batch.id), SinkHandle):
+            if isinstance(self.collections.get(batch.id), SinkPart):
                 self.outbox.append(batch)
         self.batches.clear()
         for id, collection in self.collections.items():
@@ -392,8 +408,14 @@ class ComputeState:
         for uuid, reading in list(self.peeks.items()):
             peek = reading.peek
             collection = self.collections.get(peek.id)
-            assert isinstance(collection, IndexExport | PeerView), "a pending peek's collection"
+            assert isinstance(collection, IndexPart | PeerView), "a pending peek's collection"
             if reading.scan is None:
+                # What a peer reads may have been bound since the peek came.
+                error = collection.read_error(peek.timestamp)
+                if error is not None:
+                    del self.peeks[uuid]
+                    self.outbox.append(PeekResponse(uuid, PeekError(error)))
+                    continue
                 if not collection.ready(peek.timestamp):
                     continue
                 reading.scan = collection.scan(peek.timestamp, peek.literals)
@@ -434,7 +456,7 @@ class ComputeState:
                 continue
             for export in installed.exports.values():
                 incarnation = Incarnation(export.id, as_of)
-                if isinstance(export, IndexExport) and incarnation not in export.publishers:
+                if isinstance(export, IndexPart) and incarnation not in export.publishers:
                     self._publish(export, incarnation)
 
     def align_peers(self, plan: ReconcilePlan) -> list[str]:

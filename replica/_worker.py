@@ -9,6 +9,8 @@ busy-waits). While the command loop waits, the dataflow loop keeps stepping.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import attrs
 import trio
 
@@ -16,11 +18,16 @@ from actors import Inbox
 from barrier import ReconcileBarrier, Side
 from sharing import Registry
 
-from ._arrangement import Arrangement
-from ._dataflow import IndexExport, PeerView
+from ._dataflow import IndexPart, PeerView
 from ._exchange import Fabric
 from ._faults import Faults
-from ._protocol import Command, CreateDataflow, InitializationComplete, Response
+from ._protocol import (
+    Command,
+    CreateDataflow,
+    DataflowDescription,
+    InitializationComplete,
+    Response,
+)
 from ._reconcile import plan_reconcile
 from ._shard import ShardCatalog
 from ._sinks import Metrics
@@ -38,7 +45,7 @@ def _sharing(collection: Collection) -> str | None:
             return f"peer {peer.incarnation} parked: no publisher yet"
         frozen = ", frozen: its publisher was dropped" if peer.frozen else ""
         return f"peer {peer.incarnation} bound to publisher #{peer.publisher.serial}{frozen}"
-    if isinstance(collection, IndexExport) and collection.publishers:
+    if isinstance(collection, IndexPart) and collection.publishers:
         # The newest publication: a kept part is published again under its new
         # incarnation.
         publisher = list(collection.publishers.values())[-1]
@@ -72,6 +79,8 @@ class Worker:
     barrier: ReconcileBarrier | None = None
     side: Side | None = None
     faults: Faults | None = None
+    # Tells the worker's process which runtimes run a dataflow's collections.
+    claim: Callable[[DataflowDescription], None] | None = None
     # The connection whose commands the worker is applying or reconciling.
     # Invariant: positions only grow (the command channel delivers in order).
     position: int = -1
@@ -99,7 +108,7 @@ class Worker:
         responses: trio.MemorySendChannel[tuple[int, Response]],
         *,
         role: Role = Role.SOLO,
-        registry: Registry[Arrangement] | None = None,
+        registry: Registry[IndexPart] | None = None,
         align: bool = True,
         fabric: Fabric | None = None,
         metrics: Metrics | None = None,
@@ -204,6 +213,8 @@ class Worker:
 
     def _apply(self, seq: int, command: Command) -> None:
         self.applied.append((seq, self.position, command))
+        if isinstance(command, CreateDataflow) and self.claim is not None:
+            self.claim(command.dataflow)
         self.state.apply(command)
         if isinstance(command, CreateDataflow):
             self._note_sharing()

@@ -1,7 +1,9 @@
 """Random replica programs, written as spec files, for the simulation.
 
 A program is a list of directives: writes, index definitions (the same or
-another as_of and key), reconnects that replay, change or leave out indexes,
+another as_of and key), query dataflows (a transient count over an index),
+re-exports of an index, materialized views of a shard, reconnects that
+replay, change or leave out indexes,
 connections abandoned mid-reconciliation, holds and releases of either
 runtime around a reconnect (with compactions, drops and creates in flight on
 the connection being lost, so that the runtimes may apply different
@@ -111,6 +113,62 @@ def generate(choose: Chooser, max_steps: int = 10) -> Program:
         verb = choose.choice(["peek", "count"])
         out.append(f"{verb} id={id} ts={ts} timeout-secs={READ_TIMEOUT}")
 
+    made = [0]
+
+    def fresh() -> int:
+        made[0] += 1
+        return made[0]
+
+    def query() -> None:
+        """A query dataflow (transient ids: the interactive runtime alone runs
+        it): count(*) over an index, read once."""
+        id = choose.choice(sorted(defined))
+        n = fresh()
+        shard = SHARD_OF[id]
+        as_of = choose.choice([0, max(uppers[shard] - 1, 0)])
+        out.append(
+            f"create-dataflow name=query{n} as-of={as_of}\n"
+            f"  import index={id}\n"
+            f"  build id=t{5000 + n}\n"
+            f"    Reduce aggregates=[count(*)]\n"
+            f"      Get u{id - 1}\n"
+            f"  export index=t{4000 + n} on=t{5000 + n} key=[0]"
+        )
+        out.append(f"schedule id=t{4000 + n}")
+        ts = max(uppers[shard] - 1, as_of)
+        out.append(f"peek id=t{4000 + n} ts={ts} timeout-secs={READ_TIMEOUT}")
+
+    def reexport() -> None:
+        """An index that re-exports another's arrangement, read once."""
+        id = choose.choice(sorted(defined))
+        n = fresh()
+        shard = SHARD_OF[id]
+        out.append(
+            f"create-dataflow name=reexport{n} as-of={defined[id][1]}\n"
+            f"  import index={id}\n"
+            f"  export index={3000 + n} on={id - 1} key={defined[id][0]}"
+        )
+        out.append(f"schedule id={3000 + n}")
+        ts = max(uppers[shard] - 1, defined[id][1])
+        out.append(f"peek id={3000 + n} ts={ts} timeout-secs={READ_TIMEOUT}")
+
+    def sink() -> None:
+        """A materialized view of a shard, made writable and read once."""
+        shard = choose.choice(SHARDS)
+        source = 1000 if shard == SHARDS[0] else 2000
+        n = fresh()
+        out.append(
+            f"create-dataflow name=view{n} as-of=0\n"
+            f"  import source={source} shard={shard} upper={uppers[shard]}\n"
+            f"  build id={7000 + n}\n"
+            f"    Project (#0, #1)\n"
+            f"      Get u{source}\n"
+            f"  export kind=materialized-view sink={6000 + n} on={7000 + n} shard=view{n}"
+        )
+        out.extend([f"schedule id={6000 + n}", f"allow-writes id={6000 + n}"])
+        ts = max(uppers[shard] - 1, 0)
+        out.append(f"peek id={6000 + n} ts={ts} timeout-secs={READ_TIMEOUT}")
+
     def in_flight() -> None:
         """A command sent to the connection about to be lost: it may reach
         only one runtime (the other's adapter drops it with its queue)."""
@@ -186,7 +244,20 @@ def generate(choose: Chooser, max_steps: int = 10) -> Program:
         write(SHARDS[0])
         define(IDS[0])
     for _ in range(choose.integer(1, max_steps)):
-        step = choose.choice(["write", "define", "read", "compact", "drop", "reconnect", "advance"])
+        step = choose.choice(
+            [
+                "write",
+                "define",
+                "read",
+                "compact",
+                "drop",
+                "reconnect",
+                "advance",
+                "query",
+                "reexport",
+                "sink",
+            ]
+        )
         if step == "write":
             write(choose.choice(SHARDS))
         elif step == "advance":
@@ -208,5 +279,11 @@ def generate(choose: Chooser, max_steps: int = 10) -> Program:
             del defined[id]
         elif step == "reconnect":
             reconnect()
+        elif step == "query" and defined:
+            query()
+        elif step == "reexport" and defined:
+            reexport()
+        elif step == "sink":
+            sink()
     read()
     return Program(tuple(out))

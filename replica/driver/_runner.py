@@ -8,31 +8,53 @@ import trio.testing
 
 import actors
 from replica import (
-    AllowCompaction,
     Command,
     ComputeError,
     Controller,
     CreateDataflow,
-    CreateInstance,
     DataflowDescription,
     FaultPlan,
-    Frontier,
     GlobalId,
     InitializationComplete,
+    PeekCanceledError,
+    PeekFailedError,
     Replica,
     ReplicaConfig,
+    Row,
     Schedule,
+    Shard,
     ShardCatalog,
-    UpdateConfiguration,
+    WriteBelowUpperError,
     open_controller,
     open_replica,
     runtime_divergence,
 )
 
-from ._format import format_rows
-from ._spec import RowError, Spec, Stanza, as_int, as_str, parse_row
+from ._data import render_datum, render_rows, render_updates
+from ._payloads import (
+    Advance,
+    AwaitFrontier,
+    AwaitSubscribe,
+    CountRows,
+    Fail,
+    Hold,
+    Payload,
+    PeekCount,
+    PeekRows,
+    Print,
+    Reconnect,
+    Release,
+    Send,
+    Settle,
+    Timeout,
+    Write,
+)
+from ._payloads import Metrics as MetricsWait
+from ._spec import Spec, Stanza
 
-DEFAULT_TIMEOUT = "30"
+
+class _PrintedError(Exception):
+    """A failure the stanza prints as ``error: <message>``."""
 
 
 @attrs.frozen
@@ -160,8 +182,8 @@ async def _run(spec: Spec, topology: Topology, trace: actors.Tracer | None) -> S
         session = _Session(replica, controller, shards)
         for stanza in spec.stanzas:
             try:
-                actual = await _execute(session, stanza)
-            except (ComputeError, RowError) as error:
+                actual = await _execute(session, stanza.payload)
+            except (ComputeError, _PrintedError) as error:
                 actual = [f"error: {error}"]
             outcomes.append(Outcome(stanza, tuple(actual), trio.current_time()))
         await settle(replica)
@@ -171,74 +193,104 @@ async def _run(spec: Spec, topology: Topology, trace: actors.Tracer | None) -> S
     return SpecRun(outcomes, found, dict(replica.faults.injected))
 
 
-async def _execute(session: _Session, stanza: Stanza) -> list[str]:
-    args, controller, shards = stanza.args, session.controller, session.shards
-    match stanza.name:
-        case "create-instance":
-            await session.send(CreateInstance())
-        case "update-configuration":
-            params = tuple(sorted((key, as_str(value)) for key, value in args.items()))
-            await session.send(UpdateConfiguration(params))
-        case "initialization-complete":
-            await session.send(InitializationComplete())
-        case "reconnect":
+async def _execute(session: _Session, payload: Payload) -> list[str]:
+    controller = session.controller
+    match payload:
+        case Send(command):
+            await session.send(command)
+        case Print(lines):
+            return list(lines)
+        case Fail(message):
+            return [f"error: {message}"]
+        case Reconnect():
             await controller.connect()
             session.window = []
-        case "write-rows":
-            rows = [parse_row(line) for line in stanza.body]
-            written = shards.shard(as_str(args["shard"])).write(as_int(args["ts"]), rows)
-            return [f"wrote {written}"]
-        case "write-single-ts":
-            rows = [(i,) for i in range(as_int(args["count"]))]
-            written = shards.shard(as_str(args["shard"])).write(as_int(args["ts"]), rows)
-            return [f"wrote {written}"]
-        case "advance":
-            shards.shard(as_str(args["shard"])).advance(as_int(args["upper"]))
-        case "define-index":
-            key = args["key"]
-            assert isinstance(key, tuple)
-            dataflow = DataflowDescription.index(
-                as_int(args["source"]),
-                as_str(args["shard"]),
-                as_int(args["index"]),
-                key,
-                as_int(args["as-of"]),
-            )
-            await session.send(CreateDataflow(dataflow))
-        case "schedule":
-            await session.send(Schedule(GlobalId.user(as_int(args["id"]))))
-        case "allow-compaction":
-            await session.send(
-                AllowCompaction(
-                    GlobalId.user(as_int(args["id"])), Frontier.at(as_int(args["since"]))
-                )
-            )
-        case "drop":
-            await session.send(AllowCompaction(GlobalId.user(as_int(args["id"])), Frontier.empty()))
-        case "await-frontier" | "peek" | "count":
-            return await _read(controller, stanza)
-        case "hold":
-            session.replica.hold(as_str(args["runtime"]))
-        case "release":
-            session.replica.release(as_str(args["runtime"]))
-        case "settle":
+        case Write():
+            return [_write(session.shards.shard(payload.shard), payload)]
+        case Advance(shard, upper):
+            session.shards.shard(shard).advance(upper)
+        case AwaitFrontier(id, ts, timeout, allow_timeout):
+            with trio.move_on_after(timeout.seconds):
+                await controller.await_frontier(id, ts)
+                return ["awaited" if allow_timeout else "ok"]
+            return [
+                "awaited"
+                if allow_timeout
+                else f"error: frontier for {id} did not reach {ts} in time"
+            ]
+        case PeekRows(id, ts, timeout, shard):
+            with trio.move_on_after(timeout.seconds):
+                if shard is not None:
+                    return render_rows(await controller.peek_shard(session.shards.shard(shard), ts))
+                return render_rows(await _peek(controller, id, ts))
+            return _timed_out(timeout)
+        case PeekCount(id, ts, literals, timeout):
+            with trio.move_on_after(timeout.seconds):
+                return [str(len(await _peek(controller, id, ts, literals)))]
+            return _timed_out(timeout)
+        case CountRows(id, ts, dataflow, output, timeout):
+            with trio.move_on_after(timeout.seconds):
+                return [await _count(session, id, ts, dataflow, output)]
+            return _timed_out(timeout)
+        case AwaitSubscribe(id, up_to, timeout):
+            with trio.move_on_after(timeout.seconds):
+                return render_updates(await controller.await_subscribe(id, up_to))
+            return [f"error: subscribe {id} did not reach {up_to} in time"]
+        case MetricsWait(name, most, minus, timeout):
+            with trio.move_on_after(timeout.seconds):
+                await controller.await_metric(name, minus, most)
+                return [f"value <= {most}"]
+            less = "" if minus is None else f" - {minus}"
+            return [f"error: {name}{less} did not fall to {most} in {timeout.text}s"]
+        case Hold(runtime):
+            session.replica.hold(runtime)
+        case Release(runtime):
+            session.replica.release(runtime)
+        case Settle():
             await settle(session.replica)
             session.check_agreement()
-        case _:
-            raise AssertionError(f"unvalidated directive {stanza.name!r}")
     return ["ok"]
 
 
-async def _read(controller: Controller, stanza: Stanza) -> list[str]:
-    args = stanza.args
-    timeout = as_str(args.get("timeout-secs", DEFAULT_TIMEOUT))
-    id, ts = GlobalId.user(as_int(args["id"])), as_int(args["ts"])
-    with trio.move_on_after(float(timeout)):
-        if stanza.name == "await-frontier":
-            await controller.await_frontier(id, ts)
-            return ["ok"]
-        rows = await controller.peek(id, ts)
-        if stanza.name == "count":
-            return [str(len(rows))]
-        return format_rows(rows)
-    return [f"error: timed out after {timeout}s"]
+def _timed_out(timeout: Timeout) -> list[str]:
+    return [f"error: timed out after {timeout.text}s"]
+
+
+def _write(shard: Shard, write: Write) -> str:
+    """One append of every row (at ``ts``, or spread over ``ts + j % spread``)."""
+    if write.lower < shard.upper:
+        raise WriteBelowUpperError(
+            f"write at ts {write.lower} is below the shard upper {shard.upper}"
+        )
+    updates = [(row, time, 1) for row, time in write.updates()]
+    shard.append(updates, shard.upper, write.upper)
+    return f"wrote {write.count}"
+
+
+async def _peek(
+    controller: Controller, id: GlobalId, ts: int, literals: tuple[Row, ...] | None = None
+) -> list[Row]:
+    try:
+        return await controller.peek(id, ts, literals)
+    except PeekFailedError as error:
+        raise _PrintedError(f"peek error: {error}") from None
+    except PeekCanceledError:
+        raise _PrintedError("peek canceled") from None
+
+
+async def _count(
+    session: _Session, id: GlobalId, ts: int, dataflow: DataflowDescription, output: GlobalId
+) -> str:
+    """``count``: first a peek of no key, so a missing index or a read below
+    its compaction frontier fails as a peek does; then the temporary
+    ``count(*)`` dataflow, its frontier past ``ts``, and a peek of it."""
+    await _peek(session.controller, id, ts, ())
+    await session.send(CreateDataflow(dataflow))
+    await session.send(Schedule(output))
+    await session.controller.await_frontier(output, ts + 1)
+    rows = await _peek(session.controller, output, ts)
+    if not rows:
+        return "0"
+    if len(rows) > 1:
+        raise _PrintedError(f"count reduce returned {len(rows)} rows, expected 0 or 1")
+    return render_datum(rows[0][-1])

@@ -21,7 +21,7 @@ from replica import (
     DataflowDescription,
     Frontier,
     GlobalId,
-    IndexExport,
+    IndexPart,
     InitializationComplete,
     InstanceConfig,
     PeekFailedError,
@@ -166,7 +166,7 @@ async def test_a_worker_whose_process_never_recorded_the_connection_still_reconc
         remote = replica.maintenance.worker(1, 0)
         assert remote.position == 1
         part = remote.state.collections[U(1001)]
-        assert isinstance(part, IndexExport)
+        assert isinstance(part, IndexPart)
         assert part.dataflow.description.index_exports[0].key == (1,)
         assert len(await controller.peek(1001, 0)) == 10
 

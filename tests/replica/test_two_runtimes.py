@@ -21,7 +21,7 @@ from replica import (
     DataflowDescription,
     Frontier,
     GlobalId,
-    IndexExport,
+    IndexPart,
     InitializationComplete,
     Peek,
     PeekFailedError,
@@ -188,7 +188,7 @@ async def test_a_waiting_worker_keeps_stepping_its_dataflows_and_reads_no_comman
         shards.shard("data").write(5, [(9, "z")])
         await trio.testing.wait_all_tasks_blocked()
         part = worker.state.collections[U(2001)]
-        assert isinstance(part, IndexExport)
+        assert isinstance(part, IndexPart)
         assert part.arrangement is not None
         assert part.arrangement.upper == 6  # still stepping
         assert len(worker.applied) == applied  # but applying no command
