@@ -4,10 +4,12 @@ Each runtime reconciles a connection on its own, and a runtime may apply a
 command of a lost connection that the other dropped with the connection's
 queue (DESIGN.md §2.2). Reconciling the next connection must bring them back
 into agreement: once every worker of both runtimes has reconciled the same
-connection and nothing is held back, the interactive runtime runs exactly the
-collections maintenance runs, and every one of its peers is bound to the part
+connection and nothing is held back, the interactive runtime reads exactly the
+indexes maintenance runs, and every one of its peers is bound to the part
 maintenance runs for that id (not parked on an incarnation nobody publishes,
-not frozen on a dropped publisher).
+not frozen on a dropped publisher, unless that part itself waits for the index
+it re-exports). Query dataflows (every export transient) run on the
+interactive runtime alone: maintenance never runs one.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from collections.abc import Iterable
 from ._dataflow import IndexPart, PeerView
 from ._ids import GlobalId
 from ._replica import Replica
+from ._worker import Worker
 
 
 def runtimes_agreed(replica: Replica) -> bool:
@@ -38,6 +41,13 @@ def runtime_divergence(replica: Replica) -> list[str]:
     if "interactive" not in replica.runtimes or not runtimes_agreed(replica):
         return []
     found: list[str] = []
+    for worker in replica.maintenance.workers:
+        transient = sorted(id for id in worker.state.collections if _transient(worker, id))
+        if transient:
+            found.append(
+                f"maintenance p{worker.process}/w{worker.local} runs query dataflow "
+                f"collections {_ids(transient)}"
+            )
     for reader in replica.interactive.workers:
         owner = replica.maintenance.worker(reader.process, reader.local)
         where = f"p{reader.process}/w{reader.local}"
@@ -75,6 +85,11 @@ def runtime_divergence(replica: Replica) -> list[str]:
                     f"{where}: peer {peer.incarnation} bound to a part maintenance does not run"
                 )
     return found
+
+
+def _transient(worker: Worker, id: GlobalId) -> bool:
+    collection = worker.state.collections[id]
+    return isinstance(collection, IndexPart) and collection.dataflow.description.is_transient
 
 
 def _ids(ids: Iterable[GlobalId]) -> str:
