@@ -183,6 +183,20 @@ class _Cell(Generic[M]):
         self.stopped.set()
 
 
+def _seconds(timeout: float) -> float:
+    """An ask's ``timeout`` as a float >= 0 (``-0.0`` as ``0.0``), or
+    :class:`ValueError`."""
+    if not timeout >= 0:
+        raise ValueError(f"ask timeout must be None or a number of seconds >= 0, not {timeout!r}")
+    try:
+        return abs(float(timeout))
+    except OverflowError:
+        raise ValueError(
+            "ask timeout must be None or a number of seconds >= 0, not a number too large "
+            "for a float (math.inf waits as long as it takes)"
+        ) from None
+
+
 async def stop_last_first(cells: dict[Any, _Cell[Any]]) -> None:
     """Stop the actors of ``cells`` gracefully, last added first, each once the
     one after it stopped; ``cells`` shrinks as each one's task ends."""
@@ -250,8 +264,18 @@ class ActorRef(Generic[M_contra], metaclass=NoPublicConstructor):
         A checkpoint. If cancelled, the message was not accepted (and never
         will be). Raises :class:`~actors.ActorStoppedError` if the actor stops
         accepting before there is room.
+
+        Only from the Trio thread of the actor's system: any other thread, or
+        another ``trio.run``, gets :class:`RuntimeError`, and nothing is
+        queued. From another thread, call
+        ``trio.from_thread.run(ref.tell, message)``.
         """
         cell = self._cell
+        check_trio_thread(
+            cell.token,
+            f"tell to actor {cell.address.name!r}",
+            "trio.from_thread.run(ref.tell, message)",
+        )
         seq = cell.next_seq
         cell.next_seq = seq + 1
         try:
@@ -277,7 +301,8 @@ class ActorRef(Generic[M_contra], metaclass=NoPublicConstructor):
         accepted the message (if not, it never will). ``None`` or
         ``math.inf``: wait as long as it takes. ``0``: a deadline already
         passed, so nothing is sent and the ask times out at once (as
-        ``trio.fail_after(0)`` would). A negative or NaN timeout raises
+        ``trio.fail_after(0)`` would; ``-0.0`` is ``0``). A negative or NaN
+        timeout, or one too large for a float (``10**400``), raises
         :class:`ValueError` before anything is sent.
 
         A checkpoint. Raises :class:`~actors.ActorStoppedError` if the actor
@@ -288,13 +313,19 @@ class ActorRef(Generic[M_contra], metaclass=NoPublicConstructor):
         an actor that never does) leaves the asker to its timeout: see
         :class:`~actors.Reply`. If cancelled, the message may already have
         been accepted and handled; its reply is discarded.
+
+        Only from the Trio thread of the actor's system (see :meth:`tell`):
+        from another thread, call ``trio.from_thread.run(ref.ask, build)``.
         """
-        if timeout is not None and not timeout >= 0:
-            raise ValueError(
-                f"ask timeout must be None or a number of seconds >= 0, not {timeout!r}"
-            )
-        await trio.lowlevel.checkpoint_if_cancelled()
         cell = self._cell
+        check_trio_thread(
+            cell.token,
+            f"ask of actor {cell.address.name!r}",
+            "trio.from_thread.run(ref.ask, build)",
+        )
+        if timeout is not None:
+            timeout = _seconds(timeout)
+        await trio.lowlevel.checkpoint_if_cancelled()
         seq = cell.next_seq
         reply = cast("Reply[R]", Reply._create(cell.address.name, seq, cell.tracer, cell.token))
         envelope = Envelope(build(reply), seq, current_address.get())
@@ -334,8 +365,13 @@ class ActorRef(Generic[M_contra], metaclass=NoPublicConstructor):
 
         A checkpoint. If cancelled, the actor still stops; only the wait ends.
         An actor cannot wait for its own stop: it calls ``inbox.close()``.
+        Only from the Trio thread of the actor's system (see :meth:`tell`):
+        from another thread, call ``trio.from_thread.run(ref.stop)``.
         """
         cell = self._cell
+        check_trio_thread(
+            cell.token, f"stop of actor {cell.address.name!r}", "trio.from_thread.run(ref.stop)"
+        )
         if current_address.get() == cell.address and cell.state is not ActorState.STOPPED:
             raise ActorError(
                 f"actor {cell.address.name!r} cannot wait for its own stop; "
@@ -348,8 +384,13 @@ class ActorRef(Generic[M_contra], metaclass=NoPublicConstructor):
         """Cancel the actor now. Messages it accepted and did not take are
         reported as dropped in the trace; the asks it accepted and did not
         answer fail, even those whose reply it handed on (see
-        :class:`~actors.Reply`). Returns once it has stopped. A checkpoint."""
+        :class:`~actors.Reply`). Returns once it has stopped. A checkpoint.
+        Only from the Trio thread of the actor's system (see :meth:`tell`):
+        from another thread, call ``trio.from_thread.run(ref.kill)``."""
         cell = self._cell
+        check_trio_thread(
+            cell.token, f"kill of actor {cell.address.name!r}", "trio.from_thread.run(ref.kill)"
+        )
         cell.scope.cancel()
         await cell.stopped.wait()
 
@@ -401,8 +442,14 @@ class Inbox(Generic[M_co], metaclass=NoPublicConstructor):
     async def receive(self) -> Envelope[M_co]:
         """Take the next envelope, waiting for one. Raises
         :class:`trio.EndOfChannel` once the mailbox is closed and drained.
-        If cancelled, nothing was taken."""
+        If cancelled, nothing was taken. Only from the Trio thread of the
+        actor's system (see :meth:`ActorRef.tell`)."""
         cell = self._cell
+        check_trio_thread(
+            cell.token,
+            f"receive on the inbox of actor {cell.address.name!r}",
+            "trio.from_thread.run(inbox.receive)",
+        )
         if cell.receive_budget > 0:
             await trio.lowlevel.checkpoint_if_cancelled()
             try:
@@ -452,9 +499,16 @@ class Inbox(Generic[M_co], metaclass=NoPublicConstructor):
 
     def mark(self, detail: str, seq: int | None = None) -> None:
         """Record an application event for this actor in the system's trace
-        (a ``mark`` event; nothing happens without a tracer)."""
-        if self._cell.tracer is not None:
-            self._cell.record(EventKind.MARK, seq, detail)
+        (a ``mark`` event; nothing happens without a tracer). Only from the
+        Trio thread of the actor's system (see :meth:`ActorRef.tell_nowait`)."""
+        cell = self._cell
+        check_trio_thread(
+            cell.token,
+            f"mark on the inbox of actor {cell.address.name!r}",
+            "trio.from_thread.run_sync(inbox.mark, detail)",
+        )
+        if cell.tracer is not None:
+            cell.record(EventKind.MARK, seq, detail)
 
     def _took(self, envelope: Envelope[M_co]) -> None:
         cell = self._cell

@@ -25,7 +25,7 @@ import trio
 from ._envelope import Address, Envelope
 from ._mailbox import _Cell
 from ._trace import EventKind, TraceEvent, Tracer
-from ._util import NoPublicConstructor
+from ._util import NoPublicConstructor, check_trio_thread
 
 M = TypeVar("M")
 
@@ -51,8 +51,16 @@ class Sequencer(Generic[M], metaclass=NoPublicConstructor):
     :class:`trio.BusyResourceError`.
     """
 
-    def __init__(self, address: Address, members: list[_Cell[M]], tracer: Tracer | None) -> None:
+    def __init__(
+        self,
+        address: Address,
+        members: list[_Cell[M]],
+        tracer: Tracer | None,
+        token: trio.lowlevel.TrioToken,
+    ) -> None:
         self.address = address
+        # The token of the system's Trio run: every entry point refuses other threads.
+        self._token = token
         self._members = members
         self._tracer = tracer
         self._left: list[Address] = []
@@ -74,7 +82,12 @@ class Sequencer(Generic[M], metaclass=NoPublicConstructor):
     async def broadcast(self, message: M) -> int:
         """Stamp ``message`` and deliver it to every member; return its stamp.
         See :meth:`broadcast_many`."""
-        return (await self.broadcast_many((message,))).start
+        check_trio_thread(
+            self._token,
+            f"broadcast on sequencer {self.address.name!r}",
+            "trio.from_thread.run(sequencer.broadcast, message)",
+        )
+        return (await self._broadcast_many((message,))).start
 
     async def broadcast_many(self, messages: Iterable[M]) -> range:
         """Stamp each message and deliver it to every member, in order; return
@@ -85,7 +98,20 @@ class Sequencer(Generic[M], metaclass=NoPublicConstructor):
         cancelled while waiting for a full member, the sequencer is broken (see
         the module docs). Raises :class:`trio.ClosedResourceError` after
         :meth:`close`, :class:`trio.BrokenResourceError` once broken.
+
+        Only from the Trio thread of the sequencer's system: any other thread,
+        or another ``trio.run``, gets :class:`RuntimeError`, and nothing is
+        stamped. From another thread, call
+        ``trio.from_thread.run(sequencer.broadcast_many, messages)``.
         """
+        check_trio_thread(
+            self._token,
+            f"broadcast_many on sequencer {self.address.name!r}",
+            "trio.from_thread.run(sequencer.broadcast_many, messages)",
+        )
+        return await self._broadcast_many(messages)
+
+    async def _broadcast_many(self, messages: Iterable[M]) -> range:
         if self._busy:
             raise trio.BusyResourceError(
                 f"another task is already broadcasting on sequencer {self.address.name!r}"
@@ -145,7 +171,14 @@ class Sequencer(Generic[M], metaclass=NoPublicConstructor):
             )
 
     def close(self) -> None:
-        """Refuse further broadcasts. The members are not stopped. Idempotent."""
+        """Refuse further broadcasts. The members are not stopped. Idempotent.
+        Only from the Trio thread of the sequencer's system (from another:
+        ``trio.from_thread.run_sync(sequencer.close)``)."""
+        check_trio_thread(
+            self._token,
+            f"close of sequencer {self.address.name!r}",
+            "trio.from_thread.run_sync(sequencer.close)",
+        )
         self._closed = True
 
     def statistics(self) -> SequencerStatistics:

@@ -72,7 +72,15 @@ class ActorSystem(metaclass=NoPublicConstructor):
         keeps the block open). If the behaviour raises, the error cancels the
         scope it lives in and propagates (one-for-all); use
         :meth:`open_supervisor` with :class:`~actors.OneForOne` for restarts.
+
+        Only from the system's Trio thread: any other thread, or another
+        ``trio.run``, gets :class:`RuntimeError`, and nothing is spawned.
         """
+        check_trio_thread(
+            self._token,
+            "spawn in an actor system",
+            "trio.from_thread.run(system.spawn, behaviour)",
+        )
         return await self._spawn(
             behaviour,
             args,
@@ -166,8 +174,14 @@ class ActorSystem(metaclass=NoPublicConstructor):
         """A sequencer that stamps messages and broadcasts them to ``members``.
 
         Raises :class:`ValueError`, and builds nothing, if an actor is listed
-        twice (it would receive every message twice).
+        twice (it would receive every message twice). Only from the system's
+        Trio thread, like :meth:`spawn`.
         """
+        check_trio_thread(
+            self._token,
+            f"sequencer {name!r} of an actor system",
+            "trio.from_thread.run_sync(system.sequencer, members, name)",
+        )
         cells = [ref._cell for ref in members]
         listed: set[_Cell[M]] = set()
         for cell in cells:
@@ -176,7 +190,8 @@ class ActorSystem(metaclass=NoPublicConstructor):
                     f"sequencer {name!r}: actor {cell.address.name!r} is listed twice as a member"
                 )
             listed.add(cell)
-        return cast("Sequencer[M]", Sequencer._create(self._allocate(name), cells, self.tracer))
+        sequencer = Sequencer._create(self._allocate(name), cells, self.tracer, self._token)
+        return cast("Sequencer[M]", sequencer)
 
     def cancel(self) -> None:
         """Cancel every actor of the system now, without a graceful stop: when

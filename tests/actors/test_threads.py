@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable
+import re
+from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
+import attrs
 import pytest
 import trio
 import trio.testing
@@ -142,3 +144,186 @@ async def test_cancelling_a_system_from_a_foreign_thread_raises_and_cancels_noth
         ):
             await in_thread(autojump_clock, system.cancel)
         assert ref.statistics().state is actors.ActorState.RUNNING
+
+
+# The async entry points refuse another trio.run (here in a worker thread)
+# the same way, before they touch anything: the actor is not wedged.
+
+
+@attrs.define
+class World:
+    """An actor parked in its receive, with its inbox, a supervisor and a
+    sequencer over it, all in the test's trio run."""
+
+    system: actors.ActorSystem
+    ref: actors.ActorRef[object]
+    inbox: Inbox[object]
+    supervisor: actors.Supervisor
+    sequencer: actors.Sequencer[object]
+    seen: list[tuple[int, object]]
+
+
+ASYNC_ENTRY_POINTS: dict[str, tuple[Callable[[World], Awaitable[object]], str, str]] = {
+    "tell": (lambda w: w.ref.tell(1), "tell to actor 'r'", r"run\(ref\.tell, message\)"),
+    "ask": (lambda w: w.ref.ask(Total), "ask of actor 'r'", r"run\(ref\.ask, build\)"),
+    "stop": (lambda w: w.ref.stop(), "stop of actor 'r'", r"run\(ref\.stop\)"),
+    "kill": (lambda w: w.ref.kill(), "kill of actor 'r'", r"run\(ref\.kill\)"),
+    "receive": (
+        lambda w: w.inbox.receive(),
+        "receive on the inbox of actor 'r'",
+        r"run\(inbox\.receive\)",
+    ),
+    "iteration": (
+        lambda w: anext(aiter(w.inbox)),
+        "receive on the inbox of actor 'r'",
+        r"run\(inbox\.receive\)",
+    ),
+    "spawn": (
+        lambda w: w.system.spawn(recorder, []),
+        "spawn in an actor system",
+        r"run\(system\.spawn, behaviour\)",
+    ),
+    "supervisor spawn": (
+        lambda w: w.supervisor.spawn(recorder, []),
+        "spawn under supervisor 'sup'",
+        r"run\(supervisor\.spawn, behaviour\)",
+    ),
+    "broadcast": (
+        lambda w: w.sequencer.broadcast(1),
+        "broadcast on sequencer 'seq'",
+        r"run\(sequencer\.broadcast, message\)",
+    ),
+    "broadcast_many": (
+        lambda w: w.sequencer.broadcast_many([1]),
+        "broadcast_many on sequencer 'seq'",
+        r"run\(sequencer\.broadcast_many, messages\)",
+    ),
+}
+
+
+async def stamps(inbox: Inbox[object], handed_out: list[Inbox[object]], seen: list[object]) -> None:
+    handed_out.append(inbox)
+    async for envelope in inbox:
+        seen.append((envelope.seq, envelope.message))
+
+
+async def in_another_run(
+    clock: trio.testing.MockClock, call: Callable[[], Awaitable[object]]
+) -> BaseException | None:
+    """Await ``call()`` in a ``trio.run`` of a worker thread; what it raised."""
+
+    def other_run() -> BaseException | None:
+        async def awaits() -> None:
+            await call()
+
+        try:
+            trio.run(awaits)
+        except BaseException as error:
+            return error
+        return None
+
+    return await in_thread(clock, other_run)
+
+
+@pytest.mark.parametrize("entry", ASYNC_ENTRY_POINTS.values(), ids=ASYNC_ENTRY_POINTS.keys())
+async def test_an_async_entry_point_awaited_in_another_trio_run_raises_and_changes_nothing(
+    autojump_clock: trio.testing.MockClock,
+    entry: tuple[Callable[[World], Awaitable[object]], str, str],
+) -> None:
+    call, name, instead = entry
+    seen: list[tuple[int, object]] = []
+    handed_out: list[Inbox[object]] = []
+    async with actors.open_system() as system, system.open_supervisor(name="sup") as supervisor:
+        ref: actors.ActorRef[object] = await system.spawn(stamps, handed_out, seen, name="r")
+        sequencer = system.sequencer([ref], name="seq")
+        await trio.testing.wait_all_tasks_blocked()  # parked in receive
+        world = World(system, ref, handed_out[0], supervisor, sequencer, seen)
+        error = await in_another_run(autojump_clock, lambda: call(world))
+        assert isinstance(error, RuntimeError)
+        assert re.fullmatch(
+            f"{name} was called from a thread other than its actor system's trio thread; "
+            rf"from another thread, call trio\.from_thread\.{instead}",
+            str(error),
+        ), str(error)
+        assert ref.statistics().state is actors.ActorState.RUNNING
+        assert sequencer.statistics().stamped == 0
+        await ref.tell("after")
+        await sequencer.broadcast("broadcast")
+        await ref.stop()
+    assert seen == [(0, "after"), (0, "broadcast")]
+
+
+async def test_tell_driven_in_a_thread_without_trio_raises_and_queues_nothing(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    seen: list[object] = []
+    async with actors.open_system() as system:
+        ref = await system.spawn(recorder, seen, name="r")
+
+        def drive() -> None:
+            ref.tell(1).send(None)
+
+        with pytest.raises(
+            RuntimeError,
+            match=(
+                r"^tell to actor 'r' was called from a thread other than its actor system's "
+                r"trio thread; from another thread, call "
+                r"trio\.from_thread\.run\(ref\.tell, message\)$"
+            ),
+        ):
+            await in_thread(autojump_clock, drive)
+        assert ref.statistics().queued == 0
+        await ref.tell("after")
+    assert seen == ["after"]
+
+
+async def test_tell_through_trio_from_thread_run_reaches_the_actor(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    seen: list[object] = []
+    async with actors.open_system() as system:
+        ref = await system.spawn(recorder, seen)
+        await in_thread(autojump_clock, functools.partial(trio.from_thread.run, ref.tell, 3))
+    assert seen == [3]
+
+
+@pytest.mark.parametrize(
+    ("call", "name", "instead"),
+    [
+        (
+            lambda w: w.inbox.mark("note"),
+            "mark on the inbox of actor 'r'",
+            r"run_sync\(inbox\.mark, detail\)",
+        ),
+        (
+            lambda w: w.sequencer.close(),
+            "close of sequencer 'seq'",
+            r"run_sync\(sequencer\.close\)",
+        ),
+        (
+            lambda w: w.system.sequencer([w.ref], name="other"),
+            "sequencer 'other' of an actor system",
+            r"run_sync\(system\.sequencer, members, name\)",
+        ),
+    ],
+    ids=["mark", "sequencer close", "new sequencer"],
+)
+async def test_the_other_synchronous_entry_points_refuse_a_foreign_thread(
+    autojump_clock: trio.testing.MockClock, call: Callable[[World], object], name: str, instead: str
+) -> None:
+    trace = actors.Trace()
+    handed_out: list[Inbox[object]] = []
+    async with actors.open_system(tracer=trace) as system, system.open_supervisor() as supervisor:
+        ref: actors.ActorRef[object] = await system.spawn(stamps, handed_out, [], name="r")
+        sequencer = system.sequencer([ref], name="seq")
+        world = World(system, ref, handed_out[0], supervisor, sequencer, [])
+        with pytest.raises(
+            RuntimeError,
+            match=(
+                f"^{name} was called from a thread other than its actor system's trio thread; "
+                rf"from another thread, call trio\.from_thread\.{instead}$"
+            ),
+        ):
+            await in_thread(autojump_clock, lambda: call(world))
+        assert not sequencer.statistics().closed
+        assert [event.kind for event in trace] == [actors.EventKind.SPAWNED]
