@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import math
+import sys
 
 import pytest
 import trio
@@ -262,6 +263,42 @@ async def test_a_negative_or_nan_timeout_is_refused_before_anything_is_sent(
         ):
             await ref.ask(build, timeout=bad)
         assert built == []
+        await ref.stop()
+        assert ref.statistics().delivered == 0
+
+
+async def test_a_timeout_too_large_for_a_float_is_refused_before_anything_is_sent() -> None:
+    async with actors.open_system() as system:
+        ref = await system.spawn(counter)
+        with pytest.raises(
+            ValueError,
+            match=(
+                r"^ask timeout must be None or a number of seconds >= 0, not a number too large "
+                r"for a float \(math\.inf waits as long as it takes\)$"
+            ),
+        ):
+            await ref.ask(Total, timeout=10**400)
+        await ref.stop()
+        assert ref.statistics().delivered == 0
+
+
+async def test_the_largest_float_timeout_waits_for_the_reply() -> None:
+    async with actors.open_system() as system:
+        ref = await system.spawn(counter)
+        assert await ref.ask(Total, timeout=sys.float_info.max) == 0
+
+
+async def test_a_negative_zero_timeout_is_a_zero_timeout_and_says_0s() -> None:
+    async with actors.open_system() as system:
+        ref = await system.spawn(counter, name="idle")
+        with pytest.raises(
+            AskTimeoutError,
+            match=(
+                r"^ask of actor 'idle' timed out after 0s before its mailbox accepted "
+                r"the message; the message was not sent$"
+            ),
+        ):
+            await ref.ask(Total, timeout=-0.0)
         await ref.stop()
         assert ref.statistics().delivered == 0
 
