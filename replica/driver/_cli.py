@@ -7,8 +7,15 @@ when interrupted (Ctrl-C). Output paths are checked before anything runs;
 
 Limits on spec files (bad input beyond them, exit 2 before anything runs):
 a regular file of at most 16 MiB; at most 1,000,000 rows a write and
-4,000,000 a spec; ids, times and key columns at most 2^64-1; ``timeout-secs``
-at most 1,000,000 virtual seconds. The numbers live in :mod:`._spec`.
+4,000,000 a spec; ids, times and key columns at most 2^64-1; a key of at
+most 64 columns and ``literals=`` of at most 100,000 values; ``timeout-secs``
+at most 1,000,000 virtual seconds. The numbers live in :mod:`._spec` and
+:mod:`._headers`.
+
+Limits on arguments (exit 2 beyond them): ``--workers`` 1 to 64 and
+``--processes`` 1 to 16 (at most 1,024 workers a runtime), ``--programs`` 1 to
+1,000,000,000, each written in ASCII digits. The numbers live in
+:mod:`._parser`.
 """
 
 from __future__ import annotations

@@ -7,6 +7,10 @@ parsed by the directive's :class:`Signature`; any other token is a flag, or,
 for ``metrics``, the metric's name. Unlike the real driver, which ignores
 them, unknown keys and flags are bad input (SPEC_FORMAT.md), and so is a key
 given twice.
+
+Lists are bounded where they are read, before their entries are: a key
+(``key=[..]``) has at most :data:`MAX_KEY_COLUMNS` columns and ``literals=``
+at most :data:`MAX_LITERALS` entries.
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ ROWS_PER_WRITE = 1_000_000
 ROWS_PER_SPEC = 4_000_000
 MAX_TIMEOUT_SECS = 1_000_000
 MAX_ROW_BYTES = 1 << 20
+MAX_KEY_COLUMNS = 64
+MAX_LITERALS = 100_000
 U64_MAX = 2**64 - 1
 
 
@@ -88,6 +94,7 @@ def _number(text: str) -> Value:
 
 
 def _columns(text: str) -> Value:
+    _check_length(text, MAX_KEY_COLUMNS, "a key has at most {most} columns (this one has {n})")
     if not _COLUMNS.fullmatch(text):
         raise ValueError("a list is written [0] or [0,1]")
     return tuple(whole(part.strip(" "), "a key column") for part in text[1:-1].split(","))
@@ -98,6 +105,7 @@ def _literals(text: str) -> Value:
     driver packs a literal into a one-column row."""
     if not (text.startswith("[") and text.endswith("]")):
         raise ValueError("a list is written [], [5] or [1999,5,500]")
+    _check_length(text, MAX_LITERALS, "literals= holds at most {most} values (this one has {n})")
     inner = text[1:-1].strip(" ")
     if not inner:
         return ()
@@ -108,6 +116,15 @@ def _literals(text: str) -> Value:
         except ValueError as error:
             raise ValueError(f"literal {part.strip(' ')!r} is not a bigint: {error}") from None
     return tuple(values)
+
+
+def _check_length(text: str, most: int, message: str) -> None:
+    """Refuse a list of more than ``most`` entries, counted by its commas
+    before any entry is read; ``message`` is formatted with ``most`` and
+    ``n``, the entries."""
+    entries = text.count(",") + 1
+    if entries > most:
+        raise ValueError(message.format(most=most, n=entries))
 
 
 def _seconds(text: str) -> Value:

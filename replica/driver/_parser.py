@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import actors
 
+from ._headers import MAX_KEY_COLUMNS, MAX_LITERALS
 from ._spec import MAX_SPEC_BYTES, MAX_TIMEOUT_SECS, ROWS_PER_SPEC, ROWS_PER_WRITE
 
 PROG = "trio-reconcile"
 DEFAULT_SEED = 1
 INTERRUPTED = 130
+MAX_WORKERS = 64
+MAX_PROCESSES = 16
+MAX_PROGRAMS = 1_000_000_000
 
 _EXIT = """\
 exit status:
@@ -27,6 +33,8 @@ limits (beyond them a spec is bad input):
   a spec file is a regular file of at most {MAX_SPEC_BYTES >> 20} MiB
   a write holds at most {ROWS_PER_WRITE:,} rows; a spec writes at most {ROWS_PER_SPEC:,} in all
   ids, times and key columns are at most 2^64-1 (u64)
+  a key (key=[..]) has at most {MAX_KEY_COLUMNS} columns
+  literals=[..] holds at most {MAX_LITERALS:,} values
   timeout-secs is at most {MAX_TIMEOUT_SECS:,} (virtual seconds)
   a body integer outside int64 is the stanza's error line, as in the real driver"""
 
@@ -107,14 +115,18 @@ def _add_run(commands: Commands) -> None:
         "specs", nargs="+", metavar="SPEC", help="spec files (SPEC_FORMAT.md), run in order"
     )
     run.add_argument(
-        "--workers", type=_positive, default=1, metavar="W", help="workers per process (default 1)"
+        "--workers",
+        type=_up_to(MAX_WORKERS),
+        default=1,
+        metavar="W",
+        help=f"workers per process, 1 to {MAX_WORKERS} (default 1)",
     )
     run.add_argument(
         "--processes",
-        type=_positive,
+        type=_up_to(MAX_PROCESSES),
         default=1,
         metavar="P",
-        help="processes per runtime (default 1)",
+        help=f"processes per runtime, 1 to {MAX_PROCESSES} (default 1)",
     )
     runtimes = run.add_mutually_exclusive_group()
     runtimes.add_argument(
@@ -203,10 +215,10 @@ def _add_simulate(commands: Commands) -> None:
     )
     simulate.add_argument(
         "--programs",
-        type=_positive,
+        type=_up_to(MAX_PROGRAMS),
         default=50,
         metavar="N",
-        help="how many programs to generate and run (default 50)",
+        help=f"how many programs to generate and run, 1 to {MAX_PROGRAMS:,} (default 50)",
     )
     _add_seed(simulate, "the seed of the programs, their replicas' shapes and their runs")
     simulate.add_argument(
@@ -251,14 +263,25 @@ def _add_seed(parser: _Parser, what: str) -> None:
     )
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1: {value}")
-    return value
+_DIGITS = re.compile(r"[0-9]+")
+
+
+def _up_to(most: int) -> Callable[[str], int]:
+    """A parser of whole numbers from 1 to ``most``, in ASCII digits (``int``
+    would take ``٣``, ``+3`` or `` 3``)."""
+
+    def count(text: str) -> int:
+        if not _DIGITS.fullmatch(text):
+            raise argparse.ArgumentTypeError(f"not a whole number (digits 0-9): {text!r}")
+        # The length first: int() refuses more than 4,300 digits.
+        if len(text.lstrip("0")) > len(str(most)) or int(text) > most:
+            shown = text if len(text) <= 20 else f"{text[:20]}... ({len(text)} digits)"
+            raise argparse.ArgumentTypeError(f"must be at most {most}: {shown}")
+        if int(text) < 1:
+            raise argparse.ArgumentTypeError(f"must be at least 1: {int(text)}")
+        return int(text)
+
+    return count
 
 
 def _rate(text: str) -> float:

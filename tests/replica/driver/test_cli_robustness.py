@@ -359,3 +359,5 @@ def test_run_help_states_the_limits(capsys: pytest.CaptureFixture[str]) -> None:
     assert "  a spec file is a regular file of at most 16 MiB\n" in out
     assert "  a write holds at most 1,000,000 rows; a spec writes at most 4,000,000 in all\n" in out
     assert "  timeout-secs is at most 1,000,000 (virtual seconds)\n" in out
+    assert "  a key (key=[..]) has at most 64 columns\n" in out
+    assert "  literals=[..] holds at most 100,000 values\n" in out

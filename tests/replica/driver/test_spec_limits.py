@@ -94,6 +94,59 @@ def test_leading_zeros_do_not_count_against_a_header_number() -> None:
     assert stanza.args == {"id": GlobalId.user(7)}
 
 
+def key_of(columns: int) -> str:
+    return "[" + ",".join(["0"] * columns) + "]"
+
+
+def test_a_key_of_more_than_64_columns_exits_2_naming_file_and_line(
+    spec: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    key = key_of(1_000_000)
+    directive = f"define-index source=1 index=2 shard=s key={key} as-of=0"
+    assert run_text(spec, f"{SETUP}{directive}\n----\nok\n") == 2
+    assert capsys.readouterr() == (
+        "",
+        f"{spec}:9: define-index: bad value '[0,0,0,0,0,0,0,0,0,0'... (2000001 characters) "
+        "for 'key': a key has at most 64 columns (this one has 1000000)\n",
+    )
+
+
+def test_an_exports_key_of_more_than_64_columns_is_bad_input() -> None:
+    text = f"create-dataflow as-of=0\n  export index=2 on=1 key={key_of(65)}\n----\nok\n"
+    with pytest.raises(
+        SpecError,
+        match=(
+            r"^x\.spec:2: create-dataflow: export: bad value '\[0,0,0,0,0,0,0,0,0,0'\.\.\. "
+            r"\(131 characters\) for 'key': a key has at most 64 columns \(this one has 65\)$"
+        ),
+    ):
+        parse_spec(text, "x.spec")
+
+
+def test_a_key_of_64_columns_is_read() -> None:
+    text = f"define-index source=1 index=2 shard=s key={key_of(64)} as-of=0\n----\nok\n"
+    (stanza,) = parse_spec(text, "x.spec").stanzas
+    assert stanza.args["key"] == (0,) * 64
+
+
+def test_more_than_100000_literals_exit_2_naming_file_and_line(
+    spec: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    literals = "[" + ",".join(["5"] * 100_001) + "]"
+    assert run_text(spec, f"{SETUP}peek-count id=1 ts=0 literals={literals}\n----\n0\n") == 2
+    assert capsys.readouterr() == (
+        "",
+        f"{spec}:9: peek-count: bad value '[5,5,5,5,5,5,5,5,5,5'... (200003 characters) "
+        "for 'literals': literals= holds at most 100000 values (this one has 100001)\n",
+    )
+
+
+def test_100000_literals_are_read() -> None:
+    literals = "[" + ",".join(["5"] * 100_000) + "]"
+    (stanza,) = parse_spec(f"peek-count id=1 ts=0 literals={literals}\n----\n0\n", "x.spec").stanzas
+    assert stanza.args["literals"] == (5,) * 100_000
+
+
 @pytest.mark.parametrize(
     ("value", "reason"),
     [
