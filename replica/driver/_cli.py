@@ -30,6 +30,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
+import attrs
+
 import actors
 
 from ._bundled import BUNDLED_TWO_RUNTIME, bundled_spec
@@ -46,7 +48,7 @@ from ._paths import (
     write_text,
 )
 from ._programs import RandomChooser, generate
-from ._runner import Outcome, Topology, run_spec
+from ._runner import Outcome, SpecRun, Topology, run_spec
 from ._spec import Spec, SpecError, parse_spec, read_spec
 from ._timeline import Panel, render
 
@@ -166,19 +168,13 @@ def run_command(
     specs = _load(paths)
     if specs is None:
         return 2
-    wanted = (trace_path, chrome_path, timeline_path)
-    trace = actors.Trace() if any(path is not None for path in wanted) else None
-    panels: list[Panel] = []
+    recording = Recording.of(trace_path, chrome_path, timeline_path)
     failed = False
+    rewrites: list[tuple[Spec, SpecRun]] = []
     for spec in specs:
-        start = 0 if trace is None else len(trace)
-        run = run_spec(spec, topology, seed=seed, trace=trace)
-        if trace is not None and timeline_path is not None:
-            this_run = actors.Trace(trace.events[start:])
-            panels.append(Panel.from_trace(f"{spec.path} ({topology})", this_run))
+        run = recording.run(spec, topology, seed)
         if rewrite:
-            replace_text(spec.path, rewritten(spec, run.outcomes))
-            print(f"rewrote {spec.path} ({len(run.outcomes)} stanzas, {topology})", file=out)
+            rewrites.append((spec, run))
             continue
         failed |= report(spec, run.outcomes, topology, out)
         if topology.faults:
@@ -187,13 +183,54 @@ def run_command(
         for violation in run.violations:
             print(f"{spec.path}: invariant broken: {violation}", file=out)
         failed |= bool(run.violations)
-    if trace is not None and trace_path is not None:
-        write_output("--trace", trace_path, trace.write_jsonl)
-    if trace is not None and chrome_path is not None:
-        write_output("--chrome-trace", chrome_path, lambda file: write_chrome_trace(trace, file))
-    if timeline_path is not None:
-        write_text("--timeline", timeline_path, render(panels))
+    # The outputs first: one that cannot be written exits 2 with no spec rewritten.
+    recording.write()
+    for spec, run in rewrites:
+        replace_text(spec.path, rewritten(spec, run.outcomes))
+        print(f"rewrote {spec.path} ({len(run.outcomes)} stanzas, {topology})", file=out)
     return 1 if failed else 0
+
+
+@attrs.define
+class Recording:
+    """The trace and the timeline's panels gathered across a command's runs,
+    and the files they go to."""
+
+    trace_path: str | None
+    chrome_path: str | None
+    timeline_path: str | None
+    trace: actors.Trace | None
+    panels: list[Panel] = attrs.field(factory=list)
+
+    @classmethod
+    def of(
+        cls, trace_path: str | None, chrome_path: str | None, timeline_path: str | None
+    ) -> Recording:
+        wanted = (trace_path, chrome_path, timeline_path)
+        trace = actors.Trace() if any(path is not None for path in wanted) else None
+        return cls(trace_path, chrome_path, timeline_path, trace)
+
+    def run(self, spec: Spec, topology: Topology, seed: int) -> SpecRun:
+        """Run ``spec``, recording its trace and its timeline's panel."""
+        trace = self.trace
+        start = 0 if trace is None else len(trace)
+        run = run_spec(spec, topology, seed=seed, trace=trace)
+        if trace is not None and self.timeline_path is not None:
+            this_run = actors.Trace(trace.events[start:])
+            self.panels.append(Panel.from_trace(f"{spec.path} ({topology})", this_run))
+        return run
+
+    def write(self) -> None:
+        """Write every output asked for."""
+        trace = self.trace
+        if trace is not None and self.trace_path is not None:
+            write_output("--trace", self.trace_path, trace.write_jsonl)
+        if trace is not None and self.chrome_path is not None:
+            write_output(
+                "--chrome-trace", self.chrome_path, lambda file: write_chrome_trace(trace, file)
+            )
+        if self.timeline_path is not None:
+            write_text("--timeline", self.timeline_path, render(self.panels))
 
 
 def determinism_command(paths: Sequence[str], topology: Topology, seed: int, out: TextIO) -> int:

@@ -1,6 +1,17 @@
 """The files the command writes: checked before anything runs, and spec
 rewrites that replace the file whole or not at all.
 
+The check is authoritative: after the checks that give a precise message
+(a folder, a missing folder, no write permission), each output file is
+opened for writing as the command will open it, without truncating it; one
+that did not exist is removed again, so a run that stops early leaves nothing
+behind and an existing output keeps its content until the command writes it.
+``--rewrite`` makes and removes a temporary file in each spec's folder;
+``simulate --out`` makes and removes a file in the folder, or the folder
+itself when it is missing. What the kernel refuses (a name too long, a
+read-only or pseudo file system) is found there, before anything runs; a
+later write can then fail only for lack of space.
+
 Every failure is an :class:`OutputError` whose message names the option (or
 the spec) and the path; the command prints it as one line and exits 2.
 """
@@ -36,16 +47,25 @@ def check_outputs(
         if real in seen:
             raise OutputError(f"{option} {path}: the same file as {seen[real]}")
         seen[real] = f"{option} {path}"
+    for option, path in files:
+        _open_for_writing(option, path)
     if folder is not None:
         _check_folder(*folder)
 
 
 def check_rewritable(specs: Sequence[str]) -> None:
-    """Each spec's folder must let :func:`replace_text` put a new file there."""
+    """Each spec's folder must let :func:`replace_text` put a new file there:
+    one is made there and removed."""
     for spec in specs:
         folder = os.path.dirname(os.path.realpath(spec))
         if not os.access(folder, os.W_OK | os.X_OK):
             raise OutputError(f"cannot rewrite {spec}: cannot write to folder {folder}")
+        try:
+            _make_and_remove_a_file(folder)
+        except OSError as error:
+            raise OutputError(
+                f"cannot rewrite {spec}: folder {folder}: {error.strerror or error}"
+            ) from None
 
 
 def _check_file(option: str, path: str) -> None:
@@ -60,16 +80,43 @@ def _check_file(option: str, path: str) -> None:
     _check_parent(option, path)
 
 
+def _open_for_writing(option: str, path: str) -> None:
+    """Open ``path`` for writing without truncating it (nor waiting for a
+    FIFO's reader), and remove it again if this created it."""
+    existed = os.path.exists(path)
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK, 0o666))
+        if not existed:
+            # Through a dangling symbolic link, the file made is its target.
+            os.unlink(os.path.realpath(path))
+    except OSError as error:
+        raise OutputError(f"{option} {path}: {error.strerror or error}") from None
+
+
+def _make_and_remove_a_file(folder: str) -> None:
+    descriptor, name = tempfile.mkstemp(prefix=".trio-reconcile.", suffix=".tmp", dir=folder)
+    os.close(descriptor)
+    os.unlink(name)
+
+
 def _check_folder(option: str, path: str) -> None:
     if not path:
         raise OutputError(f"{option} '': not a folder name")
-    if os.path.isdir(path):
-        if not os.access(path, os.W_OK | os.X_OK):
-            raise OutputError(f"{option} {path}: cannot write to the folder")
-        return
-    if os.path.exists(path):
+    exists = os.path.isdir(path)
+    if exists and not os.access(path, os.W_OK | os.X_OK):
+        raise OutputError(f"{option} {path}: cannot write to the folder")
+    if not exists and os.path.exists(path):
         raise OutputError(f"{option} {path}: is not a folder")
-    _check_parent(option, path)
+    if not exists:
+        _check_parent(option, path)
+    try:
+        if exists:
+            _make_and_remove_a_file(path)
+        else:
+            os.mkdir(path)
+            os.rmdir(path)
+    except OSError as error:
+        raise OutputError(f"{option} {path}: {error.strerror or error}") from None
 
 
 def _check_parent(option: str, path: str) -> None:

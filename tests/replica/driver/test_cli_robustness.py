@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import NoReturn
 
@@ -258,6 +259,93 @@ def test_an_output_that_fails_to_write_after_the_run_exits_2_with_one_line(
     trace = tmp_path / "trace.jsonl"
     assert main(["run", str(spec), "--trace", str(trace)]) == 2
     assert capsys.readouterr().err == f"{ERROR}--trace {trace}: No space left on device\n"
+
+
+def test_an_output_that_fails_to_write_after_the_run_leaves_every_spec_unrewritten(
+    spec: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_paths, "open", no_space, raising=False)
+    trace = tmp_path / "trace.jsonl"
+    assert main(["run", str(spec), "--rewrite", "--trace", str(trace)]) == 2
+    assert capsys.readouterr() == ("", f"{ERROR}--trace {trace}: No space left on device\n")
+    assert spec.read_text(encoding="utf-8") == WRONG
+
+
+# The check opens each output for writing: what the kernel refuses is found
+# before anything runs.
+
+
+def test_an_output_whose_name_is_too_long_exits_2_before_anything_is_rewritten(
+    spec: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    trace = tmp_path / ("a" * 300)
+    assert main(["run", str(spec), "--rewrite", "--trace", str(trace)]) == 2
+    assert capsys.readouterr() == ("", f"{ERROR}--trace {trace}: File name too long\n")
+    assert spec.read_text(encoding="utf-8") == WRONG
+
+
+def test_an_output_on_a_read_only_file_system_exits_2_before_anything_is_rewritten(
+    spec: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    timeline = tmp_path / "t.svg"
+    real_open = os.open
+
+    def read_only(path: str, flags: int, mode: int = 0o777) -> int:
+        if path == str(timeline):
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS))
+        return real_open(path, flags, mode)
+
+    monkeypatch.setattr(os, "open", read_only)
+    assert main(["run", str(spec), "--rewrite", "--timeline", str(timeline)]) == 2
+    assert capsys.readouterr() == ("", f"{ERROR}--timeline {timeline}: Read-only file system\n")
+    assert spec.read_text(encoding="utf-8") == WRONG
+
+
+def test_a_new_output_is_not_left_behind_when_the_command_stops_before_writing_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.spec"
+    bad.write_text("frobnicate\n----\nok\n", encoding="utf-8")
+    trace = tmp_path / "trace.jsonl"
+    assert main(["run", str(bad), "--trace", str(trace)]) == 2
+    assert capsys.readouterr().err.startswith(f"{bad}:1: ")
+    assert sorted(tmp_path.iterdir()) == [bad]
+
+
+def test_an_existing_output_keeps_its_content_when_the_command_stops_before_writing_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.spec"
+    bad.write_text("frobnicate\n----\nok\n", encoding="utf-8")
+    trace = tmp_path / "trace.jsonl"
+    trace.write_text("old\n", encoding="utf-8")
+    assert main(["run", str(bad), "--trace", str(trace)]) == 2
+    assert trace.read_text(encoding="utf-8") == "old\n"
+
+
+def test_a_rewrite_whose_folder_refuses_a_new_file_exits_2_before_anything_runs(
+    spec: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def read_only(*args: object, **kwargs: object) -> NoReturn:
+        raise OSError(errno.EROFS, os.strerror(errno.EROFS))
+
+    monkeypatch.setattr(tempfile, "mkstemp", read_only)
+    assert main(["run", str(spec), "--rewrite"]) == 2
+    folder = os.path.realpath(tmp_path)
+    assert capsys.readouterr() == (
+        "",
+        f"{ERROR}cannot rewrite {spec}: folder {folder}: Read-only file system\n",
+    )
+    assert spec.read_text(encoding="utf-8") == WRONG
+
+
+def test_a_simulate_out_whose_name_is_too_long_exits_2_before_anything_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / ("a" * 300)
+    assert main(["simulate", "--out", str(out)]) == 2
+    assert capsys.readouterr() == ("", f"{ERROR}--out {out}: File name too long\n")
+    assert list(tmp_path.iterdir()) == []
 
 
 # Ctrl-C: exit 130 with one line.
