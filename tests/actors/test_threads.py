@@ -201,7 +201,9 @@ ASYNC_ENTRY_POINTS: dict[str, tuple[Callable[[World], Awaitable[object]], str, s
 }
 
 
-async def stamps(inbox: Inbox[object], handed_out: list[Inbox[object]], seen: list[object]) -> None:
+async def stamps(
+    inbox: Inbox[object], handed_out: list[Inbox[object]], seen: list[tuple[int, object]]
+) -> None:
     handed_out.append(inbox)
     async for envelope in inbox:
         seen.append((envelope.seq, envelope.message))
