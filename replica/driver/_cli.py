@@ -3,7 +3,10 @@
 Exit status: 0 when every stanza matched, 1 when any did not, 2 on bad input
 or bad arguments (nothing runs then) or an output that cannot be written, 130
 when interrupted (Ctrl-C). Output paths are checked before anything runs;
-``--rewrite`` replaces each spec whole or not at all (:mod:`._paths`).
+``--rewrite`` replaces each spec whole or not at all (:mod:`._paths`), and
+only once every output is written. ``run`` takes folders as well as files
+(:mod:`._inputs`), and ``--topologies`` runs every spec on several
+topologies and prints a table (:mod:`._matrix`).
 
 Limits on spec files (bad input beyond them, exit 2 before anything runs):
 a regular file of at most 16 MiB; at most 1,000,000 rows a write and
@@ -22,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import random
 import sys
 import time
@@ -37,7 +39,9 @@ import actors
 from ._bundled import BUNDLED_TWO_RUNTIME, bundled_spec
 from ._demo import demo
 from ._export import write_chrome_trace
-from ._parser import INTERRUPTED, PROG, build_parser, command_list
+from ._inputs import load_specs, spec_files
+from ._matrix import TOPOLOGIES, matrix_command
+from ._parser import INTERRUPTED, PROG, build_parser, command_list, parse
 from ._paths import (
     OutputError,
     check_outputs,
@@ -48,7 +52,8 @@ from ._paths import (
     write_text,
 )
 from ._programs import RandomChooser, generate
-from ._runner import Outcome, SpecRun, Topology, run_spec
+from ._report import report, report_violations, rewritten
+from ._runner import SpecRun, Topology, run_spec
 from ._spec import Spec, SpecError, parse_spec, read_spec
 from ._timeline import Panel, render
 
@@ -64,7 +69,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command; return its exit status."""
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args = parse(parser, argv)
     except SystemExit as exit_:
         return exit_.code if isinstance(exit_.code, int) else 2
     if args.command is None:
@@ -79,6 +84,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OutputError as error:
         print(f"{PROG}: error: {error}", file=sys.stderr)
         return 2
+    except SpecError as error:
+        print(error, file=sys.stderr)
+        return 2
     except (KeyboardInterrupt, BaseExceptionGroup) as error:
         # Trio may wrap the KeyboardInterrupt in a group with what it cancelled.
         if isinstance(error, BaseExceptionGroup) and error.subgroup(KeyboardInterrupt) is None:
@@ -91,39 +99,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     """Check every output, then run the command."""
     match args.command:
         case "run":
-            rewrite = args.rewrite or os.environ.get("REWRITE") == "1"
-            outputs = [
-                (option, path)
-                for option, path in (
-                    ("--trace", args.trace),
-                    ("--chrome-trace", args.chrome_trace),
-                    ("--timeline", args.timeline),
-                )
-                if path is not None
-            ]
-            check_outputs(outputs, specs=args.specs)
-            if rewrite:
-                check_rewritable(args.specs)
-            topology = Topology(
-                args.processes,
-                args.workers,
-                args.interactive,
-                args.barrier,
-                args.faults,
-                align=args.align,
-            )
-            if args.check_determinism:
-                return determinism_command(args.specs, topology, args.seed, sys.stdout)
-            return run_command(
-                args.specs,
-                topology,
-                args.seed,
-                rewrite,
-                args.trace,
-                sys.stdout,
-                args.chrome_trace,
-                args.timeline,
-            )
+            return _run(args)
         case "workflow":
             return workflow_command(args.seed, sys.stdout)
         case "simulate":
@@ -144,31 +120,50 @@ def _dispatch(args: argparse.Namespace) -> int:
     raise AssertionError(f"unknown command {args.command!r}")
 
 
-def _load(paths: Sequence[str]) -> list[Spec] | None:
-    specs: list[Spec] = []
-    for path in paths:
-        try:
-            specs.append(read_spec(Path(path), path))
-        except SpecError as error:
-            print(error, file=sys.stderr)
-            return None
-    return specs
+def _run(args: argparse.Namespace) -> int:
+    """``run``: find the specs, check the outputs, read every spec, then run
+    them (on each topology of ``--topologies``)."""
+    paths = spec_files(args.specs)
+    outputs = [
+        (option, path)
+        for option, path in (
+            ("--trace", args.trace),
+            ("--chrome-trace", args.chrome_trace),
+            ("--timeline", args.timeline),
+        )
+        if path is not None
+    ]
+    check_outputs(outputs, specs=paths)
+    if args.rewrite:
+        check_rewritable(paths)
+    specs = load_specs(paths)
+    recording = Recording.of(args.trace, args.chrome_trace, args.timeline)
+    options = {"barrier": args.barrier, "faults": args.faults, "align": args.align}
+    if args.topologies is not None:
+        topologies = {name: attrs.evolve(TOPOLOGIES[name], **options) for name in args.topologies}
+        if not args.rewrite:
+            status = matrix_command(specs, topologies, args.seed, recording.run, sys.stdout)
+            recording.write()
+            return status
+        # One topology (the parser refuses --rewrite with more).
+        (topology,) = topologies.values()
+    else:
+        topology = Topology(args.processes, args.workers, args.interactive, **options)
+    if args.check_determinism:
+        return determinism_command(specs, topology, args.seed, sys.stdout)
+    return run_command(specs, topology, args.seed, args.rewrite, recording, sys.stdout)
 
 
 def run_command(
-    paths: Sequence[str],
+    specs: Sequence[Spec],
     topology: Topology,
     seed: int,
     rewrite: bool,
-    trace_path: str | None,
+    recording: Recording,
     out: TextIO,
-    chrome_path: str | None = None,
-    timeline_path: str | None = None,
 ) -> int:
-    specs = _load(paths)
-    if specs is None:
-        return 2
-    recording = Recording.of(trace_path, chrome_path, timeline_path)
+    """Run each spec on ``topology``; print its mismatches and verdict, or,
+    with ``rewrite``, rewrite it once every output is written."""
     failed = False
     rewrites: list[tuple[Spec, SpecRun]] = []
     for spec in specs:
@@ -180,9 +175,7 @@ def run_command(
         if topology.faults:
             counts = ", ".join(f"{site} {n}" for site, n in sorted(run.injected.items()))
             print(f"  faults injected: {counts or 'none'}", file=out)
-        for violation in run.violations:
-            print(f"{spec.path}: invariant broken: {violation}", file=out)
-        failed |= bool(run.violations)
+        failed |= report_violations(spec, run, out)
     # The outputs first: one that cannot be written exits 2 with no spec rewritten.
     recording.write()
     for spec, run in rewrites:
@@ -233,11 +226,8 @@ class Recording:
             write_text("--timeline", self.timeline_path, render(self.panels))
 
 
-def determinism_command(paths: Sequence[str], topology: Topology, seed: int, out: TextIO) -> int:
+def determinism_command(specs: Sequence[Spec], topology: Topology, seed: int, out: TextIO) -> int:
     """Run each spec twice with ``seed``; the traces must be identical."""
-    specs = _load(paths)
-    if specs is None:
-        return 2
     failed = False
     for spec in specs:
         first, second = actors.Trace(), actors.Trace()
@@ -302,34 +292,6 @@ def simulate_command(
     rate = programs / (time.perf_counter() - start)
     print(f"simulate: {programs} programs, {failed} failed ({rate:.1f} programs/s)", file=out)
     return 1 if failed else 0
-
-
-def report(spec: Spec, outcomes: list[Outcome], topology: Topology, out: TextIO) -> bool:
-    """Print mismatches (and a summary line); return whether any stanza differed."""
-    mismatches = [outcome for outcome in outcomes if not outcome.matched]
-    for outcome in mismatches:
-        stanza = outcome.stanza
-        print(f"{spec.path}:{stanza.line}: {spec.lines[stanza.line - 1]}", file=out)
-        print("  expected:", file=out)
-        for line in stanza.expected or ("(nothing)",):
-            print(f"    {line}", file=out)
-        print("  actual:", file=out)
-        for line in outcome.actual or ("(nothing)",):
-            print(f"    {line}", file=out)
-    verdict = "FAIL" if mismatches else "ok"
-    detail = f"{len(mismatches)} of {len(outcomes)} stanzas differ" if mismatches else ""
-    print(f"{verdict} {spec.path}: {detail or f'{len(outcomes)} stanzas'} ({topology})", file=out)
-    return bool(mismatches)
-
-
-def rewritten(spec: Spec, outcomes: list[Outcome]) -> str:
-    """The spec's text with every expected block replaced by what ran."""
-    lines = list(spec.lines)
-    for outcome in reversed(outcomes):
-        stanza = outcome.stanza
-        lines[stanza.divider_line : stanza.end_line - 1] = list(outcome.actual)
-    text = "\n".join(lines)
-    return text + "\n" if spec.trailing_newline else text
 
 
 def workflow_command(seed: int, out: TextIO) -> int:

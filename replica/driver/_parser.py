@@ -1,16 +1,19 @@
-"""The command line of ``trio-reconcile``: commands, options and their help."""
+"""The command line of ``trio-reconcile``: commands, options and their help,
+and the checks between options that argparse cannot express."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import actors
 
 from ._headers import MAX_KEY_COLUMNS, MAX_LITERALS
+from ._matrix import ALL, TOPOLOGIES, topology_names
 from ._spec import MAX_SPEC_BYTES, MAX_TIMEOUT_SECS, ROWS_PER_SPEC, ROWS_PER_WRITE
 
 PROG = "trio-reconcile"
@@ -45,9 +48,15 @@ if TYPE_CHECKING:
 
 class _Parser(argparse.ArgumentParser):
     """Exits 2 with ``PROG: error: message`` on bad arguments, and knows its
-    commands' names."""
+    commands (by name, in order)."""
 
-    commands: tuple[str, ...] = ()
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.subcommands: dict[str, _Parser] = {}
+
+    @property
+    def commands(self) -> tuple[str, ...]:
+        return tuple(self.subcommands)
 
     def error(self, message: str) -> None:  # type: ignore[override]
         self.print_usage(sys.stderr)
@@ -75,8 +84,44 @@ def build_parser() -> _Parser:
     _add_workflow(commands)
     _add_simulate(commands)
     _add_demo(commands)
-    parser.commands = tuple(commands.choices)
+    parser.subcommands = dict(commands.choices)
     return parser
+
+
+def parse(parser: _Parser, argv: Sequence[str] | None) -> argparse.Namespace:
+    """``parser.parse_args(argv)``, then the checks between ``run``'s options;
+    :class:`SystemExit` (2) with a usage error for bad arguments."""
+    args = parser.parse_args(argv)
+    if args.command == "run":
+        _finish_run(parser.subcommands["run"], args)
+    return args
+
+
+def _finish_run(run: _Parser, args: argparse.Namespace) -> None:
+    """``--topologies`` excludes the options that choose one topology, and
+    ``--rewrite`` (or ``REWRITE=1``, which sets it) takes one topology;
+    without ``--topologies``, those options get their defaults."""
+    args.rewrite = args.rewrite or os.environ.get("REWRITE") == "1"
+    chosen = {
+        "--workers": args.workers is not None,
+        "--processes": args.processes is not None,
+        "--solo": args.interactive is False,
+        "--interactive": args.interactive is True,
+        "--check-determinism": args.check_determinism,
+    }
+    if args.topologies is None:
+        args.workers = 1 if args.workers is None else args.workers
+        args.processes = 1 if args.processes is None else args.processes
+        args.interactive = True if args.interactive is None else args.interactive
+        return
+    for option, given in chosen.items():
+        if given:
+            run.error(f"argument --topologies: not allowed with argument {option}")
+    if args.rewrite and len(args.topologies) > 1:
+        run.error(
+            f"--rewrite (or REWRITE=1) rewrites from one topology, and --topologies "
+            f"names {len(args.topologies)}"
+        )
 
 
 def command_list(parser: _Parser) -> str:
@@ -112,19 +157,22 @@ def _add_run(commands: Commands) -> None:
         LIMITS,
     )
     run.add_argument(
-        "specs", nargs="+", metavar="SPEC", help="spec files (SPEC_FORMAT.md), run in order"
+        "specs",
+        nargs="+",
+        metavar="SPEC",
+        help="spec files (SPEC_FORMAT.md) or folders, run in order; a folder stands for "
+        "every *.spec file directly in it (not in its sub-folders; hidden files aside), "
+        "sorted by name, and a folder without one is bad input",
     )
     run.add_argument(
         "--workers",
         type=_up_to(MAX_WORKERS),
-        default=1,
         metavar="W",
         help=f"workers per process, 1 to {MAX_WORKERS} (default 1)",
     )
     run.add_argument(
         "--processes",
         type=_up_to(MAX_PROCESSES),
-        default=1,
         metavar="P",
         help=f"processes per runtime, 1 to {MAX_PROCESSES} (default 1)",
     )
@@ -133,7 +181,7 @@ def _add_run(commands: Commands) -> None:
         "--interactive",
         dest="interactive",
         action="store_true",
-        default=True,
+        default=None,
         help="two runtimes, maintenance and interactive (the default)",
     )
     runtimes.add_argument(
@@ -167,6 +215,17 @@ def _add_run(commands: Commands) -> None:
         "--chrome-trace",
         metavar="FILE",
         help="write the trace in the Chrome trace-event format (Perfetto, chrome://tracing)",
+    )
+    run.add_argument(
+        "--topologies",
+        type=_topologies,
+        metavar="NAMES",
+        help=f"run each spec on several topologies and print a table (a row a spec, a column "
+        f"a topology, ok or FAIL (n)), the mismatches and the totals: {ALL} for the five, or "
+        f"a comma-separated list of {', '.join(TOPOLOGIES)} (solo: one runtime; two: both; "
+        f"wN: N workers a process; p2: two processes a runtime); not with --workers, "
+        f"--processes, --solo, --interactive or --check-determinism, and --rewrite only "
+        f"with one",
     )
     run.add_argument(
         "--check-determinism",
@@ -282,6 +341,13 @@ def _up_to(most: int) -> Callable[[str], int]:
         return int(text)
 
     return count
+
+
+def _topologies(text: str) -> tuple[str, ...]:
+    try:
+        return topology_names(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def _rate(text: str) -> float:

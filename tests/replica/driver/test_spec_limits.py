@@ -225,11 +225,12 @@ def test_dev_zero_as_the_spec_is_refused(capsys: pytest.CaptureFixture[str]) -> 
     assert capsys.readouterr() == ("", "/dev/zero: not a regular file\n")
 
 
-def test_a_folder_as_the_spec_is_refused(
+def test_a_spec_named_in_a_folder_that_is_not_a_regular_file_is_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    os.mkfifo(tmp_path / "fifo.spec")
     assert main(["run", str(tmp_path)]) == 2
-    assert capsys.readouterr() == ("", f"{tmp_path}: not a regular file\n")
+    assert capsys.readouterr() == ("", f"{tmp_path / 'fifo.spec'}: not a regular file\n")
 
 
 def test_a_spec_larger_than_16_mib_is_refused(
