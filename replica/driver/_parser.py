@@ -221,7 +221,8 @@ def _add_run(commands: Commands) -> None:
         type=_topologies,
         metavar="NAMES",
         help=f"run each spec on several topologies and print a table (a row a spec, a column "
-        f"a topology, ok or FAIL (n)), the mismatches and the totals: {ALL} for the five, or "
+        f"a topology; a cell is ok, or FAIL (n) when n stanzas differed or invariants broke), "
+        f"the mismatches and the totals: {ALL} for the five, or "
         f"a comma-separated list of {', '.join(TOPOLOGIES)} (solo: one runtime; two: both; "
         f"wN: N workers a process; p2: two processes a runtime); not with --workers, "
         f"--processes, --solo, --interactive or --check-determinism, and --rewrite only "

@@ -220,8 +220,9 @@ def test_run_help_names_the_topologies(capsys: pytest.CaptureFixture[str]) -> No
     out = " ".join(capsys.readouterr().out.split())
     assert (
         "--topologies NAMES run each spec on several topologies and print a table (a row a "
-        "spec, a column a topology, ok or FAIL (n)), the mismatches and the totals: all for "
-        "the five, or a comma-separated list of solo-w1, solo-w2p2, two-w1, two-w2, two-w2p2 "
+        "spec, a column a topology; a cell is ok, or FAIL (n) when n stanzas differed or "
+        "invariants broke), the mismatches and the totals: all for the five, or a "
+        "comma-separated list of solo-w1, solo-w2p2, two-w1, two-w2, two-w2p2 "
         "(solo: one runtime; two: both; wN: N workers a process; p2: two processes a "
         "runtime); not with --workers, --processes, --solo, --interactive or "
         "--check-determinism, and --rewrite only with one"
