@@ -138,9 +138,12 @@ def _run(args: argparse.Namespace) -> int:
         check_rewritable(paths)
     specs = load_specs(paths)
     recording = Recording.of(args.trace, args.chrome_trace, args.timeline)
-    options = {"barrier": args.barrier, "faults": args.faults, "align": args.align}
+
+    def with_options(topology: Topology) -> Topology:
+        return attrs.evolve(topology, barrier=args.barrier, faults=args.faults, align=args.align)
+
     if args.topologies is not None:
-        topologies = {name: attrs.evolve(TOPOLOGIES[name], **options) for name in args.topologies}
+        topologies = {name: with_options(TOPOLOGIES[name]) for name in args.topologies}
         if not args.rewrite:
             status = matrix_command(specs, topologies, args.seed, recording.run, sys.stdout)
             recording.write()
@@ -148,7 +151,7 @@ def _run(args: argparse.Namespace) -> int:
         # One topology (the parser refuses --rewrite with more).
         (topology,) = topologies.values()
     else:
-        topology = Topology(args.processes, args.workers, args.interactive, **options)
+        topology = with_options(Topology(args.processes, args.workers, args.interactive))
     if args.check_determinism:
         return determinism_command(specs, topology, args.seed, sys.stdout)
     return run_command(specs, topology, args.seed, args.rewrite, recording, sys.stdout)
