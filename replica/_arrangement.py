@@ -20,19 +20,35 @@ import attrs
 
 from ._protocol import Datum, Row, Update
 
+MASK = 0xFFFFFFFFFFFF
+_NULL = 0x9E3779B9
+
 
 def _stable(value: Datum) -> int:
-    if isinstance(value, str):
+    if type(value) is str:
         return zlib.crc32(value.encode())
     if value is None:
-        return 0x9E3779B9
+        return _NULL
     # int, bool and float hash alike in every process (only str and bytes are salted).
     return hash(value)
 
 
 def stable_hash(values: Sequence[Datum]) -> int:
     """A hash of ``values`` that is the same in every run and process."""
-    return hash(tuple(_stable(value) for value in values)) & 0xFFFFFFFFFFFF
+    return hash(tuple(_stable(value) for value in values)) & MASK
+
+
+def column_router(column: int, parts: int) -> Callable[[Row], int]:
+    """``partition_of(row, (column,), parts)``, faster: the route of a row by
+    one key column."""
+
+    def route(row: Row) -> int:
+        value = row[column] if column < len(row) else None
+        if type(value) is int:
+            return (hash((hash(value),)) & MASK) % parts
+        return (hash((_stable(value),)) & MASK) % parts
+
+    return route
 
 
 def key_of(row: Row, key: tuple[int, ...]) -> Row:
@@ -80,13 +96,24 @@ class Arrangement:
         if not updates:
             return
         self.log.extend(updates)
-        key_of_row, by_key = self._key_of, self.by_key
-        for update in updates:
-            found = by_key.get(key := key_of_row(update[0]))
-            if found is None:
-                by_key[key] = [update]
-            else:
-                found.append(update)
+        by_key = self.by_key
+        if len(self.key) == 1 and all(len(u[0]) > self.key[0] for u in updates):
+            (column,) = self.key
+            for update in updates:
+                single: Row = (update[0][column],)
+                found = by_key.get(single)
+                if found is None:
+                    by_key[single] = [update]
+                else:
+                    found.append(update)
+        else:
+            key_of_row = self._key_of
+            for update in updates:
+                found = by_key.get(key := key_of_row(update[0]))
+                if found is None:
+                    by_key[key] = [update]
+                else:
+                    found.append(update)
         self._wake()
 
     def advance(self, upper: int) -> bool:

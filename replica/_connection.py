@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import math
+from typing import TypeVar
 
 import attrs
 import trio
@@ -12,6 +13,19 @@ from ._errors import ProtocolError
 from ._protocol import Command, Response
 
 logger = logging.getLogger("replica")
+
+T = TypeVar("T")
+
+
+def queued(channel: trio.MemoryReceiveChannel[T]) -> list[T]:
+    """Everything already queued in ``channel``, taken without waiting (a
+    receiver that got one item takes the rest of the batch in the same turn)."""
+    items: list[T] = []
+    while True:
+        try:
+            items.append(channel.receive_nowait())
+        except (trio.WouldBlock, trio.EndOfChannel):
+            return items
 
 
 @attrs.define(eq=False)

@@ -16,7 +16,7 @@ from contextlib import asynccontextmanager
 import attrs
 import trio
 
-from ._connection import ClientEnd, logger, open_connection
+from ._connection import ClientEnd, logger, open_connection, queued
 from ._errors import PeekCanceledError, PeekFailedError, ProtocolError
 from ._ids import GlobalId, as_id
 from ._merge import PartitionedState
@@ -32,6 +32,7 @@ from ._protocol import (
     PeekError,
     PeekResponse,
     PeekResult,
+    Response,
     Row,
     Rows,
     SubscribeBatch,
@@ -137,8 +138,12 @@ class Controller:
 
     async def send(self, command: Command) -> None:
         """Send ``command``, routed by the protocol's rules; returns once sent,
-        without waiting for the replica to apply it. A checkpoint."""
-        await trio.lowlevel.checkpoint()
+        without waiting for the replica to apply it. A cancellation point but
+        not a scheduling point (like trio's ``checkpoint_if_cancelled``):
+        commands sent back to back travel together, as a real client's
+        pipelined writes do, and the replica takes them when the caller next
+        waits."""
+        await trio.lowlevel.checkpoint_if_cancelled()
         session = self._connected()
         targets = (
             session.ends if isinstance(command, Hello | UpdateConfiguration) else session.ends[:1]
@@ -246,30 +251,32 @@ class Controller:
 
     async def _read_responses(self, session: _Session, part: int, end: ClientEnd) -> None:
         try:
-            async for response in end.responses:
-                merged = session.merger.absorb(part, response)
-                match merged:
-                    case None:
-                        continue
-                    case Frontiers(id, upper):
-                        session.frontiers[id] = upper
-                        self._notify()
-                    case PeekResponse(uuid, result):
-                        pending = session.peeks.pop(uuid, None)
-                        if pending is not None:
-                            pending.result = result
-                            pending.done.set()
-                    case SubscribeBatch(id, _, upper, updates):
-                        subscription = session.subscriptions.setdefault(id, _Subscription())
-                        subscription.updates.extend(updates)
-                        subscription.upper = upper
-                        self._notify()
-                    case CommandRejected():
-                        logger.warning("replica rejected %r: %s", merged.command, merged.reason)
-                        self.rejections.append(merged)
-                        self._notify()
+            async for first in end.responses:
+                for response in [first, *queued(end.responses)]:
+                    self._absorb(session, part, response)
         except trio.ClosedResourceError:
             return
+
+    def _absorb(self, session: _Session, part: int, response: Response) -> None:
+        merged = session.merger.absorb(part, response)
+        match merged:
+            case Frontiers(id, upper):
+                session.frontiers[id] = upper
+                self._notify()
+            case PeekResponse(uuid, result):
+                pending = session.peeks.pop(uuid, None)
+                if pending is not None:
+                    pending.result = result
+                    pending.done.set()
+            case SubscribeBatch(id, _, upper, updates):
+                subscription = session.subscriptions.setdefault(id, _Subscription())
+                subscription.updates.extend(updates)
+                subscription.upper = upper
+                self._notify()
+            case CommandRejected():
+                logger.warning("replica rejected %r: %s", merged.command, merged.reason)
+                self.rejections.append(merged)
+                self._notify()
 
 
 @asynccontextmanager

@@ -45,6 +45,7 @@ from ._protocol import (
     MaterializedView,
     Row,
     SinkExport,
+    Subscribe,
     SubscribeBatch,
 )
 from ._shard import ShardCatalog
@@ -106,10 +107,14 @@ class IndexPart(Export):
 
     @property
     def frontier(self) -> Frontier | None:
+        upper = self.upper
+        return None if upper is None else Frontier.at(upper)
+
+    @property
+    def upper(self) -> int | None:
+        """The part's upper, once its dataflow is scheduled and stepped."""
         part = self.provider()
-        if not self.scheduled or part is None or part.upper is None:
-            return None
-        return Frontier.at(part.upper)
+        return None if not self.scheduled or part is None else part.upper
 
     def read_error(self, ts: int) -> str | None:
         if self.error is not None:
@@ -139,10 +144,16 @@ class SinkPart(Export):
 
     @property
     def frontier(self) -> Frontier | None:
-        upper = self.operator.out.frontier
-        if not self.scheduled or upper is None:
+        upper = self.upper
+        return None if upper is None else Frontier.at(upper)
+
+    @property
+    def upper(self) -> int | None:
+        """A materialized view's upper once scheduled; a subscribe reports
+        none (its batches say how far it got)."""
+        if not self.scheduled or isinstance(self.sink.connection, Subscribe):
             return None
-        return Frontier.at(upper)
+        return self.operator.out.frontier
 
     def allow_writes(self) -> None:
         if isinstance(self.operator, MaterializedViewSink):
@@ -377,12 +388,15 @@ class PeerView:
 
     @property
     def frontier(self) -> Frontier | None:
+        upper = self.upper
+        return None if upper is None else Frontier.at(upper)
+
+    @property
+    def upper(self) -> int | None:
         # What it reads is maintenance's part: it moves once maintenance's
         # dataflow is scheduled, whether or not this view's Schedule came.
         part = self.arrangement
-        if part is None or part.upper is None:
-            return None
-        return Frontier.at(part.upper)
+        return None if part is None else part.upper
 
     def read_error(self, ts: int) -> str | None:
         publisher = self.peer.publisher

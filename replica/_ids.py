@@ -31,7 +31,7 @@ def _number(_: object, __: attrs.Attribute[int], value: int) -> None:
         raise IdError(f"an id is a number from 0 to {U64_MAX}, not {value}")
 
 
-@attrs.frozen(order=True, repr=False)
+@attrs.frozen(order=True, repr=False, cache_hash=True)
 class GlobalId:
     """A collection id: ``u1001``, ``t4000``, ``s12``, ``si3`` (its repr too,
     so commands read well in logs)."""

@@ -91,9 +91,9 @@ class PartitionedState:
                 )
         raise AssertionError(f"unmergeable response {response!r}")
 
-    def _reporting(self, id: GlobalId) -> frozenset[int]:
+    def _reporting(self, id: GlobalId) -> frozenset[int] | range:
         if self.owners is None:
-            return frozenset(range(self.parts))
+            return range(self.parts)
         return self.owners(id)
 
     def _absorb_batch(self, part: int, batch: SubscribeBatch) -> Response | None:
@@ -103,7 +103,7 @@ class PartitionedState:
         merge.uppers[part] = batch.upper
         merge.updates.extend(batch.updates)
         reporting = self._reporting(batch.id)
-        if not reporting <= merge.uppers.keys():
+        if any(p not in merge.uppers for p in reporting):
             return None
         upper = min(merge.uppers[p] for p in reporting)
         if upper.time is not None and upper.time <= merge.lower:
@@ -127,11 +127,20 @@ class PartitionedState:
             )
             return None
         uppers[part] = upper
-        reporting = [uppers[p] for p in self._reporting(id)]
-        if any(known is None for known in reporting):
-            return None
-        merged = min(known for known in reporting if known is not None)
-        if id in self._merged and merged <= self._merged[id]:
+        merged: Frontier | None = None
+        for p in self._reporting(id):
+            known = uppers[p]
+            if known is None:
+                return None
+            if merged is None or (
+                known.time is not None and (merged.time is None or known.time < merged.time)
+            ):
+                merged = known
+        assert merged is not None, "every id has a part that reports it"
+        before = self._merged.get(id)
+        if before is not None and (
+            before.time is None or (merged.time is not None and merged.time <= before.time)
+        ):
             return None
         self._merged[id] = merged
         if merged.is_empty:

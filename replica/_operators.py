@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 
 import attrs
 
-from ._arrangement import Arrangement, key_function, stable_hash
+from ._arrangement import Arrangement, column_router, key_function, stable_hash
 from ._exchange import Exchange
 from ._protocol import Row, Update
 from ._shard import Shard
@@ -176,10 +176,10 @@ class Exchanged(Operator):
     def step(self) -> None:
         updates = self.queue.take()
         if updates:
-            batches: dict[int, list[Update]] = defaultdict(list)
             route = self.route
-            for update in updates:
-                batches[route(update[0])].append(update)
+            batches: dict[int, list[Update]] = defaultdict(list)
+            for destination, update in zip([route(u[0]) for u in updates], updates, strict=True):
+                batches[destination].append(update)
             self.exchange.send(self.worker, batches)
         if self.input.frontier is not None:
             self.exchange.say(self.worker, self.input.frontier)
@@ -194,6 +194,8 @@ def router(key: tuple[int, ...], workers: int) -> Callable[[Row], int]:
     if not key:
         everything = stable_hash(()) % workers
         return lambda row: everything
+    if len(key) == 1:
+        return column_router(key[0], workers)
     key_of_row = key_function(key)
     return lambda row: stable_hash(key_of_row(row)) % workers
 

@@ -27,7 +27,7 @@ import trio
 
 from actors import Sequencer
 
-from ._connection import ConnectionOrder, RuntimeConnection, ServerEnd
+from ._connection import ConnectionOrder, RuntimeConnection, ServerEnd, queued
 from ._errors import ProtocolError
 from ._faults import Faults
 from ._ids import GlobalId
@@ -126,21 +126,43 @@ class ChannelAdapter:
     async def _forward_responses(
         self, connection: RuntimeConnection, nursery: trio.Nursery, outcome: list[bool]
     ) -> None:
-        async for nonce, response in self.worker_responses:
-            if nonce == connection.nonce:
-                try:
-                    connection.responses.send_nowait((self.local, response))
-                except (trio.BrokenResourceError, trio.ClosedResourceError):
-                    outcome.append(True)
-                    nursery.cancel_scope.cancel()
-                    return
-            elif nonce not in self.seen:
-                # The worker is already on a connection this adapter has not
-                # seen: keep the response for it, and move on.
-                self.stash.append((nonce, response))
-                outcome.append(False)
-                nursery.cancel_scope.cancel()
+        async for first in self.worker_responses:
+            stays = True
+            for nonce, response in [first, *queued(self.worker_responses)]:
+                # Once it left, the rest of the batch is stashed, in order.
+                stays = self._forward_response(connection, nursery, outcome, nonce, response)
+            if not stays:
                 return
+
+    def _forward_response(
+        self,
+        connection: RuntimeConnection,
+        nursery: trio.Nursery,
+        outcome: list[bool],
+        nonce: int,
+        response: Response,
+    ) -> bool:
+        """Forward one response; return whether the adapter stays on
+        ``connection``. Once it left, the rest of the batch taken with the
+        response is kept for the next connection, in order."""
+        if outcome:
+            self.stash.append((nonce, response))
+            return False
+        if nonce == connection.nonce:
+            try:
+                connection.responses.send_nowait((self.local, response))
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                outcome.append(True)
+                nursery.cancel_scope.cancel()
+                return False
+        elif nonce not in self.seen:
+            # The worker is already on a connection this adapter has not
+            # seen: keep the response for it, and move on.
+            self.stash.append((nonce, response))
+            outcome.append(False)
+            nursery.cancel_scope.cancel()
+            return False
+        return True
 
 
 @attrs.define(eq=False)
@@ -284,11 +306,13 @@ class Process:
                 for channel in channels:
                     channel.send_nowait(runtimes[name])
             nursery.start_soon(self._merge_responses, connection, runtimes)
-            async for command in connection.commands:
-                if isinstance(command, Hello):
-                    self.order.record(command.nonce)
-                for name in self._targets(command):
-                    self._forward(name, runtimes[name], command)
+            async for first in connection.commands:
+                # Everything already queued goes on in one turn.
+                for command in [first, *queued(connection.commands)]:
+                    if isinstance(command, Hello):
+                        self.order.record(command.nonce)
+                    for name in self._targets(command):
+                        self._forward(name, runtimes[name], command)
             for name, runtime in runtimes.items():
                 self._forward(name, runtime, None)
 
@@ -318,22 +342,23 @@ class Process:
     ) -> None:
         within = PartitionedState(self.workers, self.regressions)
         try:
-            async for local, response in runtime.responses_out:
-                merged = within.absorb(local, response)
-                if merged is not None and not isinstance(merged, PeekResponse):
-                    merged = across.absorb(number, merged)
-                if merged is None:
-                    continue
-                try:
-                    connection.responses.send_nowait(merged)
-                except (trio.BrokenResourceError, trio.ClosedResourceError):
-                    # The controller went away. Cancel the other runtime's pump
-                    # before closing its channel under it, then fail the
-                    # adapters' next response sends.
-                    nursery.cancel_scope.cancel()
-                    for gone in runtimes.values():
-                        gone.responses_out.close()
-                    return
+            async for first in runtime.responses_out:
+                for local, response in [first, *queued(runtime.responses_out)]:
+                    merged = within.absorb(local, response)
+                    if merged is not None and not isinstance(merged, PeekResponse):
+                        merged = across.absorb(number, merged)
+                    if merged is None:
+                        continue
+                    try:
+                        connection.responses.send_nowait(merged)
+                    except (trio.BrokenResourceError, trio.ClosedResourceError):
+                        # The controller went away. Cancel the other runtime's
+                        # pump before closing its channel under it, then fail
+                        # the adapters' next response sends.
+                        nursery.cancel_scope.cancel()
+                        for gone in runtimes.values():
+                            gone.responses_out.close()
+                        return
         except trio.ClosedResourceError:
             return
 

@@ -175,6 +175,16 @@ class DataflowDescription:
     sink_exports: tuple[SinkExport, ...] = ()
     until: int | None = None
     name: str = attrs.field(default="", eq=False)
+    # Derived once: reconciliation and routing ask for them per command.
+    _exports: tuple[GlobalId, ...] = attrs.field(init=False, eq=False, repr=False)
+    _transient: bool = attrs.field(init=False, eq=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        exports = tuple(e.id for e in self.index_exports) + tuple(s.id for s in self.sink_exports)
+        flags = [e.is_transient for e in self.index_exports]
+        flags += [s.is_transient for s in self.sink_exports]
+        object.__setattr__(self, "_exports", exports)
+        object.__setattr__(self, "_transient", bool(flags) and all(flags))
 
     @classmethod
     def index(
@@ -200,20 +210,26 @@ class DataflowDescription:
     @property
     def exports(self) -> tuple[GlobalId, ...]:
         """The ids of every index and sink it exports."""
-        return tuple(e.id for e in self.index_exports) + tuple(s.id for s in self.sink_exports)
+        return self._exports
 
     @property
     def is_transient(self) -> bool:
         """A query dataflow: it exports something, and only transient things."""
-        flags = [e.is_transient for e in self.index_exports]
-        flags += [s.is_transient for s in self.sink_exports]
-        return bool(flags) and all(flags)
+        return self._transient
 
-    def compatible_with(self, new: DataflowDescription) -> bool:
-        """Whether this running dataflow can stand in for ``new``: the same
-        imports, plans and exports (the name aside), and an ``as_of`` not after
-        the new one."""
-        return attrs.evolve(self, as_of=new.as_of) == new and self.as_of <= new.as_of
+    def compatible_with(self, new: DataflowDescription, *, as_of: int | None = None) -> bool:
+        """Whether this running dataflow (read as of ``as_of``, by default its
+        own) can stand in for ``new``: the same imports, plans, exports and
+        ``until`` (the name aside), and an ``as_of`` not after the new one."""
+        return (
+            (self.as_of if as_of is None else as_of) <= new.as_of
+            and self.index_exports == new.index_exports
+            and self.source_imports == new.source_imports
+            and self.index_imports == new.index_imports
+            and self.objects_to_build == new.objects_to_build
+            and self.sink_exports == new.sink_exports
+            and self.until == new.until
+        )
 
 
 @attrs.frozen

@@ -172,5 +172,5 @@ def _keeps(old: Running, new: DataflowDescription) -> bool:
     if any(isinstance(sink.connection, Subscribe) for sink in new.sink_exports):
         return False
     since = old.since
-    reduced = attrs.evolve(old.description, as_of=max(old.description.as_of, since))
-    return reduced.compatible_with(new) and since <= new.as_of
+    reduced = max(old.description.as_of, since)
+    return since <= new.as_of and old.description.compatible_with(new, as_of=reduced)

@@ -122,11 +122,14 @@ class ComputeState:
     metrics: Metrics = attrs.field(factory=Metrics)
     instance: InstanceConfig | None = None
     configuration: dict[str, str] = attrs.field(factory=dict)
-    installed: list[Installed] = attrs.field(factory=list)
+    # Every dataflow installed, in the order installed (a dict used as an
+    # ordered set: removal is O(1)), and the one each export belongs to.
+    installed: dict[Installed, None] = attrs.field(factory=dict)
+    _owner: dict[GlobalId, Installed] = attrs.field(factory=dict)
     collections: dict[GlobalId, Collection] = attrs.field(factory=dict)
     peeks: dict[int, _Reading] = attrs.field(factory=dict)
     # What this worker last told the current connection, per collection.
-    reported: dict[GlobalId, Frontier] = attrs.field(factory=dict)
+    reported: dict[GlobalId, int] = attrs.field(factory=dict)
     builds: int = 0
     # How many dataflows this worker rendered: the next one's number.
     rendered: int = 0
@@ -206,7 +209,7 @@ class ComputeState:
                 )
                 for export in description.index_exports
             }
-            self.installed.append(StandIn(description, views))
+            self._install(StandIn(description, views))
             self.collections.update(views)
             return
         context = Context(
@@ -224,7 +227,7 @@ class ComputeState:
         if error is not None:
             dataflow.fail_reads(error)
         self.rendered += 1
-        self.installed.append(dataflow)
+        self._install(dataflow)
         self.collections.update(dataflow.exports)
         if self.role is Role.MAINTENANCE:
             for export in dataflow.exports.values():
@@ -285,11 +288,13 @@ class ComputeState:
             return
         export.publishers[incarnation] = self.registry.publish(incarnation, export)
 
+    def _install(self, installed: Installed) -> None:
+        self.installed[installed] = None
+        for id in installed.description.exports:
+            self._owner[id] = installed
+
     def _installed_of(self, id: GlobalId) -> Installed | None:
-        for installed in self.installed:
-            if id in installed.description.exports:
-                return installed
-        return None
+        return self._owner.get(id)
 
     def _schedule(self, command: Schedule, id: GlobalId) -> None:
         installed = self._installed_of(id) if id in self.collections else None
@@ -348,7 +353,9 @@ class ComputeState:
         ):
             return
         # The last export of its dataflow went: the dataflow goes.
-        self.installed.remove(installed)
+        del self.installed[installed]
+        for export in installed.description.exports:
+            self._owner.pop(export, None)
         if isinstance(installed, Dataflow):
             installed.close(self.fabric, self.worker)
 
@@ -397,11 +404,12 @@ class ComputeState:
             if isinstance(self.collections.get(batch.id), SinkPart):
                 self.outbox.append(batch)
         self.batches.clear()
+        reported = self.reported
         for id, collection in self.collections.items():
-            frontier = collection.frontier
-            if frontier is not None and self.reported.get(id) != frontier:
-                self.reported[id] = frontier
-                self.outbox.append(Frontiers(id, frontier))
+            upper = collection.upper
+            if upper is not None and reported.get(id) != upper:
+                reported[id] = upper
+                self.outbox.append(Frontiers(id, Frontier.at(upper)))
 
     def _read(self) -> None:
         work = peek_work(self.configuration)

@@ -184,7 +184,9 @@ class Worker:
                 self._apply(seq, command)
             return
         plan = plan_reconcile(self.state.instance, self.state.running(), commands)
-        inbox.mark(f"drop phase: keep {sorted(plan.retained)} drop {sorted(plan.dropped)}", seq)
+        if inbox.tracing:
+            kept, dropped = sorted(plan.retained), sorted(plan.dropped)
+            inbox.mark(f"drop phase: keep {kept} drop {dropped}", seq)
         # NOTE: the drop phase waits on no other worker.
         self.state.begin_reconcile(plan)
         for compaction in plan.compactions:

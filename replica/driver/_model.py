@@ -414,5 +414,5 @@ def _keeps(old: _Dataflow, new: DataflowDescription) -> bool:
     if any(isinstance(sink.connection, Subscribe) for sink in new.sink_exports):
         return False
     since = min(old.since.values(), default=old.as_of)
-    reduced = attrs.evolve(old.description, as_of=max(old.as_of, since))
-    return reduced.compatible_with(new) and since <= new.as_of
+    reduced = max(old.as_of, since)
+    return since <= new.as_of and old.description.compatible_with(new, as_of=reduced)

@@ -95,3 +95,30 @@ def test_a_command_for_a_connection_its_adapters_left_is_dropped_and_counted() -
     _deliver(connection, None)
     assert connection.dropped_commands == 2
     assert connection.ended.is_set()
+
+
+async def test_responses_taken_in_one_batch_after_the_adapter_leaves_are_kept_in_order() -> None:
+    # The worker answers twice for a connection the adapter has not seen yet,
+    # in one batch: the adapter leaves its connection on the first answer and
+    # must keep the second one too, behind the first (a lost peek answer
+    # would leave a read waiting forever).
+    worker_out, worker_responses = trio.open_memory_channel[tuple[int, Response]](math.inf)
+    offer, connections = trio.open_memory_channel[RuntimeConnection](math.inf)
+    async with trio.open_nursery() as nursery:
+        adapter = ChannelAdapter(1, 1, worker_responses, connections, None, None)
+        nursery.start_soon(adapter.run)
+        old = RuntimeConnection.open(11, adapters=1)
+        offer.send_nowait(old)
+        await trio.testing.wait_all_tasks_blocked()
+        answers = [(22, Frontiers(5, Frontier.at(1))), (22, Frontiers(6, Frontier.at(2)))]
+        for answer in answers:
+            worker_out.send_nowait(answer)
+        await trio.testing.wait_all_tasks_blocked()
+        assert adapter.stash == answers
+        new = RuntimeConnection.open(22, adapters=1)
+        offer.send_nowait(new)
+        await trio.testing.wait_all_tasks_blocked()
+        assert [new.responses_out.receive_nowait() for _ in answers] == [
+            (1, response) for _, response in answers
+        ]
+        nursery.cancel_scope.cancel()
