@@ -21,7 +21,7 @@ from ._envelope import Address, Envelope, current_address
 from ._errors import ActorError, ActorFailedError, ActorStoppedError, AskTimeoutError
 from ._reply import Reply
 from ._trace import EventKind, TraceEvent
-from ._util import NoPublicConstructor, check_trio_thread
+from ._util import NoPublicConstructor, foreign_thread_error, in_trio_thread
 
 if TYPE_CHECKING:
     from ._trace import Tracer
@@ -246,11 +246,11 @@ class ActorRef(Generic[M_contra], metaclass=NoPublicConstructor):
         call ``trio.from_thread.run_sync(ref.tell_nowait, message)``.
         """
         cell = self._cell
-        check_trio_thread(
-            cell.token,
-            f"tell_nowait to actor {cell.address.name!r}",
-            "trio.from_thread.run_sync(ref.tell_nowait, message)",
-        )
+        if not in_trio_thread(cell.token):
+            raise foreign_thread_error(
+                f"tell_nowait to actor {cell.address.name!r}",
+                "trio.from_thread.run_sync(ref.tell_nowait, message)",
+            )
         envelope = Envelope(message, cell.next_seq, current_address.get())
         try:
             cell.send_channel.send_nowait(envelope)
@@ -271,11 +271,10 @@ class ActorRef(Generic[M_contra], metaclass=NoPublicConstructor):
         ``trio.from_thread.run(ref.tell, message)``.
         """
         cell = self._cell
-        check_trio_thread(
-            cell.token,
-            f"tell to actor {cell.address.name!r}",
-            "trio.from_thread.run(ref.tell, message)",
-        )
+        if not in_trio_thread(cell.token):
+            raise foreign_thread_error(
+                f"tell to actor {cell.address.name!r}", "trio.from_thread.run(ref.tell, message)"
+            )
         seq = cell.next_seq
         cell.next_seq = seq + 1
         try:
@@ -318,11 +317,10 @@ class ActorRef(Generic[M_contra], metaclass=NoPublicConstructor):
         from another thread, call ``trio.from_thread.run(ref.ask, build)``.
         """
         cell = self._cell
-        check_trio_thread(
-            cell.token,
-            f"ask of actor {cell.address.name!r}",
-            "trio.from_thread.run(ref.ask, build)",
-        )
+        if not in_trio_thread(cell.token):
+            raise foreign_thread_error(
+                f"ask of actor {cell.address.name!r}", "trio.from_thread.run(ref.ask, build)"
+            )
         if timeout is not None:
             timeout = _seconds(timeout)
         await trio.lowlevel.checkpoint_if_cancelled()
@@ -369,9 +367,10 @@ class ActorRef(Generic[M_contra], metaclass=NoPublicConstructor):
         from another thread, call ``trio.from_thread.run(ref.stop)``.
         """
         cell = self._cell
-        check_trio_thread(
-            cell.token, f"stop of actor {cell.address.name!r}", "trio.from_thread.run(ref.stop)"
-        )
+        if not in_trio_thread(cell.token):
+            raise foreign_thread_error(
+                f"stop of actor {cell.address.name!r}", "trio.from_thread.run(ref.stop)"
+            )
         if current_address.get() == cell.address and cell.state is not ActorState.STOPPED:
             raise ActorError(
                 f"actor {cell.address.name!r} cannot wait for its own stop; "
@@ -388,9 +387,10 @@ class ActorRef(Generic[M_contra], metaclass=NoPublicConstructor):
         Only from the Trio thread of the actor's system (see :meth:`tell`):
         from another thread, call ``trio.from_thread.run(ref.kill)``."""
         cell = self._cell
-        check_trio_thread(
-            cell.token, f"kill of actor {cell.address.name!r}", "trio.from_thread.run(ref.kill)"
-        )
+        if not in_trio_thread(cell.token):
+            raise foreign_thread_error(
+                f"kill of actor {cell.address.name!r}", "trio.from_thread.run(ref.kill)"
+            )
         cell.scope.cancel()
         await cell.stopped.wait()
 
@@ -445,11 +445,11 @@ class Inbox(Generic[M_co], metaclass=NoPublicConstructor):
         If cancelled, nothing was taken. Only from the Trio thread of the
         actor's system (see :meth:`ActorRef.tell`)."""
         cell = self._cell
-        check_trio_thread(
-            cell.token,
-            f"receive on the inbox of actor {cell.address.name!r}",
-            "trio.from_thread.run(inbox.receive)",
-        )
+        if not in_trio_thread(cell.token):
+            raise foreign_thread_error(
+                f"receive on the inbox of actor {cell.address.name!r}",
+                "trio.from_thread.run(inbox.receive)",
+            )
         if cell.receive_budget > 0:
             await trio.lowlevel.checkpoint_if_cancelled()
             try:
@@ -470,11 +470,11 @@ class Inbox(Generic[M_co], metaclass=NoPublicConstructor):
         or :class:`trio.EndOfChannel` (closed and drained). Only from the Trio
         thread of the actor's system (see :meth:`ActorRef.tell_nowait`)."""
         cell = self._cell
-        check_trio_thread(
-            cell.token,
-            f"receive_nowait on the inbox of actor {cell.address.name!r}",
-            "trio.from_thread.run_sync(inbox.receive_nowait)",
-        )
+        if not in_trio_thread(cell.token):
+            raise foreign_thread_error(
+                f"receive_nowait on the inbox of actor {cell.address.name!r}",
+                "trio.from_thread.run_sync(inbox.receive_nowait)",
+            )
         envelope = cell.receive_channel.receive_nowait()
         self._took(envelope)
         return envelope
@@ -484,11 +484,11 @@ class Inbox(Generic[M_co], metaclass=NoPublicConstructor):
         ends. How an actor stops itself gracefully. Only from the Trio thread
         of the actor's system (see :meth:`ActorRef.tell_nowait`)."""
         cell = self._cell
-        check_trio_thread(
-            cell.token,
-            f"close of the inbox of actor {cell.address.name!r}",
-            "trio.from_thread.run_sync(inbox.close)",
-        )
+        if not in_trio_thread(cell.token):
+            raise foreign_thread_error(
+                f"close of the inbox of actor {cell.address.name!r}",
+                "trio.from_thread.run_sync(inbox.close)",
+            )
         cell.close_mailbox()
 
     @property
@@ -502,11 +502,11 @@ class Inbox(Generic[M_co], metaclass=NoPublicConstructor):
         (a ``mark`` event; nothing happens without a tracer). Only from the
         Trio thread of the actor's system (see :meth:`ActorRef.tell_nowait`)."""
         cell = self._cell
-        check_trio_thread(
-            cell.token,
-            f"mark on the inbox of actor {cell.address.name!r}",
-            "trio.from_thread.run_sync(inbox.mark, detail)",
-        )
+        if not in_trio_thread(cell.token):
+            raise foreign_thread_error(
+                f"mark on the inbox of actor {cell.address.name!r}",
+                "trio.from_thread.run_sync(inbox.mark, detail)",
+            )
         if cell.tracer is not None:
             cell.record(EventKind.MARK, seq, detail)
 

@@ -12,7 +12,7 @@ import trio
 from ._envelope import current_address
 from ._errors import ActorError, AlreadyRepliedError
 from ._trace import EventKind, TraceEvent
-from ._util import NoPublicConstructor, check_trio_thread
+from ._util import NoPublicConstructor, foreign_thread_error, in_trio_thread
 
 if TYPE_CHECKING:
     from ._trace import Tracer
@@ -98,18 +98,20 @@ class Reply(Generic[R], metaclass=NoPublicConstructor):
         :class:`RuntimeError`, and the reply is unchanged. From a worker
         thread, call ``trio.from_thread.run_sync(reply.send, value)``.
         """
-        check_trio_thread(
-            self._token, f"send on {self._name}", "trio.from_thread.run_sync(reply.send, value)"
-        )
+        if not in_trio_thread(self._token):
+            raise foreign_thread_error(
+                f"send on {self._name}", "trio.from_thread.run_sync(reply.send, value)"
+            )
         return self._complete(outcome.Value(value), _Completion.SENT)
 
     def fail(self, error: BaseException) -> bool:
         """Complete the ask by raising ``error`` in the asker and return
         ``True``; return ``False`` for a late answer (see the class docs).
         Only from the Trio thread of the asker's system, like :meth:`send`."""
-        check_trio_thread(
-            self._token, f"fail on {self._name}", "trio.from_thread.run_sync(reply.fail, error)"
-        )
+        if not in_trio_thread(self._token):
+            raise foreign_thread_error(
+                f"fail on {self._name}", "trio.from_thread.run_sync(reply.fail, error)"
+            )
         return self._complete(outcome.Error(error), _Completion.FAILED)
 
     def _withdraw(self, error: ActorError) -> None:

@@ -25,7 +25,7 @@ import trio
 from ._envelope import Address, Envelope
 from ._mailbox import _Cell
 from ._trace import EventKind, TraceEvent, Tracer
-from ._util import NoPublicConstructor, check_trio_thread
+from ._util import NoPublicConstructor, foreign_thread_error, in_trio_thread
 
 M = TypeVar("M")
 
@@ -82,11 +82,11 @@ class Sequencer(Generic[M], metaclass=NoPublicConstructor):
     async def broadcast(self, message: M) -> int:
         """Stamp ``message`` and deliver it to every member; return its stamp.
         See :meth:`broadcast_many`."""
-        check_trio_thread(
-            self._token,
-            f"broadcast on sequencer {self.address.name!r}",
-            "trio.from_thread.run(sequencer.broadcast, message)",
-        )
+        if not in_trio_thread(self._token):
+            raise foreign_thread_error(
+                f"broadcast on sequencer {self.address.name!r}",
+                "trio.from_thread.run(sequencer.broadcast, message)",
+            )
         return (await self._broadcast_many((message,))).start
 
     async def broadcast_many(self, messages: Iterable[M]) -> range:
@@ -104,11 +104,11 @@ class Sequencer(Generic[M], metaclass=NoPublicConstructor):
         stamped. From another thread, call
         ``trio.from_thread.run(sequencer.broadcast_many, messages)``.
         """
-        check_trio_thread(
-            self._token,
-            f"broadcast_many on sequencer {self.address.name!r}",
-            "trio.from_thread.run(sequencer.broadcast_many, messages)",
-        )
+        if not in_trio_thread(self._token):
+            raise foreign_thread_error(
+                f"broadcast_many on sequencer {self.address.name!r}",
+                "trio.from_thread.run(sequencer.broadcast_many, messages)",
+            )
         return await self._broadcast_many(messages)
 
     async def _broadcast_many(self, messages: Iterable[M]) -> range:
@@ -174,11 +174,11 @@ class Sequencer(Generic[M], metaclass=NoPublicConstructor):
         """Refuse further broadcasts. The members are not stopped. Idempotent.
         Only from the Trio thread of the sequencer's system (from another:
         ``trio.from_thread.run_sync(sequencer.close)``)."""
-        check_trio_thread(
-            self._token,
-            f"close of sequencer {self.address.name!r}",
-            "trio.from_thread.run_sync(sequencer.close)",
-        )
+        if not in_trio_thread(self._token):
+            raise foreign_thread_error(
+                f"close of sequencer {self.address.name!r}",
+                "trio.from_thread.run_sync(sequencer.close)",
+            )
         self._closed = True
 
     def statistics(self) -> SequencerStatistics:

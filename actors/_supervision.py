@@ -39,7 +39,7 @@ from ._mailbox import (
     stop_last_first,
 )
 from ._trace import EventKind, TraceEvent
-from ._util import NoPublicConstructor, check_trio_thread
+from ._util import NoPublicConstructor, foreign_thread_error, in_trio_thread
 
 if TYPE_CHECKING:
     from ._system import ActorSystem
@@ -125,11 +125,11 @@ class Supervisor(metaclass=NoPublicConstructor):
     ) -> ActorRef[M]:
         """Spawn an actor under this supervisor; see :meth:`ActorSystem.spawn`.
         Only from the system's Trio thread, like that one."""
-        check_trio_thread(
-            self._system._token,
-            f"spawn under supervisor {self.address.name!r}",
-            "trio.from_thread.run(supervisor.spawn, behaviour)",
-        )
+        if not in_trio_thread(self._system._token):
+            raise foreign_thread_error(
+                f"spawn under supervisor {self.address.name!r}",
+                "trio.from_thread.run(supervisor.spawn, behaviour)",
+            )
         ref: ActorRef[M] = await self._system._spawn(
             behaviour, args, name=name, capacity=capacity, nursery=self._nursery, supervisor=self
         )

@@ -24,7 +24,7 @@ from ._mailbox import (
 from ._sequencer import Sequencer
 from ._supervision import OneForAll, Strategy, Supervisor, open_supervisor
 from ._trace import EventKind, Tracer
-from ._util import NoPublicConstructor, check_trio_thread
+from ._util import NoPublicConstructor, foreign_thread_error, in_trio_thread
 
 M = TypeVar("M")
 Ts = TypeVarTuple("Ts")
@@ -76,11 +76,10 @@ class ActorSystem(metaclass=NoPublicConstructor):
         Only from the system's Trio thread: any other thread, or another
         ``trio.run``, gets :class:`RuntimeError`, and nothing is spawned.
         """
-        check_trio_thread(
-            self._token,
-            "spawn in an actor system",
-            "trio.from_thread.run(system.spawn, behaviour)",
-        )
+        if not in_trio_thread(self._token):
+            raise foreign_thread_error(
+                "spawn in an actor system", "trio.from_thread.run(system.spawn, behaviour)"
+            )
         return await self._spawn(
             behaviour,
             args,
@@ -177,11 +176,11 @@ class ActorSystem(metaclass=NoPublicConstructor):
         twice (it would receive every message twice). Only from the system's
         Trio thread, like :meth:`spawn`.
         """
-        check_trio_thread(
-            self._token,
-            f"sequencer {name!r} of an actor system",
-            "trio.from_thread.run_sync(system.sequencer, members, name)",
-        )
+        if not in_trio_thread(self._token):
+            raise foreign_thread_error(
+                f"sequencer {name!r} of an actor system",
+                "trio.from_thread.run_sync(system.sequencer, members, name)",
+            )
         cells = [ref._cell for ref in members]
         listed: set[_Cell[M]] = set()
         for cell in cells:
@@ -198,9 +197,10 @@ class ActorSystem(metaclass=NoPublicConstructor):
         the ``open_system`` block ends, it ends at once. Messages still queued
         are reported as dropped. Idempotent. Only from the system's Trio
         thread (from another: ``trio.from_thread.run_sync(system.cancel)``)."""
-        check_trio_thread(
-            self._token, "cancel of an actor system", "trio.from_thread.run_sync(system.cancel)"
-        )
+        if not in_trio_thread(self._token):
+            raise foreign_thread_error(
+                "cancel of an actor system", "trio.from_thread.run_sync(system.cancel)"
+            )
         self._nursery.cancel_scope.cancel()
 
     async def _stop_all(self) -> None:

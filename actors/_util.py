@@ -23,16 +23,20 @@ class NoPublicConstructor(type):
         return super().__call__(*args, **kwargs)  # type: ignore[misc, no-any-return]
 
 
-def check_trio_thread(token: trio.lowlevel.TrioToken, call: str, instead: str) -> None:
-    """Raise :class:`RuntimeError` unless the caller runs in the Trio thread of
-    ``token``: how a synchronous entry point refuses a foreign thread before it
-    touches anything. ``call`` names the call; ``instead`` is what to write."""
+def in_trio_thread(token: trio.lowlevel.TrioToken) -> bool:
+    """Whether the caller runs in the Trio run of ``token``: how an entry
+    point checks its thread before it touches anything (cheaply: the message
+    of :func:`foreign_thread_error` is built only when this is false)."""
     try:
-        current = trio.lowlevel.current_trio_token()
+        return trio.lowlevel.current_trio_token() is token
     except RuntimeError:
-        current = None
-    if current is not token:
-        raise RuntimeError(
-            f"{call} was called from a thread other than its actor system's trio thread; "
-            f"from another thread, call {instead}"
-        )
+        return False
+
+
+def foreign_thread_error(call: str, instead: str) -> RuntimeError:
+    """The error of an entry point called outside its system's Trio run:
+    ``call`` names the call; ``instead`` is what to write."""
+    return RuntimeError(
+        f"{call} was called from a thread other than its actor system's trio thread; "
+        f"from another thread, call {instead}"
+    )
