@@ -18,12 +18,12 @@ from ._errors import ActorStoppedError as ActorStoppedError
 from ._errors import AlreadyRepliedError as AlreadyRepliedError
 from ._errors import AskTimeoutError as AskTimeoutError
 from ._errors import RestartIntensityError as RestartIntensityError
+from ._inbox import Inbox as Inbox
 from ._mailbox import DEFAULT_CAPACITY as DEFAULT_CAPACITY
 from ._mailbox import RECEIVE_BATCH as RECEIVE_BATCH
 from ._mailbox import ActorRef as ActorRef
 from ._mailbox import ActorState as ActorState
 from ._mailbox import ActorStatistics as ActorStatistics
-from ._mailbox import Inbox as Inbox
 from ._reply import Reply as Reply
 from ._sequencer import Sequencer as Sequencer
 from ._sequencer import SequencerStatistics as SequencerStatistics

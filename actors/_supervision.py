@@ -29,11 +29,11 @@ import trio
 
 from ._envelope import Address
 from ._errors import RestartIntensityError
+from ._inbox import Inbox
 from ._mailbox import (
     DEFAULT_CAPACITY,
     ActorRef,
     ActorState,
-    Inbox,
     _Cell,
     logger,
     stop_last_first,

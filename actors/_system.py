@@ -13,10 +13,10 @@ import trio
 from ._determinism import current_seed
 from ._envelope import Address, current_address
 from ._errors import ActorNameError
+from ._inbox import Inbox
 from ._mailbox import (
     DEFAULT_CAPACITY,
     ActorRef,
-    Inbox,
     _Cell,
     logger,
     stop_last_first,
