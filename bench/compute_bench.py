@@ -18,6 +18,11 @@ part with :func:`time.perf_counter`, and returns ``(ops, seconds)``.
   none (all dropped). Timed from the reconnect to the end of the
   reconciliation (every task blocked again). One op is one dataflow
   reconciled, so ops/s is the inverse of the reconcile time per dataflow.
+* ``compute write to controller frontier W=2 two runtimes``: both runtimes,
+  one process of 2 workers, one scheduled index; each op writes one row at the
+  next time and waits until the controller has the merged frontier past it
+  (shard, both runtimes' workers, adapters, the process's merge, the
+  controller). Compare with ``trio ping-pong``.
 * ``barrier rounds``: two tasks, one per side, arrive at one
   :class:`~barrier.ReconcileBarrier` at positions 0, 1, 2, ... and each waits
   for the other; one op is one round (both passed). Compare with
@@ -184,6 +189,31 @@ def make_frontier_advances(*, one_waiting: bool) -> BenchFn:
     return bench
 
 
+def write_to_controller(n: int) -> tuple[int, float]:
+    """Each op writes one row at the next time and waits until the controller
+    has the merged frontier past it: both runtimes, one process of 2 workers."""
+
+    async def main() -> float:
+        shards = ShardCatalog()
+        data = shards.shard("data")
+        data.write(0, [(0, "0")])
+        index = DataflowDescription.index(1000, "data", 1001, (0,), 0)
+        config = ReplicaConfig(processes=1, workers=2, interactive=True)
+        async with (
+            open_replica(config, shards=shards) as replica,
+            open_controller(replica) as controller,
+        ):
+            await _install(controller, [index])
+            await controller.await_frontier(1001, 1)
+            start = time.perf_counter()
+            for ts in range(1, n + 1):
+                data.write(ts, [(ts, str(ts))])
+                await controller.await_frontier(1001, ts + 1)
+            return time.perf_counter() - start
+
+    return n, trio.run(main)
+
+
 def compute_benchmarks() -> list[object]:
     from baseline import Bench  # registered by baseline.py before it loads this module
 
@@ -215,6 +245,15 @@ def compute_benchmarks() -> list[object]:
                 )
             )
     rows.append(Bench("barrier rounds", barrier_rounds, 20_000, 2_000, "round"))
+    rows.append(
+        Bench(
+            "compute write to controller frontier W=2 two runtimes",
+            write_to_controller,
+            5_000,
+            500,
+            "write",
+        )
+    )
     for one_waiting, label in ((False, "none waiting"), (True, "one waiting")):
         rows.append(
             Bench(

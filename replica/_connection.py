@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Callable
 from typing import TypeVar
 
 import attrs
@@ -92,24 +93,36 @@ def open_connection(nonce: int) -> tuple[ClientEnd, ServerEnd]:
 @attrs.define(eq=False)
 class RuntimeConnection:
     """One controller connection as one runtime of one process sees it: the
-    commands the multiplexer forwards to the runtime, and the responses the
-    runtime's channel adapters send back, tagged with their local worker."""
+    commands the multiplexer forwards to the runtime, and where the runtime's
+    channel adapters hand their workers' responses (``deliver``: the
+    process's merge, which sends what it completes to the controller)."""
 
     nonce: int
     commands_in: trio.MemorySendChannel[Command]
     commands: trio.MemoryReceiveChannel[Command]
-    responses: trio.MemorySendChannel[tuple[int, Response]]
-    responses_out: trio.MemoryReceiveChannel[tuple[int, Response]]
     # How many of the runtime's adapters in this process still serve it.
     serving: int
+    # The process's merge of this runtime's responses (local worker, response).
+    deliver: Callable[[int, Response], None] | None = None
+    # The controller went away (a merged response could not be sent to it):
+    # every later response send fails.
+    broken: bool = False
     ended: trio.Event = attrs.field(factory=trio.Event)
     dropped_commands: int = 0
 
     @classmethod
     def open(cls, nonce: int, adapters: int) -> RuntimeConnection:
         commands_in, commands = trio.open_memory_channel[Command](math.inf)
-        responses, responses_out = trio.open_memory_channel[tuple[int, Response]](math.inf)
-        return cls(nonce, commands_in, commands, responses, responses_out, adapters)
+        return cls(nonce, commands_in, commands, adapters)
+
+    def send(self, local: int, response: Response) -> bool:
+        """Hand one response of local worker ``local`` on; ``False`` (nothing
+        sent) once the connection is broken. Never blocks."""
+        if self.broken:
+            return False
+        assert self.deliver is not None, "a process merges what it serves"
+        self.deliver(local, response)
+        return True
 
     def end(self) -> None:
         """The controller's command stream ended: nothing more will be forwarded."""
@@ -134,5 +147,3 @@ class RuntimeConnection:
                 self.dropped_commands,
             )
         self.serving -= 1
-        if self.serving == 0:
-            self.responses.close()

@@ -19,6 +19,7 @@ the next connection.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 
@@ -54,16 +55,46 @@ INTERACTIVE = "interactive"
 @attrs.define(eq=False)
 class ChannelAdapter:
     """The adapter of one worker: the worker's global ``index``, and (for global
-    worker 0 only) the command channel it sequences into."""
+    worker 0 only) the command channel it sequences into.
+
+    The worker hands each response to :meth:`accept`, in its own task (no
+    hop): the adapter forwards it to the connection it serves, stashes it for
+    a connection it has not seen, or leaves its connection when the send
+    fails or the worker has moved on to an unseen one. Its task serves one
+    connection at a time: global worker 0's forwards the commands."""
 
     index: int
     local: int
-    worker_responses: trio.MemoryReceiveChannel[tuple[int, Response]]
     connections: trio.MemoryReceiveChannel[RuntimeConnection]
     sequencer: Sequencer[SequencedCommand] | None
     leader_order: ConnectionOrder | None
     stash: list[tuple[int, Response]] = attrs.field(factory=list)
     seen: set[int] = attrs.field(factory=set)
+    # The connection served now (None between connections), why the adapter
+    # left it (a failed response send), and the event that says it left.
+    current: RuntimeConnection | None = None
+    _failed: bool = False
+    _left: trio.Event = attrs.field(factory=trio.Event)
+
+    def accept(self, nonce: int, response: Response) -> None:
+        """A response of this adapter's worker, tagged with its connection's
+        nonce. Never blocks, never checkpoints."""
+        current = self.current
+        if current is None:
+            self.stash.append((nonce, response))
+        elif nonce == current.nonce:
+            if not current.send(self.local, response):
+                self._leave(failed=True)
+        elif nonce not in self.seen:
+            # The worker is already on a connection this adapter has not
+            # seen: keep the response for it, and move on.
+            self.stash.append((nonce, response))
+            self._leave(failed=False)
+        # Otherwise: for a connection this adapter already left; dropped.
+
+    def _leave(self, *, failed: bool) -> None:
+        self.current, self._failed = None, failed
+        self._left.set()
 
     async def run(self) -> None:
         async for connection in self.connections:
@@ -71,41 +102,38 @@ class ChannelAdapter:
             await self._serve(connection)
 
     async def _serve(self, connection: RuntimeConnection) -> None:
+        self.current, self._failed, self._left = connection, False, trio.Event()
         stashed, self.stash = self.stash, []
         for nonce, response in stashed:
-            if nonce == connection.nonce:
-                try:
-                    connection.responses.send_nowait((self.local, response))
-                except (trio.BrokenResourceError, trio.ClosedResourceError):
-                    connection.leave(drop_queued=self.sequencer is not None)
-                    return
+            if self.current is not None and nonce == connection.nonce:
+                if not connection.send(self.local, response):
+                    self._leave(failed=True)
             elif nonce not in self.seen:
                 self.stash.append((nonce, response))
-        outcome: list[bool] = []
-        async with trio.open_nursery() as nursery:
-            if self.sequencer is not None:
-                nursery.start_soon(self._forward_commands, connection, nursery, outcome)
-            else:
-                nursery.start_soon(self._await_end, connection, nursery, outcome)
-            nursery.start_soon(self._forward_responses, connection, nursery, outcome)
+        if self.current is not None:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._until_left, nursery)
+                if self.sequencer is not None:
+                    nursery.start_soon(self._forward_commands, connection, nursery)
+                else:
+                    nursery.start_soon(self._await_end, connection, nursery)
         # The first reason to leave wins: a failed response send drops the queue
         # of commands, which only global worker 0's adapter reads.
-        connection.leave(drop_queued=outcome[:1] == [True] and self.sequencer is not None)
+        failed = self._failed and self.current is None
+        self.current = None
+        connection.leave(drop_queued=failed and self.sequencer is not None)
 
-    async def _forward_commands(
-        self, connection: RuntimeConnection, nursery: trio.Nursery, outcome: list[bool]
-    ) -> None:
+    async def _until_left(self, nursery: trio.Nursery) -> None:
+        await self._left.wait()
+        nursery.cancel_scope.cancel()
+
+    async def _forward_commands(self, connection: RuntimeConnection, nursery: trio.Nursery) -> None:
         assert self.sequencer is not None, "only global worker 0's adapter sequences"
         assert self.leader_order is not None, "the leader reads process 0's order"
         nonce = connection.nonce
-        async for command in connection.commands:
+        async for first in connection.commands:
             # Sequence everything already queued as one batch (one checkpoint).
-            batch = [command]
-            while True:
-                try:
-                    batch.append(connection.commands.receive_nowait())
-                except (trio.WouldBlock, trio.EndOfChannel):
-                    break
+            batch = [first, *queued(connection.commands)]
             position = self.leader_order.position(nonce)
             # Commands taken from the queue are forwarded whole: worker
             # mailboxes are unbounded, so this never waits for room.
@@ -113,56 +141,38 @@ class ChannelAdapter:
                 await self.sequencer.broadcast_many(
                     [SequencedCommand(nonce, position, command) for command in batch]
                 )
-        outcome.append(False)
+        self.current = None
         nursery.cancel_scope.cancel()
 
-    async def _await_end(
-        self, connection: RuntimeConnection, nursery: trio.Nursery, outcome: list[bool]
-    ) -> None:
+    async def _await_end(self, connection: RuntimeConnection, nursery: trio.Nursery) -> None:
         await connection.ended.wait()
-        outcome.append(False)
+        self.current = None
         nursery.cancel_scope.cancel()
 
-    async def _forward_responses(
-        self, connection: RuntimeConnection, nursery: trio.Nursery, outcome: list[bool]
-    ) -> None:
-        async for first in self.worker_responses:
-            stays = True
-            for nonce, response in [first, *queued(self.worker_responses)]:
-                # Once it left, the rest of the batch is stashed, in order.
-                stays = self._forward_response(connection, nursery, outcome, nonce, response)
-            if not stays:
-                return
 
-    def _forward_response(
-        self,
-        connection: RuntimeConnection,
-        nursery: trio.Nursery,
-        outcome: list[bool],
-        nonce: int,
-        response: Response,
-    ) -> bool:
-        """Forward one response; return whether the adapter stays on
-        ``connection``. Once it left, the rest of the batch taken with the
-        response is kept for the next connection, in order."""
-        if outcome:
-            self.stash.append((nonce, response))
-            return False
-        if nonce == connection.nonce:
-            try:
-                connection.responses.send_nowait((self.local, response))
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                outcome.append(True)
-                nursery.cancel_scope.cancel()
-                return False
-        elif nonce not in self.seen:
-            # The worker is already on a connection this adapter has not
-            # seen: keep the response for it, and move on.
-            self.stash.append((nonce, response))
-            outcome.append(False)
-            nursery.cancel_scope.cancel()
-            return False
-        return True
+@attrs.define(eq=False)
+class _Merge:
+    """The responses of one connection at one process: each runtime's
+    workers merged, then the runtimes; what completes goes to the controller.
+    Once a send to the controller fails, every runtime connection is broken."""
+
+    connection: ServerEnd
+    runtimes: list[RuntimeConnection]
+    within: list[PartitionedState]
+    across: PartitionedState
+
+    def deliver(self, number: int, local: int, response: Response) -> None:
+        merged = self.within[number].absorb(local, response)
+        if merged is not None and not isinstance(merged, PeekResponse):
+            merged = self.across.absorb(number, merged)
+        if merged is None:
+            return
+        try:
+            self.connection.responses.send_nowait(merged)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            # The controller went away: the adapters' next sends fail.
+            for runtime in self.runtimes:
+                runtime.broken = True
 
 
 @attrs.define(eq=False)
@@ -302,10 +312,10 @@ class Process:
                 for name, channels in self.adapters.items()
             }
             self.served[connection.nonce] = runtimes
+            self._merge(connection, runtimes)
             for name, channels in self.adapters.items():
                 for channel in channels:
                     channel.send_nowait(runtimes[name])
-            nursery.start_soon(self._merge_responses, connection, runtimes)
             async for first in connection.commands:
                 # Everything already queued goes on in one turn.
                 for command in [first, *queued(connection.commands)]:
@@ -316,51 +326,20 @@ class Process:
             for name, runtime in runtimes.items():
                 self._forward(name, runtime, None)
 
-    async def _merge_responses(
-        self, connection: ServerEnd, runtimes: dict[str, RuntimeConnection]
-    ) -> None:
+    def _merge(self, connection: ServerEnd, runtimes: dict[str, RuntimeConnection]) -> None:
         """Merge each runtime's workers, then the runtimes: a collection's
-        frontier is the minimum over the runtimes; peek responses come from the
-        one runtime that serves peeks."""
-        across = PartitionedState(
-            len(runtimes), self.regressions, owners=self._reporting(list(runtimes))
+        frontier is the minimum over the runtimes that report it; peek
+        responses come from the one runtime that serves peeks."""
+        merge = _Merge(
+            connection,
+            list(runtimes.values()),
+            [PartitionedState(self.workers, self.regressions) for _ in runtimes],
+            PartitionedState(
+                len(runtimes), self.regressions, owners=self._reporting(list(runtimes))
+            ),
         )
-        async with trio.open_nursery() as nursery:
-            for number, runtime in enumerate(runtimes.values()):
-                nursery.start_soon(
-                    self._pump, connection, runtimes, number, runtime, across, nursery
-                )
-
-    async def _pump(
-        self,
-        connection: ServerEnd,
-        runtimes: dict[str, RuntimeConnection],
-        number: int,
-        runtime: RuntimeConnection,
-        across: PartitionedState,
-        nursery: trio.Nursery,
-    ) -> None:
-        within = PartitionedState(self.workers, self.regressions)
-        try:
-            async for first in runtime.responses_out:
-                for local, response in [first, *queued(runtime.responses_out)]:
-                    merged = within.absorb(local, response)
-                    if merged is not None and not isinstance(merged, PeekResponse):
-                        merged = across.absorb(number, merged)
-                    if merged is None:
-                        continue
-                    try:
-                        connection.responses.send_nowait(merged)
-                    except (trio.BrokenResourceError, trio.ClosedResourceError):
-                        # The controller went away. Cancel the other runtime's
-                        # pump before closing its channel under it, then fail
-                        # the adapters' next response sends.
-                        nursery.cancel_scope.cancel()
-                        for gone in runtimes.values():
-                            gone.responses_out.close()
-                        return
-        except trio.ClosedResourceError:
-            return
+        for number, runtime in enumerate(runtimes.values()):
+            runtime.deliver = functools.partial(merge.deliver, number)
 
 
 def _deliver(connection: RuntimeConnection, command: Command | None) -> None:

@@ -28,7 +28,6 @@ from ._dataflow import IndexPart
 from ._exchange import Fabric
 from ._faults import FaultPlan, Faults
 from ._process import INTERACTIVE, MAINTENANCE, ChannelAdapter, Process
-from ._protocol import Response
 from ._shard import ShardCatalog
 from ._sinks import Metrics
 from ._state import Role
@@ -202,18 +201,26 @@ async def _start_runtime(
     fabric = Fabric(total)
     workers: list[Worker] = []
     refs: list[ActorRef[SequencedCommand]] = []
-    responses: list[trio.MemoryReceiveChannel[tuple[int, Response]]] = []
+    adapters: list[ChannelAdapter] = []
+    for process in processes:
+        channels: list[trio.MemorySendChannel[RuntimeConnection]] = []
+        for local in range(config.workers):
+            send, receive = trio.open_memory_channel[RuntimeConnection](math.inf)
+            channels.append(send)
+            adapters.append(
+                ChannelAdapter(process.index * config.workers + local, local, receive, None, None)
+            )
+        process.adapters[name] = channels
     for p in range(config.processes):
         for local in range(config.workers):
             index = p * config.workers + local
-            out, back = trio.open_memory_channel[tuple[int, Response]](math.inf)
             worker = Worker.build(
                 index,
                 p,
                 local,
                 total,
                 shards,
-                out,
+                adapters[index].accept,
                 role=role,
                 registry=registries.get((p, local)),
                 align=config.align,
@@ -227,23 +234,10 @@ async def _start_runtime(
                 await system.spawn(worker.run, name=f"{name}/p{p}/w{local}", capacity=math.inf)
             )
             workers.append(worker)
-            responses.append(back)
     command_channel = system.sequencer(refs, name=f"{name}/command-channel")
-    for process in processes:
-        channels: list[trio.MemorySendChannel[RuntimeConnection]] = []
-        for local in range(config.workers):
-            index = process.index * config.workers + local
-            send, receive = trio.open_memory_channel[RuntimeConnection](math.inf)
-            channels.append(send)
-            leader = index == 0
-            adapter = ChannelAdapter(
-                index,
-                local,
-                responses[index],
-                receive,
-                command_channel if leader else None,
-                processes[0].order if leader else None,
-            )
-            nursery.start_soon(adapter.run, name=f"{name}/p{process.index}/adapter{local}")
-        process.adapters[name] = channels
+    # Global worker 0's adapter sequences the runtime's commands.
+    adapters[0].sequencer, adapters[0].leader_order = command_channel, processes[0].order
+    for adapter in adapters:
+        process_index = adapter.index // config.workers
+        nursery.start_soon(adapter.run, name=f"{name}/p{process_index}/adapter{adapter.local}")
     return Runtime(name, workers, command_channel, fabric)

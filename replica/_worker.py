@@ -73,7 +73,9 @@ class Worker:
     process: int
     local: int
     state: ComputeState
-    responses: trio.MemorySendChannel[tuple[int, Response]]
+    # Where the worker's responses go: its channel adapter's ``accept``, called
+    # with the connection's nonce in the worker's own task.
+    respond: Callable[[int, Response], None]
     # With two runtimes: the barrier shared with the worker of the same local
     # ordinal on the other runtime, and this worker's side of it.
     barrier: ReconcileBarrier | None = None
@@ -105,7 +107,7 @@ class Worker:
         local: int,
         workers: int,
         shards: ShardCatalog,
-        responses: trio.MemorySendChannel[tuple[int, Response]],
+        respond: Callable[[int, Response], None],
         *,
         role: Role = Role.SOLO,
         registry: Registry[IndexPart] | None = None,
@@ -126,7 +128,7 @@ class Worker:
             metrics=Metrics() if metrics is None else metrics,
             align=align,
         )
-        worker = cls(index, process, local, state, responses)
+        worker = cls(index, process, local, state, respond)
         state.wake = worker.wake
         return worker
 
@@ -241,4 +243,4 @@ class Worker:
         if nonce is None:
             return
         for response in self.state.drain():
-            self.responses.send_nowait((nonce, response))
+            self.respond(nonce, response)

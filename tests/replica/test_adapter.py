@@ -28,6 +28,13 @@ async def command_log(inbox: Inbox[SequencedCommand], log: list[SequencedCommand
         log.append(envelope.message)
 
 
+def collecting(connection: RuntimeConnection) -> list[tuple[int, Response]]:
+    """What the adapters hand ``connection``, as the process's merge would get it."""
+    got: list[tuple[int, Response]] = []
+    connection.deliver = lambda local, response: got.append((local, response))
+    return got
+
+
 async def test_a_failed_response_send_drops_queued_commands_and_the_next_connection_is_served() -> (
     None
 ):
@@ -35,31 +42,33 @@ async def test_a_failed_response_send_drops_queued_commands_and_the_next_connect
     order = ConnectionOrder()
     for nonce in (11, 22, 33):
         order.record(nonce)
-    worker_out, worker_responses = trio.open_memory_channel[tuple[int, Response]](math.inf)
     offer, connections = trio.open_memory_channel[RuntimeConnection](math.inf)
     async with actors.open_system() as system, trio.open_nursery() as nursery:
         member = await system.spawn(command_log, log, capacity=math.inf)
         channel = system.sequencer([member], name="command-channel")
-        adapter = ChannelAdapter(0, 0, worker_responses, connections, channel, order)
+        adapter = ChannelAdapter(0, 0, connections, channel, order)
         nursery.start_soon(adapter.run)
 
         first = RuntimeConnection.open(11, adapters=1)
+        collecting(first)
         offer.send_nowait(first)
         await trio.testing.wait_all_tasks_blocked()
         # The worker already answers for connection 22, which the adapter has
         # not seen: it stashes the response and leaves connection 11.
-        worker_out.send_nowait((22, Frontiers(5, Frontier.at(1))))
+        adapter.accept(22, Frontiers(5, Frontier.at(1)))
         await trio.testing.wait_all_tasks_blocked()
         assert adapter.stash == [(22, Frontiers(5, Frontier.at(1)))]
         assert first.dropped_commands == 0
 
         # Connection 22 arrives with commands queued, but its controller is gone.
         second = RuntimeConnection.open(22, adapters=1)
+        collecting(second)
         second.commands_in.send_nowait(Hello(22))
         second.commands_in.send_nowait(CreateInstance())
-        second.responses_out.close()
+        second.broken = True
         offer.send_nowait(second)
         third = RuntimeConnection.open(33, adapters=1)
+        collecting(third)
         third.commands_in.send_nowait(Hello(33))
         offer.send_nowait(third)
         await trio.testing.wait_all_tasks_blocked()
@@ -70,17 +79,17 @@ async def test_a_failed_response_send_drops_queued_commands_and_the_next_connect
 
 
 async def test_responses_for_the_current_connection_go_out_tagged_with_the_local_worker() -> None:
-    worker_out, worker_responses = trio.open_memory_channel[tuple[int, Response]](math.inf)
     offer, connections = trio.open_memory_channel[RuntimeConnection](math.inf)
     async with trio.open_nursery() as nursery:
-        adapter = ChannelAdapter(3, 1, worker_responses, connections, None, None)
+        adapter = ChannelAdapter(3, 1, connections, None, None)
         nursery.start_soon(adapter.run)
         connection = RuntimeConnection.open(7, adapters=1)
+        got = collecting(connection)
         offer.send_nowait(connection)
-        worker_out.send_nowait((7, Frontiers(1, Frontier.at(2))))
-        worker_out.send_nowait((6, Frontiers(1, Frontier.at(1))))  # seen? no: stashed
         await trio.testing.wait_all_tasks_blocked()
-        assert connection.responses_out.receive_nowait() == (1, Frontiers(1, Frontier.at(2)))
+        adapter.accept(7, Frontiers(1, Frontier.at(2)))
+        adapter.accept(6, Frontiers(1, Frontier.at(1)))  # not seen: stashed, and it leaves
+        assert got == [(1, Frontiers(1, Frontier.at(2)))]
         assert adapter.stash == [(6, Frontiers(1, Frontier.at(1)))]
         nursery.cancel_scope.cancel()
 
@@ -97,28 +106,27 @@ def test_a_command_for_a_connection_its_adapters_left_is_dropped_and_counted() -
     assert connection.ended.is_set()
 
 
-async def test_responses_taken_in_one_batch_after_the_adapter_leaves_are_kept_in_order() -> None:
-    # The worker answers twice for a connection the adapter has not seen yet,
-    # in one batch: the adapter leaves its connection on the first answer and
-    # must keep the second one too, behind the first (a lost peek answer
-    # would leave a read waiting forever).
-    worker_out, worker_responses = trio.open_memory_channel[tuple[int, Response]](math.inf)
+async def test_responses_after_the_adapter_left_are_kept_for_the_next_connection_in_order() -> None:
+    # The worker answers twice for a connection the adapter has not seen yet:
+    # the adapter leaves its connection on the first answer and must keep the
+    # second one too, behind the first (a lost peek answer would leave a read
+    # waiting forever).
     offer, connections = trio.open_memory_channel[RuntimeConnection](math.inf)
     async with trio.open_nursery() as nursery:
-        adapter = ChannelAdapter(1, 1, worker_responses, connections, None, None)
+        adapter = ChannelAdapter(1, 1, connections, None, None)
         nursery.start_soon(adapter.run)
         old = RuntimeConnection.open(11, adapters=1)
+        collecting(old)
         offer.send_nowait(old)
         await trio.testing.wait_all_tasks_blocked()
         answers = [(22, Frontiers(5, Frontier.at(1))), (22, Frontiers(6, Frontier.at(2)))]
-        for answer in answers:
-            worker_out.send_nowait(answer)
+        for nonce, response in answers:
+            adapter.accept(nonce, response)
         await trio.testing.wait_all_tasks_blocked()
         assert adapter.stash == answers
         new = RuntimeConnection.open(22, adapters=1)
+        got = collecting(new)
         offer.send_nowait(new)
         await trio.testing.wait_all_tasks_blocked()
-        assert [new.responses_out.receive_nowait() for _ in answers] == [
-            (1, response) for _, response in answers
-        ]
+        assert got == [(1, response) for _, response in answers]
         nursery.cancel_scope.cancel()
