@@ -31,6 +31,7 @@ from ._operators import (
     CountReduce,
     Exchanged,
     JoinOperator,
+    KeyedShardSource,
     Map,
     Operator,
     ShardSource,
@@ -276,11 +277,20 @@ def render(description: DataflowDescription, number: int, context: Context) -> D
         return left
 
     arities: dict[GlobalId, int] = {}
+    # A source read by one index export alone, and by no plan, is read keyed
+    # by that index's key: each worker keeps its part, and no exchange is
+    # needed (the common case: an index of a shard).
+    keyed = _keyed_sources(description)
     for source in description.source_imports:
         shard = context.shards.shard(source.shard)
-        operator = ShardSource(
-            shard, times, context.worker, context.workers, shard.listen(context.wake)
-        )
+        stop = shard.listen(context.wake)
+        key = keyed.get(source.id)
+        operator: Operator
+        if key is not None:
+            route = router(key, context.workers)
+            operator = KeyedShardSource(shard, times, context.worker, route, stop)
+        else:
+            operator = ShardSource(shard, times, context.worker, context.workers, stop)
         streams[source.id] = add(operator)
         arities[source.id] = source.arity
     for index in description.index_imports:
@@ -299,8 +309,10 @@ def render(description: DataflowDescription, number: int, context: Context) -> D
         else:
             part = Arrangement(export.key)
             handle = IndexPart(export.id, dataflow, description.as_of, provider=_constant(part))
-            arranged = exchange(streams[export.on], export.key)
-            add(Arrange(arranged, arranged.subscribe(), part))
+            input = streams[export.on]
+            if keyed.get(export.on) != export.key:
+                input = exchange(input, export.key)
+            add(Arrange(input, input.subscribe(), part))
         dataflow.exports[export.id] = handle
     for sink in description.sink_exports:
         dataflow.exports[sink.id] = _sink(sink, dataflow, streams, exchange, add, context)
@@ -342,6 +354,32 @@ def _sink(
             )
     add(operator)
     return SinkPart(sink.id, dataflow, dataflow.as_of, sink=sink, operator=operator)
+
+
+def _keyed_sources(description: DataflowDescription) -> dict[GlobalId, tuple[int, ...]]:
+    """Each source import read only by exactly one index export (and no plan
+    or sink), with that export's key."""
+    readers: list[GlobalId] = []
+    for build in description.objects_to_build:
+        readers.extend(_gets(build.plan))
+    readers += [export.on for export in description.index_exports]
+    readers += [sink.on for sink in description.sink_exports]
+    keyed: dict[GlobalId, tuple[int, ...]] = {}
+    for source in description.source_imports:
+        exports = [e for e in description.index_exports if e.on == source.id]
+        if len(exports) == 1 and readers.count(source.id) == 1:
+            keyed[source.id] = exports[0].key
+    return keyed
+
+
+def _gets(plan: Plan) -> list[GlobalId]:
+    match plan:
+        case Get(id):
+            return [id]
+        case Project(_, input) | Reduce(input, _, _):
+            return _gets(input)
+        case Join(inputs, _):
+            return [id for input in inputs for id in _gets(input)]
 
 
 def _projection(columns: tuple[int, ...]) -> Callable[[Row], Row]:

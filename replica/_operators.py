@@ -114,6 +114,33 @@ class ShardSource(Operator):
 
 
 @attrs.define(eq=False)
+class KeyedShardSource(Operator):
+    """Reads a shard for an index of it: this worker takes the updates whose
+    key routes to it, so the index needs no exchange (every worker looks at
+    every update, and keeps its own)."""
+
+    shard: Shard
+    times: Times
+    worker: int
+    route: Callable[[Row], int]
+    stop_listening: Callable[[], None]
+    out: Stream = attrs.field(factory=Stream)
+    cursor: int = 0
+
+    def step(self) -> None:
+        updates, end = self.shard.updates, len(self.shard.updates)
+        if end > self.cursor:
+            route, worker = self.route, self.worker
+            mine = [u for u in updates[self.cursor : end] if route(u[0]) == worker]
+            self.out.push(self.times.admit(mine))
+            self.cursor = end
+        self.out.frontier = self.times.cap(self.shard.upper)
+
+    def close(self) -> None:
+        self.stop_listening()
+
+
+@attrs.define(eq=False)
 class ArrangementSource(Operator):
     """Reads this worker's part of an imported index, through ``provider``
     (``None`` while the part is not published yet: the import waits)."""

@@ -262,12 +262,16 @@ class Process:
     def _reporting(self, names: list[str]) -> Callable[[GlobalId], frozenset[int]]:
         """Which of the runtimes (``names``, in merge order) report ``id``."""
         everyone = frozenset(range(len(names)))
+        parts: dict[tuple[str, ...], frozenset[int]] = {}
 
         def reporting(id: GlobalId) -> frozenset[int]:
             owners = self.owners.get(id)
             if owners is None:
                 return everyone
-            return frozenset(names.index(name) for name in owners)
+            found = parts.get(owners)
+            if found is None:
+                found = parts[owners] = frozenset(names.index(name) for name in owners)
+            return found
 
         return reporting
 

@@ -400,10 +400,11 @@ class ComputeState:
         if not report:
             return
         self._read()
-        for batch in self.batches:
-            if isinstance(self.collections.get(batch.id), SinkPart):
-                self.outbox.append(batch)
-        self.batches.clear()
+        if self.batches:
+            for batch in self.batches:
+                if isinstance(self.collections.get(batch.id), SinkPart):
+                    self.outbox.append(batch)
+            self.batches.clear()
         reported = self.reported
         for id, collection in self.collections.items():
             upper = collection.upper
@@ -412,6 +413,8 @@ class ComputeState:
                 self.outbox.append(Frontiers(id, Frontier.at(upper)))
 
     def _read(self) -> None:
+        if not self.peeks:
+            return
         work = peek_work(self.configuration)
         for uuid, reading in list(self.peeks.items()):
             peek = reading.peek
