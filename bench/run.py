@@ -6,9 +6,11 @@
 ``../shared/bench/baseline.py`` (or the file named by ``$TRIO_RECONCILE_BASELINE``),
 writes the JSON (``bench/results/latest.json`` unless ``--json`` says where)
 and, beside it, ``report.md`` and three SVG scaling curves (``bench/report.py``).
-It runs the baseline's ``main`` with ``--extra`` for ``bench/actors_bench.py`` and
-``bench/compute_bench.py``, so the actors and compute rows are
-interleaved with the baseline's, then prints bytes per idle actor. Exits 2 if
+It runs the baseline's ``main`` with ``--extra`` for ``bench/actors_bench.py``,
+``bench/compute_bench.py`` and ``bench/dataflow_bench.py``, so their rows are
+interleaved with the baseline's, then prints bytes per idle actor, the time
+per write into a large index (first and last writes), and the wall time of
+the real driver's scripts on five topologies. Exits 2 if
 the baseline is not found.
 """
 
@@ -22,7 +24,7 @@ from pathlib import Path
 from types import ModuleType
 
 HERE = Path(__file__).resolve().parent
-EXTRAS = (HERE / "actors_bench.py", HERE / "compute_bench.py")
+EXTRAS = (HERE / "actors_bench.py", HERE / "compute_bench.py", HERE / "dataflow_bench.py")
 ENV_VAR = "TRIO_RECONCILE_BASELINE"
 IDLE_ACTORS = 10_000
 IDLE_ACTORS_QUICK = 1_000
@@ -78,6 +80,25 @@ def main(argv: list[str] | None = None) -> int:
     per_task = idle_trio_task_memory(n)
     print(f"idle actor memory: {per_actor:,.0f} bytes per actor ({n:,} actors, tracemalloc)")
     print(f"  for scale, a bare trio task on a capacity-64 memory channel: {per_task:,.0f} bytes")
+    from dataflow_bench import ROWS_N, WRITE_K, scripts_wall_time, write_times
+
+    # The whole-run figures, unless the run was narrowed to some rows.
+    whole = _option(args, "--only") is None
+    rows = ROWS_N // 10 if quick else ROWS_N
+    times = write_times(rows) if whole else []
+    first = sum(times[:10]) / 10 if times else 0.0
+    last = sum(times[-10:]) / 10 if times else 0.0
+    if times:
+        print(
+            f"index writes: {len(times)} writes of {WRITE_K:,} rows into an index of {rows:,}: "
+            f"first 10 {first * 1e3:.2f} ms each, last 10 {last * 1e3:.2f} ms each "
+            f"(last/first {last / first:.2f})"
+        )
+    scripts = scripts_wall_time() if whole else None
+    if whole and scripts is None:
+        print("real driver scripts: ../shared/external/driver-scripts is not here")
+    elif scripts is not None:
+        print(f"real driver scripts: {scripts[0]} runs (5 topologies) in {scripts[1]:.1f}s")
     json_out = _option(args, "--json")
     if json_out is not None:
         with open(json_out) as f:
@@ -88,6 +109,16 @@ def main(argv: list[str] | None = None) -> int:
             "bytes_per_idle_trio_task": per_task,
             "method": "tracemalloc snapshot diff / n",
         }
+        if times:
+            doc["index_writes"] = {
+                "index_rows": rows,
+                "rows_per_write": WRITE_K,
+                "seconds_per_write": times,
+                "first_10_mean": first,
+                "last_10_mean": last,
+            }
+        if scripts is not None:
+            doc["driver_scripts"] = {"runs": scripts[0], "seconds": scripts[1]}
         with open(json_out, "w") as f:
             json.dump(doc, f, indent=2)
         from report import main as write_report
