@@ -22,7 +22,7 @@ import attrs
 
 from sharing import Incarnation, Peer, Publisher
 
-from ._arrangement import Arrangement, Scan, partition_of
+from ._arrangement import Arrangement, Scan
 from ._exchange import Fabric
 from ._ids import GlobalId
 from ._operators import (
@@ -52,8 +52,6 @@ from ._protocol import (
 from ._shard import ShardCatalog
 from ._sinks import MaterializedViewSink, Metrics, SubscribeSink
 
-__all__ = ["partition_of"]
-
 
 def compaction_error(ts: int, since: int) -> str | None:
     """Why a read at ``ts`` cannot be served below compaction frontier ``since``."""
@@ -77,8 +75,22 @@ class Context:
     emit: Callable[[SubscribeBatch], None]
 
 
+class Reported:
+    """A collection a worker reports: its ``frontier`` is its ``upper`` (an
+    integer, ``None`` while it has none), as the protocol says it."""
+
+    @property
+    def upper(self) -> int | None:
+        raise NotImplementedError
+
+    @property
+    def frontier(self) -> Frontier | None:
+        upper = self.upper
+        return None if upper is None else Frontier.at(upper)
+
+
 @attrs.define(eq=False)
-class Export:
+class Export(Reported):
     """One collection a rendered dataflow exports (an index or a sink)."""
 
     id: GlobalId
@@ -105,11 +117,6 @@ class IndexPart(Export):
     @property
     def arrangement(self) -> Arrangement | None:
         return self.provider()
-
-    @property
-    def frontier(self) -> Frontier | None:
-        upper = self.upper
-        return None if upper is None else Frontier.at(upper)
 
     @property
     def upper(self) -> int | None:
@@ -142,11 +149,6 @@ class SinkPart(Export):
 
     sink: SinkExport = attrs.field(kw_only=True)
     operator: Operator = attrs.field(kw_only=True)
-
-    @property
-    def frontier(self) -> Frontier | None:
-        upper = self.upper
-        return None if upper is None else Frontier.at(upper)
 
     @property
     def upper(self) -> int | None:
@@ -391,7 +393,7 @@ def _constant(part: Arrangement) -> Callable[[], Arrangement | None]:
 
 
 @attrs.define(eq=False)
-class PeerView:
+class PeerView(Reported):
     """The interactive runtime's stand-in for a maintenance index: no
     dataflow of its own, a peer bound (through the sharing registry) to the
     part maintenance publishes, read at the peer's own compaction frontier.
@@ -423,11 +425,6 @@ class PeerView:
 
     def provider(self) -> Arrangement | None:
         return self.arrangement
-
-    @property
-    def frontier(self) -> Frontier | None:
-        upper = self.upper
-        return None if upper is None else Frontier.at(upper)
 
     @property
     def upper(self) -> int | None:

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from replica.driver import main
-from replica.driver._format import format_field, format_rows
+from replica.driver._data import render_datum as format_field
+from replica.driver._data import render_rows as format_rows
 from replica.driver._spec import parse_row, parse_spec
 
 GOOD = "create-instance\n----\nok\n"
