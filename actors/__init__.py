@@ -7,6 +7,10 @@ for a tour.
 
 import logging as _logging
 
+from ._cell import DEFAULT_CAPACITY as DEFAULT_CAPACITY
+from ._cell import RECEIVE_BATCH as RECEIVE_BATCH
+from ._cell import ActorState as ActorState
+from ._cell import ActorStatistics as ActorStatistics
 from ._determinism import current_seed as current_seed
 from ._determinism import run as run
 from ._envelope import Address as Address
@@ -19,11 +23,7 @@ from ._errors import AlreadyRepliedError as AlreadyRepliedError
 from ._errors import AskTimeoutError as AskTimeoutError
 from ._errors import RestartIntensityError as RestartIntensityError
 from ._inbox import Inbox as Inbox
-from ._mailbox import DEFAULT_CAPACITY as DEFAULT_CAPACITY
-from ._mailbox import RECEIVE_BATCH as RECEIVE_BATCH
 from ._mailbox import ActorRef as ActorRef
-from ._mailbox import ActorState as ActorState
-from ._mailbox import ActorStatistics as ActorStatistics
 from ._reply import Reply as Reply
 from ._sequencer import Sequencer as Sequencer
 from ._sequencer import SequencerStatistics as SequencerStatistics

@@ -7,8 +7,8 @@ from typing import Generic, Self, TypeVar, final
 
 import trio
 
+from ._cell import RECEIVE_BATCH, _Cell
 from ._envelope import Address, Envelope
-from ._mailbox import RECEIVE_BATCH, _Cell
 from ._trace import EventKind
 from ._util import NoPublicConstructor, foreign_thread_error, in_trio_thread
 

@@ -22,8 +22,8 @@ from typing import Any, Generic, TypeVar, final
 import attrs
 import trio
 
+from ._cell import _Cell
 from ._envelope import Address, Envelope
-from ._mailbox import _Cell
 from ._trace import EventKind, TraceEvent, Tracer
 from ._util import NoPublicConstructor, foreign_thread_error, in_trio_thread
 

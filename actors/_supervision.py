@@ -27,17 +27,11 @@ from typing import TYPE_CHECKING, Any, TypeVar, TypeVarTuple, Unpack, final
 import attrs
 import trio
 
+from ._cell import DEFAULT_CAPACITY, ActorState, _Cell, logger, stop_last_first
 from ._envelope import Address
 from ._errors import RestartIntensityError
 from ._inbox import Inbox
-from ._mailbox import (
-    DEFAULT_CAPACITY,
-    ActorRef,
-    ActorState,
-    _Cell,
-    logger,
-    stop_last_first,
-)
+from ._mailbox import ActorRef
 from ._trace import EventKind, TraceEvent
 from ._util import NoPublicConstructor, foreign_thread_error, in_trio_thread
 

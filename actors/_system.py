@@ -10,17 +10,12 @@ from typing import Any, TypeVar, TypeVarTuple, Unpack, cast, final
 
 import trio
 
+from ._cell import DEFAULT_CAPACITY, _Cell, logger, stop_last_first
 from ._determinism import current_seed
 from ._envelope import Address, current_address
 from ._errors import ActorNameError
 from ._inbox import Inbox
-from ._mailbox import (
-    DEFAULT_CAPACITY,
-    ActorRef,
-    _Cell,
-    logger,
-    stop_last_first,
-)
+from ._mailbox import ActorRef
 from ._sequencer import Sequencer
 from ._supervision import OneForAll, Strategy, Supervisor, open_supervisor
 from ._trace import EventKind, Tracer
