@@ -22,13 +22,15 @@ from ._protocol import Datum, Row, Update
 
 MASK = 0xFFFFFFFFFFFF
 _NULL = 0x9E3779B9
+_NAN = 0x7FF8000000000000
 
 
 def _stable(value: Datum) -> int:
     if type(value) is str:
         return zlib.crc32(value.encode())
-    if value is None:
-        return _NULL
+    if value is None or value != value:
+        # NULL, and NaN (whose hash is the float object's identity).
+        return _NULL if value is None else _NAN
     # int, bool and float hash alike in every process (only str and bytes are salted).
     return hash(value)
 

@@ -120,9 +120,14 @@ class IndexPart(Export):
 
     @property
     def upper(self) -> int | None:
-        """The part's upper, once its dataflow is scheduled and stepped."""
+        """The part's upper, once its dataflow is scheduled and stepped;
+        within the dataflow's times (a re-export shares an arrangement built
+        for other times: its upper is still never before its ``as_of`` nor
+        past its ``until``)."""
         part = self.provider()
-        return None if not self.scheduled or part is None else part.upper
+        if not self.scheduled or part is None or part.upper is None:
+            return None
+        return self.dataflow.times.cap(part.upper)
 
     def read_error(self, ts: int) -> str | None:
         if self.error is not None:
@@ -130,8 +135,8 @@ class IndexPart(Export):
         return compaction_error(ts, self.since)
 
     def ready(self, ts: int) -> bool:
-        part = self.provider()
-        return self.scheduled and part is not None and part.ready(ts)
+        upper = self.upper
+        return upper is not None and upper > ts
 
     def scan(self, ts: int, literals: tuple[Row, ...] | None) -> Scan:
         part = self.provider()

@@ -143,7 +143,10 @@ def plan_reconcile(
     rejected: list[CommandRejected] = []
     for command in new:
         match command:
-            case CreateDataflow(dataflow) if dataflow.exports in matched:
+            case CreateDataflow(dataflow) if (
+                dataflow.exports in matched and dataflow.exports in unclaimed
+            ):
+                # Kept by its first create; a repeat is created (and refused).
                 old = unclaimed.pop(dataflow.exports)
                 for id in old.sinces:
                     kept[id] = dataflow.as_of

@@ -80,6 +80,8 @@ class MaterializedViewSink(Operator):
     def step(self) -> None:
         desired = self.queue.take()
         if not self.owner:
+            # Every worker reports the sink's frontier: the shard's upper.
+            self.out.frontier = self.shard.upper
             return
         upper, as_of = self.shard.upper, self.times.as_of
         inserted = deleted = 0
@@ -151,13 +153,21 @@ class SubscribeSink(Operator):
     done: bool = False
 
     def step(self) -> None:
-        self.pending.extend(self.queue.take())
+        arrived = self.queue.take()
+        if self.done:
+            return  # finished: what comes after is nobody's
+        self.pending.extend(arrived)
         frontier = self.input.frontier
-        if self.done or frontier is None:
+        if frontier is None:
             return
         up_to = self.up_to
         upper = frontier if up_to is None else min(frontier, up_to)
         self.out.frontier = upper
+        if up_to is not None and up_to <= self.lower:
+            # Nothing to send from as_of on: finished at once.
+            self.done, self.pending = True, []
+            self.emit(SubscribeBatch(self.id, self.lower, Frontier.empty(), ()))
+            return
         if upper <= self.lower:
             return
         counts: Counter[tuple[Row, int]] = Counter()

@@ -258,6 +258,11 @@ _FLOAT_ZERO = re.compile(r"[-+]?0+(\.0+)?(e|$)", re.IGNORECASE)
 _FLOAT_INFINITE = re.compile(r"[-+]?inf", re.IGNORECASE)
 
 
+NAN = float("nan")
+"""The one NaN rows hold: Python's NaN equals only itself, so one object
+makes every NaN datum equal, as Materialize's ordered floats are."""
+
+
 def _double(token: str) -> float:
     """As ``strconv::parse_float64`` would (the real driver has no ``double``
     column; this is the same parser its SQL layer uses)."""
@@ -275,7 +280,9 @@ def _double(token: str) -> float:
             f"parsing {rust_debug(token)} as float64: "
             f"{quoted(token)} is out of range for type double precision"
         )
-    return value
+    if value != value:
+        return NAN  # one NaN: rows with it group, join and consolidate as equal
+    return value + 0.0  # -0 is 0 (rows compare by value; the result must not depend on order)
 
 
 # Synthetic rows.
