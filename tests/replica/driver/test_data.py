@@ -311,3 +311,11 @@ def test_subscribe_updates_consolidate_by_time_and_row_and_drop_net_zero() -> No
 
 def test_a_string_in_a_message_is_quoted_as_rusts_debug_quotes_it() -> None:
     assert rust_debug('a"b\\c\n\t\0\u00a0\u0301é ') == '"a\\"b\\\\c\\n\\t\\0\\u{a0}\\u{301}é "'
+
+
+def test_every_nan_is_the_same_datum_and_minus_zero_is_zero() -> None:
+    double = ColumnType(ScalarType.DOUBLE, nullable=False)
+    nans = [parse_value(text, double) for text in ("nan", "NaN", "-nan")]
+    assert all(value is nans[0] for value in nans)
+    assert {(value, "x") for value in nans} == {(nans[0], "x")}
+    assert render_datum(parse_value("-0", double)) == "0"
