@@ -8,16 +8,19 @@ its life; only the framework builds one.
 
 from __future__ import annotations
 
+import collections
 import enum
 import logging
 import math
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 import attrs
 import trio
 
 from ._envelope import Address, Envelope
 from ._errors import ActorError, ActorFailedError, ActorStoppedError
+from ._monitors import Down, ExitReason, Failed, Killed, Monitor
 from ._reply import Reply
 from ._trace import EventKind, TraceEvent
 
@@ -27,6 +30,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger("actors")
 
 M = TypeVar("M")
+T = TypeVar("T")
 
 DEFAULT_CAPACITY = 64
 """How many messages a mailbox holds before senders wait, unless told otherwise."""
@@ -36,7 +40,9 @@ RECEIVE_BATCH = 64
 
 
 class ActorState(enum.StrEnum):
-    """Where an actor is in its life."""
+    """Where an actor is in its life: ``RUNNING`` -> ``STOPPING`` -> ``STOPPED``,
+    and back from ``STOPPING`` to ``RUNNING`` when a supervisor restarts an
+    actor whose mailbox was closed (on a new mailbox, see :class:`~actors.Restart`)."""
 
     RUNNING = "running"
     STOPPING = "stopping"
@@ -46,7 +52,9 @@ class ActorState(enum.StrEnum):
 
 @attrs.frozen
 class ActorStatistics:
-    """A snapshot of one actor's mailbox, from :meth:`ActorRef.statistics`."""
+    """A snapshot of one actor's mailbox, from :meth:`ActorRef.statistics`.
+    ``queued`` counts the framework's messages (``Down``, ``Listing``) waiting
+    beyond the capacity too."""
 
     address: Address
     state: ActorState
@@ -67,6 +75,25 @@ class _Ask:
 
 
 @attrs.define(eq=False)
+class _Links:
+    """What only some actors have: monitors, end callbacks, waiters on an
+    incarnation's end. Made on first use, so an actor that uses none pays
+    nothing for them."""
+
+    # Monitors on this actor: the watcher of each.
+    watchers: dict[Monitor, _Cell[Any]] = attrs.field(factory=dict)
+    # Monitors this actor's current incarnation made: the target of each.
+    # Invariant: m in a.watching[m] is b  <=>  m in b.watchers and b.watchers[m] is a.
+    watching: dict[Monitor, _Cell[Any]] = attrs.field(factory=dict)
+    monitors_made: int = 0
+    # Called with the exit reason when the actor ends for good (the registry's
+    # entries and subscriptions leave this way).
+    on_end: list[Callable[[ExitReason], None]] = attrs.field(factory=list)
+    # Tasks in ref.stop() or ref.kill(), woken when an incarnation ends.
+    incarnation_ended: trio.lowlevel.ParkingLot | None = None
+
+
+@attrs.define(eq=False)
 class _Cell(Generic[M]):
     """The state of one actor, shared by its reference, its inbox and its task."""
 
@@ -82,6 +109,7 @@ class _Cell(Generic[M]):
     # the mailbox accepts are strictly increasing (a sender cancelled while it
     # waited for room leaves a gap: its message was never accepted).
     next_seq: int = 0
+    # Envelopes taken, from the channel and from the system queue.
     delivered: int = 0
     # Asks whose asker still waits, by the stamp of their message (the asker
     # removes its own when it returns).
@@ -90,7 +118,25 @@ class _Cell(Generic[M]):
     state: ActorState = ActorState.RUNNING
     receive_budget: int = RECEIVE_BATCH
     stopped: trio.Event = attrs.field(factory=trio.Event)
+    # The current incarnation's scope (kill cancels it), or between
+    # incarnations the scope of the wait for the next one (a back-off).
     scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
+    # Invariant: True exactly while a behaviour call is in progress.
+    running: bool = False
+    # The mailbox was closed from outside (ref.stop, a scope's end): a return
+    # is then a Stopped end, not a Normal one.
+    stop_requested: bool = False
+    # The next end is for good: no supervisor restarts the actor.
+    final: bool = False
+    # The stamp of the envelope the current incarnation took last.
+    handling: int | None = None
+    # Set once, when the actor ended for good.
+    exit_reason: ExitReason | None = None
+    # Framework messages (Down, Listing) that found the mailbox full, each with
+    # the number of envelopes that must be taken before it (what the mailbox
+    # held when it came). None until first needed.
+    system_queue: collections.deque[tuple[int, Envelope[M]]] | None = None
+    links: _Links | None = None
 
     @classmethod
     def open(cls, address: Address, capacity: float, tracer: Tracer | None) -> _Cell[M]:
@@ -98,6 +144,12 @@ class _Cell(Generic[M]):
             raise ValueError(f"capacity must be a whole number >= 0 or math.inf, not {capacity!r}")
         send, receive = trio.open_memory_channel[Envelope[M]](capacity)
         return cls(address, send, receive, capacity, tracer, trio.lowlevel.current_trio_token())
+
+    def linked(self) -> _Links:
+        links = self.links
+        if links is None:
+            links = self.links = _Links()
+        return links
 
     def record(self, kind: EventKind, seq: int | None = None, detail: str | None = None) -> None:
         if self.tracer is not None:
@@ -124,12 +176,91 @@ class _Cell(Generic[M]):
         except (trio.ClosedResourceError, trio.BrokenResourceError):
             raise self.stopped_error() from None
 
+    def post(self, message: object) -> None:
+        """Deliver a framework message (``Down``, ``Listing``) now, whatever the
+        mailbox holds: into the mailbox if it has room, else into the system
+        queue, from which the inbox takes it once it has taken everything the
+        mailbox accepted before it. So it neither waits nor overtakes. Stamped
+        from the mailbox's count, sender ``None``. Nothing happens once the
+        actor stopped."""
+        if self.state is ActorState.STOPPED:
+            return
+        envelope = cast("Envelope[M]", Envelope(message, self.next_seq, None))
+        self.next_seq += 1
+        queue = self.system_queue
+        if not queue:
+            try:
+                self.send_channel.send_nowait(envelope)
+            except (trio.WouldBlock, trio.ClosedResourceError, trio.BrokenResourceError):
+                pass
+            else:
+                return
+            if queue is None:
+                queue = self.system_queue = collections.deque()
+        ahead = self.send_channel.statistics().current_buffer_used + len(queue)
+        queue.append((self.delivered + ahead, envelope))
+
+    def take_system(self, closed: bool) -> Envelope[M] | None:
+        """The system queue's first envelope if its turn came (or the mailbox is
+        ``closed`` and drained), else None."""
+        queue = self.system_queue
+        if queue and (closed or self.delivered >= queue[0][0]):
+            return queue.popleft()[1]
+        return None
+
     def close_mailbox(self) -> None:
         """Accept nothing more; what was accepted is still delivered. Idempotent."""
         if self.state is ActorState.RUNNING:
             self.state = ActorState.STOPPING
             self.send_channel.close()
             self.record(EventKind.STOPPING)
+
+    def reopen_mailbox(self) -> None:
+        """A supervisor restarts the actor after its mailbox was closed: a new
+        mailbox of the same capacity takes over what the old one still held."""
+        assert self.state is ActorState.STOPPING, "only a closed mailbox is reopened"
+        send, receive = trio.open_memory_channel[Envelope[M]](self.capacity)
+        while True:
+            try:
+                send.send_nowait(self.receive_channel.receive_nowait())
+            except (trio.WouldBlock, trio.EndOfChannel):
+                break
+        self.receive_channel.close()
+        self.send_channel, self.receive_channel = send, receive
+        self.state = ActorState.RUNNING
+
+    def monitor(self, target: _Cell[Any]) -> Monitor:
+        """This actor asks for a ``Down`` when ``target`` ends (at once if it has)."""
+        links = self.linked()
+        monitor = Monitor(self.address, target.address, links.monitors_made)
+        links.monitors_made += 1
+        if target.exit_reason is not None:
+            self.post(Down(target.address, target.exit_reason, monitor))
+        else:
+            target.linked().watchers[monitor] = self
+            links.watching[monitor] = target
+        return monitor
+
+    def demonitor(self, monitor: Monitor) -> bool:
+        """Remove ``monitor``: True if no ``Down`` was sent for it, so none will
+        come; False if one was (or it is not this actor's)."""
+        links = self.links
+        target = None if links is None else links.watching.pop(monitor, None)
+        if target is None:
+            return False
+        assert target.links is not None, "a watched actor has links"
+        del target.links.watchers[monitor]
+        return True
+
+    async def wait_incarnation_end(self) -> None:
+        """Wait until the running incarnation ends (at once if the actor stopped)."""
+        if self.state is ActorState.STOPPED:
+            await trio.lowlevel.checkpoint()
+            return
+        links = self.linked()
+        if links.incarnation_ended is None:
+            links.incarnation_ended = trio.lowlevel.ParkingLot()
+        await links.incarnation_ended.park()
 
     def fail_taken_asks(self, failure: Exception | None) -> None:
         """The behaviour failed with ``failure``, or was cancelled (``None``):
@@ -147,11 +278,31 @@ class _Cell(Generic[M]):
                 error.__cause__ = failure
             self.pending.pop(seq).reply._withdraw(error)
 
-    def terminate(self, returned: bool) -> None:
-        """The actor's task is ending: close the mailbox, report what it accepted
-        and will never deliver, and fail the asks that will get no reply: those
-        it never took and, unless its behaviour ``returned`` (a graceful stop,
-        which leaves the replies it took valid), those it took."""
+    def end_incarnation(self, reason: ExitReason) -> None:
+        """The running behaviour call ended for ``reason``: fail the asks it
+        took if it failed or was cancelled, drop the monitors it made, wake
+        whoever waits for the end of this incarnation."""
+        self.running = False
+        if isinstance(reason, Failed):
+            self.fail_taken_asks(reason.error)
+        elif isinstance(reason, Killed):
+            self.fail_taken_asks(None)
+        links = self.links
+        if links is not None:
+            for monitor, target in links.watching.items():
+                assert target.links is not None, "a watched actor has links"
+                del target.links.watchers[monitor]
+            links.watching.clear()
+            if links.incarnation_ended is not None:
+                links.incarnation_ended.unpark_all()
+
+    def terminate(self, reason: ExitReason) -> None:
+        """The actor's task is ending for ``reason``: close the mailbox, report
+        what it accepted and will never deliver, fail the asks that will get no
+        reply (those it never took; those it took were settled when its last
+        incarnation ended), and tell its watchers."""
+        if self.running:
+            self.end_incarnation(reason)
         self.close_mailbox()
         dropped = 0
         while True:
@@ -161,27 +312,50 @@ class _Cell(Generic[M]):
                 break
             dropped += 1
             self.record(EventKind.DROPPED, envelope.seq)
+        for _, envelope in self.system_queue or ():
+            dropped += 1
+            self.record(EventKind.DROPPED, envelope.seq)
+        self.system_queue = None
         if dropped:
             logger.warning(
                 "actor %r ended with %d undelivered messages (dropped)", self.address.name, dropped
             )
         self.receive_channel.close()
-        if not returned:
-            self.fail_taken_asks(None)
         name = self.address.name
         for seq in [seq for seq, ask in self.pending.items() if not (ask.taken or ask.reply.done)]:
             self.pending.pop(seq).reply._withdraw(
                 ActorStoppedError(f"actor {name!r} stopped before taking message {seq}")
             )
         self.state = ActorState.STOPPED
-        self.record(EventKind.STOPPED)
+        self.exit_reason = reason
+        self.record(EventKind.STOPPED, detail=type(reason).__name__.lower())
         self.stopped.set()
+        links = self.links
+        if links is not None:
+            for monitor, watcher in links.watchers.items():
+                assert watcher.links is not None, "a watcher has links"
+                del watcher.links.watching[monitor]
+                watcher.post(Down(self.address, reason, monitor))
+            links.watchers.clear()
+            for callback in links.on_end:
+                callback(reason)
+            links.on_end.clear()
+            if links.incarnation_ended is not None:
+                links.incarnation_ended.unpark_all()
 
 
-async def stop_last_first(cells: dict[Any, _Cell[Any]]) -> None:
-    """Stop the actors of ``cells`` gracefully, last added first, each once the
-    one after it stopped; ``cells`` shrinks as each one's task ends."""
-    while cells:
-        cell = next(reversed(cells.values()))
+async def stop_last_first(entries: dict[Any, T], cell_of: Callable[[T], _Cell[Any]]) -> None:
+    """Stop the actors of ``entries`` for good, gracefully, last added first,
+    each once the one after it stopped; ``entries`` shrinks as each one's task
+    ends. None of them is restarted from here on, and those waiting to be
+    restarted stop waiting."""
+    for entry in entries.values():
+        cell = cell_of(entry)
+        cell.final = True
+        if not cell.running:
+            cell.scope.cancel()
+    while entries:
+        cell = cell_of(next(reversed(entries.values())))
+        cell.stop_requested = True
         cell.close_mailbox()
         await cell.stopped.wait()

@@ -12,6 +12,7 @@ import trio
 from ._cell import ActorState, ActorStatistics, _Ask, _Cell
 from ._envelope import Address, Envelope, current_address
 from ._errors import ActorError, AskTimeoutError
+from ._monitors import ExitReason
 from ._reply import Reply
 from ._util import NoPublicConstructor, foreign_thread_error, in_trio_thread
 
@@ -184,9 +185,16 @@ class ActorRef(Generic[M_contra], metaclass=NoPublicConstructor):
 
     async def stop(self) -> None:
         """Stop the actor gracefully: it accepts nothing more, delivers what it
-        already accepted, and ends when its behaviour returns. Returns once it
-        has stopped; stopping a stopped actor returns at once. The replies of
-        the messages its behaviour took stay valid (see :class:`~actors.Reply`).
+        already accepted, and ends when its behaviour returns (a
+        :class:`~actors.Stopped` end). Returns once that behaviour call
+        returned; stopping a stopped actor returns at once. The replies of the
+        messages its behaviour took stay valid (see :class:`~actors.Reply`).
+
+        Under a restarting supervisor a stop is a normal end, as in OTP: a
+        ``permanent`` child is restarted on a new mailbox (senders get
+        :class:`~actors.ActorStoppedError` until then), a ``transient`` or
+        ``temporary`` one is not. ``supervisor.terminate_child(ref)`` stops a
+        child for good.
 
         A checkpoint. If cancelled, the actor still stops; only the wait ends.
         An actor cannot wait for its own stop: it calls ``inbox.close()``.
@@ -203,30 +211,60 @@ class ActorRef(Generic[M_contra], metaclass=NoPublicConstructor):
                 f"actor {cell.address.name!r} cannot wait for its own stop; "
                 "close its inbox and let its loop drain"
             )
-        cell.close_mailbox()
-        await cell.stopped.wait()
+        if cell.state is not ActorState.STOPPED:
+            cell.stop_requested = True
+            cell.close_mailbox()
+        await cell.wait_incarnation_end()
 
     async def kill(self) -> None:
-        """Cancel the actor now. Messages it accepted and did not take are
-        reported as dropped in the trace; the asks it accepted and did not
-        answer fail, even those whose reply it handed on (see
-        :class:`~actors.Reply`). Returns once it has stopped. A checkpoint.
-        Only from the Trio thread of the actor's system (see :meth:`tell`):
-        from another thread, call ``trio.from_thread.run(ref.kill)``."""
+        """Cancel the actor's running behaviour now (a :class:`~actors.Killed`
+        end). Messages it accepted and did not take stay in its mailbox: if it
+        ends for good they are reported as dropped in the trace. The asks it
+        took and did not answer fail, even those whose reply it handed on (see
+        :class:`~actors.Reply`). Returns once the behaviour call ended.
+
+        Under a restarting supervisor a kill is an abnormal end: a
+        ``permanent`` or ``transient`` child is restarted, on the same mailbox,
+        within the supervisor's budget. An actor waiting to be restarted runs
+        nothing, so killing it does nothing. A checkpoint. Only from the Trio
+        thread of the actor's system (see :meth:`tell`): from another thread,
+        call ``trio.from_thread.run(ref.kill)``."""
         cell = self._cell
         if not in_trio_thread(cell.token):
             raise foreign_thread_error(
                 f"kill of actor {cell.address.name!r}", "trio.from_thread.run(ref.kill)"
             )
+        if not cell.running:
+            await trio.lowlevel.checkpoint()
+            return
         cell.scope.cancel()
+        await cell.wait_incarnation_end()
+
+    async def wait_stopped(self) -> ExitReason:
+        """Wait until the actor ends for good, without stopping it, and return
+        why it ended (at once if it already has). Restarts are not ends: under
+        a restarting supervisor this waits through them.
+
+        A checkpoint. If cancelled, nothing changes. Only from the Trio thread
+        of the actor's system (from another:
+        ``trio.from_thread.run(ref.wait_stopped)``)."""
+        cell = self._cell
+        if not in_trio_thread(cell.token):
+            raise foreign_thread_error(
+                f"wait_stopped of actor {cell.address.name!r}",
+                "trio.from_thread.run(ref.wait_stopped)",
+            )
         await cell.stopped.wait()
+        assert cell.exit_reason is not None, "a stopped actor has its exit reason"
+        return cell.exit_reason
 
     def statistics(self) -> ActorStatistics:
         cell = self._cell
         return ActorStatistics(
             address=cell.address,
             state=cell.state,
-            queued=cell.send_channel.statistics().current_buffer_used,
+            queued=cell.send_channel.statistics().current_buffer_used
+            + len(cell.system_queue or ()),
             capacity=cell.capacity,
             delivered=cell.delivered,
             restarts=cell.restarts,

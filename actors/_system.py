@@ -10,14 +10,16 @@ from typing import Any, TypeVar, TypeVarTuple, Unpack, cast, final
 
 import trio
 
-from ._cell import DEFAULT_CAPACITY, _Cell, logger, stop_last_first
+from ._cell import DEFAULT_CAPACITY, ActorState, _Cell, logger, stop_last_first
 from ._determinism import current_seed
 from ._envelope import Address, current_address
 from ._errors import ActorNameError
 from ._inbox import Inbox
 from ._mailbox import ActorRef
+from ._monitors import ExitReason, Failed, Killed, Normal, Stopped
 from ._sequencer import Sequencer
-from ._supervision import OneForAll, Strategy, Supervisor, open_supervisor
+from ._strategy import Escalate, Strategy
+from ._supervision import Supervisor, _Child, open_supervisor
 from ._trace import EventKind, Tracer
 from ._util import NoPublicConstructor, foreign_thread_error, in_trio_thread
 
@@ -65,8 +67,8 @@ class ActorSystem(metaclass=NoPublicConstructor):
         (``math.inf`` for unbounded). The actor lives in the system's nursery, or
         in ``nursery`` if given (stop it before that nursery's block ends, or it
         keeps the block open). If the behaviour raises, the error cancels the
-        scope it lives in and propagates (one-for-all); use
-        :meth:`open_supervisor` with :class:`~actors.OneForOne` for restarts.
+        scope it lives in and propagates (:class:`~actors.Escalate`); use
+        :meth:`open_supervisor` with a restarting strategy for restarts.
 
         Only from the system's Trio thread: any other thread, or another
         ``trio.run``, gets :class:`RuntimeError`, and nothing is spawned.
@@ -81,7 +83,6 @@ class ActorSystem(metaclass=NoPublicConstructor):
             name=name,
             capacity=capacity,
             nursery=self._nursery if nursery is None else nursery,
-            supervisor=None,
         )
 
     async def _spawn(
@@ -92,7 +93,7 @@ class ActorSystem(metaclass=NoPublicConstructor):
         name: str | None,
         capacity: float,
         nursery: trio.Nursery,
-        supervisor: Supervisor | None,
+        child: Callable[[_Cell[M]], _Child] | None = None,
     ) -> ActorRef[M]:
         uid = next(self._uids)
         if name is None:
@@ -103,7 +104,7 @@ class ActorSystem(metaclass=NoPublicConstructor):
         self._live[name] = cell
         try:
             ref: ActorRef[M] = await nursery.start(
-                self._run_actor, cell, behaviour, args, supervisor
+                self._run_actor, cell, behaviour, args, None if child is None else child(cell)
             )
         except BaseException:
             self._live.pop(name, None)
@@ -115,54 +116,98 @@ class ActorSystem(metaclass=NoPublicConstructor):
         cell: _Cell[M],
         behaviour: Callable[[Inbox[M], Unpack[Ts]], Awaitable[None]],
         args: tuple[*Ts],
-        supervisor: Supervisor | None,
+        child: _Child | None,
         *,
         task_status: trio.TaskStatus[ActorRef[M]],
     ) -> None:
+        """The actor's task: call its behaviour, and again each time its
+        supervisor restarts it; then end it (see :mod:`._supervision`)."""
         current_address.set(cell.address)
         inbox = cast("Inbox[M]", Inbox._create(cell))
-        returned = False
+        reason: ExitReason = Killed()
+        restarting = False
         try:
-            with cell.scope:
-                task_status.started(cast("ActorRef[M]", ActorRef._create(cell)))
-                cell.record(EventKind.SPAWNED)
-                while True:
-                    try:
-                        await behaviour(inbox, *args)
-                    except Exception as error:
-                        logger.warning("actor %r failed: %r", cell.address.name, error)
-                        cell.record(EventKind.FAILED, detail=repr(error))
-                        cell.fail_taken_asks(error)
-                        error.add_note(f"raised by actor {cell.address.name!r}")
-                        if supervisor is None:
-                            raise
-                        supervisor._handle_failure(cell, error)
+            while True:
+                # Killed unless the behaviour call ends otherwise: a cancel
+                # scope swallows the cancellation it was cancelled with.
+                reason = Killed()
+                with cell.scope:
+                    cell.running = True
+                    if child is not None:
+                        child.started_at = trio.current_time()
+                    if restarting:
                         cell.restarts += 1
                         logger.info("actor %r restarted (%d)", cell.address.name, cell.restarts)
-                        cell.record(EventKind.RESTARTED, detail=f"restart {cell.restarts}")
+                        assert child is not None
+                        cell.record(
+                            EventKind.RESTARTED, detail=f"restart {cell.restarts}: {child.why}"
+                        )
                         # A behaviour that raises before its first checkpoint
                         # must not restart in a loop that never yields.
                         await trio.lowlevel.checkpoint()
+                        child.supervisor._started(child)
                     else:
-                        returned = True
-                        return
+                        task_status.started(cast("ActorRef[M]", ActorRef._create(cell)))
+                        cell.record(EventKind.SPAWNED)
+                        if child is not None:
+                            child.supervisor._adopt(child)
+                    try:
+                        await behaviour(inbox, *args)
+                    except Exception as error:
+                        reason = self._failed(cell, error)
+                    else:
+                        reason = Stopped() if cell.stop_requested else Normal()
+                cell.end_incarnation(reason)
+                if child is None:
+                    if isinstance(reason, Failed):
+                        raise reason.error
+                    return
+                child.supervisor._started(child)
+                try:
+                    ended = await child.supervisor._after_end(child, reason)
+                except trio.Cancelled:
+                    reason = Killed()  # cancelled while it waited to restart
+                    raise
+                if ended is not None:
+                    reason = ended
+                    return
+                restarting = True
+                cell.scope = trio.CancelScope()
+                cell.handling = None
+                if not cell.final:
+                    # A stopped permanent child starts again on a new mailbox;
+                    # one stopped with its scope only drains the old one.
+                    cell.stop_requested = False
+                    if cell.state is ActorState.STOPPING:
+                        cell.reopen_mailbox()
         finally:
-            cell.terminate(returned)
+            if child is not None:
+                child.supervisor._started(child)
+                child.supervisor._forget(child)
+            cell.terminate(reason)
             if self._live.get(cell.address.name) is cell:
                 del self._live[cell.address.name]
-            if supervisor is not None:
-                supervisor._children.pop(cell.address.uid, None)
+
+    @staticmethod
+    def _failed(cell: _Cell[Any], error: Exception) -> Failed:
+        """The behaviour of ``cell`` raised ``error``: log, trace and name it."""
+        seq = cell.handling
+        logger.warning("actor %r failed: %r", cell.address.name, error)
+        cell.record(EventKind.FAILED, seq, repr(error))
+        handling = "" if seq is None else f" while handling message {seq}"
+        error.add_note(f"raised by actor {cell.address.name!r}{handling}")
+        return Failed(error, seq)
 
     def open_supervisor(
         self, strategy: Strategy | None = None, *, name: str = "supervisor"
     ) -> AbstractAsyncContextManager[Supervisor]:
-        """A scope of actors under ``strategy`` (default :class:`~actors.OneForAll`).
+        """A scope of actors under ``strategy`` (default :class:`~actors.Escalate`).
 
         ``async with system.open_supervisor(OneForOne(intensity=3, period=5)) as sup:``
         spawns with ``sup.spawn``. When the block ends, the scope stops its live
         children gracefully, last spawned first, and returns once they stopped.
         """
-        return open_supervisor(self, OneForAll() if strategy is None else strategy, name)
+        return open_supervisor(self, Escalate() if strategy is None else strategy, name)
 
     def sequencer(self, members: Sequence[ActorRef[M]], *, name: str) -> Sequencer[M]:
         """A sequencer that stamps messages and broadcasts them to ``members``.
@@ -199,7 +244,7 @@ class ActorSystem(metaclass=NoPublicConstructor):
         self._nursery.cancel_scope.cancel()
 
     async def _stop_all(self) -> None:
-        await stop_last_first(self._live)
+        await stop_last_first(self._live, lambda cell: cell)
 
 
 @asynccontextmanager

@@ -144,18 +144,20 @@ async def test_a_supervisor_forgets_children_once_they_stop() -> None:
             ref = await scope.spawn(counter)
             await ref.stop()
         kept = await scope.spawn(counter)
-        assert scope._children == {kept.address.uid: kept._cell}
+        assert scope.children == (kept,)
 
 
-async def test_a_failure_under_one_for_all_names_the_actor() -> None:
+async def test_a_failure_under_escalate_names_the_actor_and_the_message() -> None:
     with pytest.RaisesGroup(pytest.RaisesGroup(ValueError)) as info:
         async with actors.open_system() as system, system.open_supervisor() as scope:
+            assert scope.strategy == actors.Escalate()
             ref = await scope.spawn(counter, name="named")
+            await ref.tell(Add(1))
             await ref.tell(Boom())
             await trio.sleep_forever()
     (inner,) = info.value.exceptions
     assert isinstance(inner, BaseExceptionGroup)
-    assert inner.exceptions[0].__notes__ == ["raised by actor 'named'"]
+    assert inner.exceptions[0].__notes__ == ["raised by actor 'named' while handling message 1"]
 
 
 async def raises_at_once(inbox: Inbox[object]) -> None:

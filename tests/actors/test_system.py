@@ -77,7 +77,7 @@ async def test_a_failing_actor_cancels_its_siblings_and_its_error_reaches_the_ca
             await failing.tell(Boom())
             await trio.sleep_forever()
     (error,) = info.value.exceptions
-    assert error.__notes__ == ["raised by actor 'failing'"]
+    assert error.__notes__ == ["raised by actor 'failing' while handling message 0"]
     kinds = {(event.actor, event.kind) for event in trace}
     assert ("failing", EventKind.FAILED) in kinds
     assert ("sibling", EventKind.STOPPED) in kinds

@@ -40,7 +40,7 @@ async def test_the_trace_records_deliveries_with_stamp_sender_and_trio_time() ->
         (2.0, "c", EventKind.DELIVERED, 0, None),
         (2.0, "c", EventKind.DELIVERED, 1, None),
         (2.0, "c", EventKind.STOPPING, None, None),
-        (2.0, "c", EventKind.STOPPED, None, None),
+        (2.0, "c", EventKind.STOPPED, None, "stopped"),
     ]
 
 
