@@ -31,6 +31,8 @@ from ._monitors import Killed as Killed
 from ._monitors import Monitor as Monitor
 from ._monitors import Normal as Normal
 from ._monitors import Stopped as Stopped
+from ._registry import Listing as Listing
+from ._registry import ServiceKey as ServiceKey
 from ._reply import Reply as Reply
 from ._sequencer import Sequencer as Sequencer
 from ._sequencer import SequencerStatistics as SequencerStatistics

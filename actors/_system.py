@@ -6,7 +6,7 @@ import itertools
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Any, TypeVar, TypeVarTuple, Unpack, cast, final
+from typing import Any, Never, TypeVar, TypeVarTuple, Unpack, cast, final
 
 import trio
 
@@ -17,6 +17,7 @@ from ._errors import ActorNameError
 from ._inbox import Inbox
 from ._mailbox import ActorRef
 from ._monitors import ExitReason, Failed, Killed, Normal, Stopped
+from ._registry import Listing, ServiceKey, _Registry
 from ._sequencer import Sequencer
 from ._strategy import Escalate, Strategy
 from ._supervision import Supervisor, _Child, open_supervisor
@@ -44,6 +45,7 @@ class ActorSystem(metaclass=NoPublicConstructor):
         self._uids = itertools.count()
         # Every live actor of the system, by name, in spawn order.
         self._live: dict[str, _Cell[Any]] = {}
+        self._registry: _Registry | None = None
 
     def __repr__(self) -> str:
         return f"<ActorSystem seed={self.seed} actors={len(self._live)}>"
@@ -208,6 +210,77 @@ class ActorSystem(metaclass=NoPublicConstructor):
         children gracefully, last spawned first, and returns once they stopped.
         """
         return open_supervisor(self, Escalate() if strategy is None else strategy, name)
+
+    def lookup(self, key: str | Address) -> ActorRef[Never] | None:
+        """The live actor named ``key``, or at ``key`` (an address: the same
+        name and uid, so a later actor that took the name is not it); None if
+        there is none. What an actor accepts is not known from a name, so the
+        reference is an ``ActorRef[Never]``: it stops, kills, waits and is
+        monitored as any other; to tell or ask, say what it accepts with
+        ``typing.cast`` (or find it through a typed :class:`~actors.ServiceKey`).
+        Sequencers are not actors: their addresses look up None. Only from the
+        system's Trio thread."""
+        if not in_trio_thread(self._token):
+            raise foreign_thread_error(
+                "lookup in an actor system", "trio.from_thread.run_sync(system.lookup, key)"
+            )
+        name = key if isinstance(key, str) else key.name
+        cell = self._live.get(name)
+        if cell is None or (isinstance(key, Address) and cell.address != key):
+            return None
+        return cast("ActorRef[Never]", ActorRef._create(cell))
+
+    def _registry_for(self, call: str, args: str, ref: ActorRef[Any] | None = None) -> _Registry:
+        """The registry, for ``call(args)``; on ``ref``, if given, a live actor
+        of this system."""
+        if not in_trio_thread(self._token):
+            raise foreign_thread_error(
+                f"{call} in an actor system", f"trio.from_thread.run_sync(system.{call}, {args})"
+            )
+        if ref is not None and self._live.get(ref.name) is not ref._cell:
+            if ref._cell.state is ActorState.STOPPED:
+                raise ref._cell.stopped_error()
+            raise ValueError(f"actor {ref.name!r} is not an actor of this system")
+        if self._registry is None:
+            self._registry = _Registry()
+        return self._registry
+
+    def register(self, key: ServiceKey[M], ref: ActorRef[M]) -> None:
+        """Offer ``ref`` under ``key`` (again: nothing changes). The entry
+        leaves when the actor ends for good, or with :meth:`deregister`; each
+        change sends the key's subscribers a new :class:`~actors.Listing`.
+        Raises :class:`~actors.ActorStoppedError` for a stopped actor and
+        :class:`ValueError` for another system's. Only from the system's
+        Trio thread."""
+        self._registry_for("register", "key, ref", ref).register(key, ref._cell)
+
+    def deregister(self, key: ServiceKey[M], ref: ActorRef[M]) -> bool:
+        """Withdraw ``ref`` from ``key``; False if it was not there."""
+        return self._registry_for("deregister", "key, ref").deregister(key, ref._cell)
+
+    def find(self, key: ServiceKey[M]) -> tuple[ActorRef[M], ...]:
+        """The actors registered under ``key`` now, in registration order.
+        Only from the system's Trio thread."""
+        return self._registry_for("find", "key").find(key)
+
+    def subscribe(self, key: ServiceKey[M], subscriber: ActorRef[Listing[M]]) -> None:
+        """Send ``subscriber`` a :class:`~actors.Listing` of ``key`` now, and
+        another after each change of its actors, until it ends or
+        :meth:`unsubscribe`. Subscribing again sends the current listing and
+        changes nothing else. Listings are framework messages: like ``Down``
+        they go beyond a full mailbox, after what it held, and never wait.
+        The subscriber's message type must include ``Listing[M]`` (mypy checks
+        it). Raises as :meth:`register`."""
+        self._registry_for("subscribe", "key, subscriber", subscriber).subscribe(
+            key, subscriber._cell
+        )
+
+    def unsubscribe(self, key: ServiceKey[M], subscriber: ActorRef[Listing[M]]) -> bool:
+        """Stop sending listings of ``key`` to ``subscriber``; False if it was
+        not subscribed."""
+        return self._registry_for("unsubscribe", "key, subscriber").unsubscribe(
+            key, subscriber._cell
+        )
 
     def sequencer(self, members: Sequence[ActorRef[M]], *, name: str) -> Sequencer[M]:
         """A sequencer that stamps messages and broadcasts them to ``members``.

@@ -25,6 +25,8 @@ from .messages import Total, recorder
 
 T = TypeVar("T")
 
+KEY = actors.ServiceKey[object]("key")
+
 
 async def in_thread(clock: trio.testing.MockClock, fn: Callable[[], T]) -> T:
     """``fn()`` in a worker thread, on a clock held still until it returns."""
@@ -168,6 +170,16 @@ ASYNC_ENTRY_POINTS: dict[str, tuple[Callable[[World], Awaitable[object]], str, s
     "ask": (lambda w: w.ref.ask(Total), "ask of actor 'r'", r"run\(ref\.ask, build\)"),
     "stop": (lambda w: w.ref.stop(), "stop of actor 'r'", r"run\(ref\.stop\)"),
     "kill": (lambda w: w.ref.kill(), "kill of actor 'r'", r"run\(ref\.kill\)"),
+    "wait_stopped": (
+        lambda w: w.ref.wait_stopped(),
+        "wait_stopped of actor 'r'",
+        r"run\(ref\.wait_stopped\)",
+    ),
+    "terminate_child": (
+        lambda w: w.supervisor.terminate_child(w.ref),
+        "terminate_child of supervisor 'sup'",
+        r"run\(supervisor\.terminate_child, ref\)",
+    ),
     "receive": (
         lambda w: w.inbox.receive(),
         "receive on the inbox of actor 'r'",
@@ -307,8 +319,60 @@ async def test_tell_through_trio_from_thread_run_reaches_the_actor(
             "sequencer 'other' of an actor system",
             r"run_sync\(system\.sequencer, members, name\)",
         ),
+        (
+            lambda w: w.inbox.monitor(w.ref),
+            "monitor by actor 'r'",
+            r"run_sync\(inbox\.monitor, ref\)",
+        ),
+        (
+            lambda w: w.inbox.demonitor(actors.Monitor(w.ref.address, w.ref.address, 0)),
+            "demonitor by actor 'r'",
+            r"run_sync\(inbox\.demonitor, monitor\)",
+        ),
+        (
+            lambda w: w.system.lookup("r"),
+            "lookup in an actor system",
+            r"run_sync\(system\.lookup, key\)",
+        ),
+        (
+            lambda w: w.system.register(KEY, w.ref),
+            "register in an actor system",
+            r"run_sync\(system\.register, key, ref\)",
+        ),
+        (
+            lambda w: w.system.deregister(KEY, w.ref),
+            "deregister in an actor system",
+            r"run_sync\(system\.deregister, key, ref\)",
+        ),
+        (
+            lambda w: w.system.find(KEY),
+            "find in an actor system",
+            r"run_sync\(system\.find, key\)",
+        ),
+        (
+            lambda w: w.system.subscribe(KEY, w.ref),
+            "subscribe in an actor system",
+            r"run_sync\(system\.subscribe, key, subscriber\)",
+        ),
+        (
+            lambda w: w.system.unsubscribe(KEY, w.ref),
+            "unsubscribe in an actor system",
+            r"run_sync\(system\.unsubscribe, key, subscriber\)",
+        ),
     ],
-    ids=["mark", "sequencer close", "new sequencer"],
+    ids=[
+        "mark",
+        "sequencer close",
+        "new sequencer",
+        "monitor",
+        "demonitor",
+        "lookup",
+        "register",
+        "deregister",
+        "find",
+        "subscribe",
+        "unsubscribe",
+    ],
 )
 async def test_the_other_synchronous_entry_points_refuse_a_foreign_thread(
     autojump_clock: trio.testing.MockClock, call: Callable[[World], object], name: str, instead: str

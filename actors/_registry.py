@@ -1,0 +1,123 @@
+"""The service registry: typed keys under which actors offer a service (Akka's
+receptionist), and listings delivered to subscribers when a key's actors
+change.
+
+An entry lives as long as its actor: it leaves when the actor ends for good
+(a restart keeps it, as it keeps the actor's address). Listings are framework
+messages, like ``Down``: they never wait for room in a subscriber's mailbox.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Generic, TypeVar, cast, final
+
+import attrs
+
+from ._cell import _Cell
+from ._mailbox import ActorRef
+from ._monitors import ExitReason
+
+M = TypeVar("M")
+
+
+@final
+@attrs.frozen
+class ServiceKey(Generic[M]):
+    """The name of a service, typed by the messages its actors accept:
+    ``COUNTERS = ServiceKey[Add | Total]("counters")``.
+
+    Keys compare by name, so declare each once (a module constant) and use
+    that: two keys of one name and different types are one key at run time,
+    which no type checker can see."""
+
+    name: str
+
+    def __repr__(self) -> str:
+        return f"ServiceKey({self.name!r})"
+
+
+@final
+@attrs.frozen
+class Listing(Generic[M]):
+    """The actors registered under ``key`` now, in registration order: what
+    :meth:`ActorSystem.find <actors.ActorSystem.find>` returns, and what a
+    subscriber receives on subscribing and after each change."""
+
+    key: ServiceKey[M]
+    refs: tuple[ActorRef[M], ...]
+
+
+def _refs(cells: dict[_Cell[Any], None]) -> tuple[ActorRef[Any], ...]:
+    return tuple(cast("ActorRef[Any]", ActorRef._create(cell)) for cell in cells)
+
+
+@attrs.define(eq=False)
+class _Registry:
+    """A system's registry: made on first use."""
+
+    # Dicts as ordered sets: registration order, and a deterministic order of
+    # notifications whatever the hash seed.
+    _entries: dict[ServiceKey[Any], dict[_Cell[Any], None]] = attrs.field(factory=dict)
+    _subscribers: dict[ServiceKey[Any], dict[_Cell[Any], None]] = attrs.field(factory=dict)
+    # Per actor, the keys it is registered under and subscribed to.
+    _registered: dict[_Cell[Any], dict[ServiceKey[Any], None]] = attrs.field(factory=dict)
+    _subscribed: dict[_Cell[Any], dict[ServiceKey[Any], None]] = attrs.field(factory=dict)
+
+    def register(self, key: ServiceKey[Any], cell: _Cell[Any]) -> None:
+        entries = self._entries.setdefault(key, {})
+        if cell in entries:
+            return
+        entries[cell] = None
+        self._watch(cell)
+        self._registered[cell][key] = None
+        self._notify(key)
+
+    def deregister(self, key: ServiceKey[Any], cell: _Cell[Any]) -> bool:
+        entries = self._entries.get(key)
+        if entries is None or cell not in entries:
+            return False
+        del entries[cell]
+        del self._registered[cell][key]
+        self._notify(key)
+        return True
+
+    def find(self, key: ServiceKey[M]) -> tuple[ActorRef[M], ...]:
+        return _refs(self._entries.get(key, {}))
+
+    def subscribe(self, key: ServiceKey[Any], cell: _Cell[Any]) -> None:
+        subscribers = self._subscribers.setdefault(key, {})
+        if cell not in subscribers:
+            subscribers[cell] = None
+            self._watch(cell)
+            self._subscribed[cell][key] = None
+        cell.post(Listing(key, self.find(key)))
+
+    def unsubscribe(self, key: ServiceKey[Any], cell: _Cell[Any]) -> bool:
+        subscribers = self._subscribers.get(key)
+        if subscribers is None or cell not in subscribers:
+            return False
+        del subscribers[cell]
+        del self._subscribed[cell][key]
+        return True
+
+    def _watch(self, cell: _Cell[Any]) -> None:
+        """Forget ``cell``'s entries and subscriptions when it ends."""
+        if cell not in self._registered:
+            self._registered[cell] = {}
+            self._subscribed[cell] = {}
+            cell.linked().on_end.append(functools.partial(self._ended, cell))
+
+    def _ended(self, cell: _Cell[Any], reason: ExitReason) -> None:
+        for key in self._subscribed.pop(cell):
+            del self._subscribers[key][cell]
+        for key in self._registered.pop(cell):
+            del self._entries[key][cell]
+            self._notify(key)
+
+    def _notify(self, key: ServiceKey[Any]) -> None:
+        subscribers = self._subscribers.get(key)
+        if subscribers:
+            listing = Listing(key, self.find(key))
+            for subscriber in subscribers:
+                subscriber.post(listing)
