@@ -31,6 +31,9 @@ from ._monitors import Killed as Killed
 from ._monitors import Monitor as Monitor
 from ._monitors import Normal as Normal
 from ._monitors import Stopped as Stopped
+from ._pool import Pool as Pool
+from ._pool import PoolStatistics as PoolStatistics
+from ._pool import Routing as Routing
 from ._registry import Listing as Listing
 from ._registry import ServiceKey as ServiceKey
 from ._reply import Reply as Reply

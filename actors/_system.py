@@ -17,9 +17,10 @@ from ._errors import ActorNameError
 from ._inbox import Inbox
 from ._mailbox import ActorRef
 from ._monitors import ExitReason, Failed, Killed, Normal, Stopped
+from ._pool import Pool, Routing, open_pool
 from ._registry import Listing, ServiceKey, _Registry
 from ._sequencer import Sequencer
-from ._strategy import Escalate, Strategy
+from ._strategy import Escalate, OneForOne, Strategy
 from ._supervision import Supervisor, _Child, open_supervisor
 from ._trace import EventKind, Tracer
 from ._util import NoPublicConstructor, foreign_thread_error, in_trio_thread
@@ -280,6 +281,49 @@ class ActorSystem(metaclass=NoPublicConstructor):
         not subscribed."""
         return self._registry_for("unsubscribe", "key, subscriber").unsubscribe(
             key, subscriber._cell
+        )
+
+    async def pool(
+        self,
+        behaviour: Callable[[Inbox[M], Unpack[Ts]], Awaitable[None]],
+        *args: *Ts,
+        size: int,
+        routing: Routing = Routing.ROUND_ROBIN,
+        name: str | None = None,
+        capacity: float = DEFAULT_CAPACITY,
+        strategy: OneForOne | None = None,
+    ) -> Pool[M]:
+        """Start ``size`` actors running ``behaviour(inbox, *args)`` behind one
+        :class:`~actors.Pool`, which routes each ``tell`` or ``ask`` to one of
+        them (``routing``). Returns once every member accepts messages.
+
+        The pool is an actor named ``name`` (default: the behaviour's name,
+        ``-pool`` and a number) whose members, ``name/0`` .. ``name/size-1``,
+        each with a mailbox of ``capacity``, live under a ``strategy``
+        supervisor (default ``OneForOne(intensity=size, period=5)``): a member
+        that fails is restarted on its own mailbox; the message it was handling
+        is lost (an ask of it fails with :class:`~actors.ActorFailedError`).
+        Stopping the pool (or the system) stops the members gracefully.
+        Raises :class:`ValueError` if ``size`` is below 1. Only from the
+        system's Trio thread."""
+        if not in_trio_thread(self._token):
+            raise foreign_thread_error(
+                "pool in an actor system", "trio.from_thread.run(system.pool, behaviour)"
+            )
+        if not (isinstance(size, int) and size >= 1):
+            raise ValueError(f"a pool's size must be a whole number >= 1, not {size!r}")
+        if name is None:
+            name = f"{getattr(behaviour, '__name__', 'actor')}-pool-{next(self._uids)}"
+        return await open_pool(
+            self,
+            behaviour,
+            args,
+            size=size,
+            routing=routing,
+            name=name,
+            capacity=capacity,
+            strategy=OneForOne(intensity=size, period=5) if strategy is None else strategy,
+            nursery=self._nursery,
         )
 
     def sequencer(self, members: Sequence[ActorRef[M]], *, name: str) -> Sequencer[M]:
