@@ -11,6 +11,7 @@ from ._cell import DEFAULT_CAPACITY as DEFAULT_CAPACITY
 from ._cell import RECEIVE_BATCH as RECEIVE_BATCH
 from ._cell import ActorState as ActorState
 from ._cell import ActorStatistics as ActorStatistics
+from ._determinism import RealClock as RealClock
 from ._determinism import current_seed as current_seed
 from ._determinism import run as run
 from ._envelope import Address as Address
@@ -21,6 +22,7 @@ from ._errors import ActorNameError as ActorNameError
 from ._errors import ActorStoppedError as ActorStoppedError
 from ._errors import AlreadyRepliedError as AlreadyRepliedError
 from ._errors import AskTimeoutError as AskTimeoutError
+from ._errors import DeadlockError as DeadlockError
 from ._errors import RestartIntensityError as RestartIntensityError
 from ._inbox import Inbox as Inbox
 from ._mailbox import ActorRef as ActorRef

@@ -11,11 +11,17 @@ no real I/O, the same seed then gives the same schedule, and so the same trace.
 
 from __future__ import annotations
 
+import functools
+import time
 from collections.abc import Awaitable, Callable
-from typing import TypeVar, TypeVarTuple, Unpack
+from typing import TypeVar, TypeVarTuple, Unpack, final
 
 import trio
 import trio._core._run as _trio_run
+from trio._core._mock_clock import MockClock
+
+from ._deadlock import DeadlockWatch
+from ._errors import DeadlockError
 
 T = TypeVar("T")
 Ts = TypeVarTuple("Ts")
@@ -28,6 +34,23 @@ def current_seed() -> int:
     return _RUN_SEED.get()
 
 
+@final
+class RealClock(trio.abc.Clock):
+    """Real time, as Trio's default clock: for :func:`run` in an application
+    that does I/O or waits for threads (``actors.run(main, clock=RealClock())``).
+    On the autojump ``MockClock`` such waits look idle, so every timeout fires at
+    once. Deadlock detection needs the mock clock; it is off with this one."""
+
+    def start_clock(self) -> None:
+        return None
+
+    def current_time(self) -> float:
+        return time.perf_counter()
+
+    def deadline_to_sleep_time(self, deadline: float) -> float:
+        return deadline - time.perf_counter()
+
+
 def run(
     async_fn: Callable[[Unpack[Ts]], Awaitable[T]],
     *args: *Ts,
@@ -38,22 +61,40 @@ def run(
 
     ``clock`` defaults to ``trio.testing.MockClock(autojump_threshold=0)``:
     virtual time that jumps whenever every task is blocked, so timeouts cost no
-    real time. :func:`actors.open_system` inside the run takes ``seed`` as its
-    default seed. Not reentrant: one deterministic run at a time per process.
+    real time. An application that does I/O or waits for threads passes
+    ``clock=RealClock()`` (on the mock clock, time would jump past its
+    timeouts while it waits). :func:`actors.open_system` inside the run takes
+    ``seed`` as its default seed. Not reentrant: one deterministic run at a
+    time per process.
+
+    On a ``MockClock``, a deadlock (every task blocked, no deadline pending,
+    and nothing outside the run that could wake a task: no I/O, worker thread,
+    subprocess or signal wait) would hang in real time: instead the run is
+    cancelled and :class:`~actors.DeadlockError` names each waiting actor and
+    task and what it waits on. A wake-up that only another thread could give
+    (``trio.from_thread`` from a thread the run did not start) is not seen:
+    use ``RealClock`` there.
     """
     if clock is None:
-        # Imported here: trio.testing loads pytest, which importing actors must not.
-        import trio.testing
-
-        clock = trio.testing.MockClock(autojump_threshold=0)
+        clock = MockClock(autojump_threshold=0)
     saved_state = _trio_run._r.getstate()
     saved_flag = _trio_run._ALLOW_DETERMINISTIC_SCHEDULING
     _trio_run._r.seed(seed)
     setattr(_trio_run, "_ALLOW_DETERMINISTIC_SCHEDULING", True)  # noqa: B010 (Final in trio)
 
+    @functools.wraps(async_fn)
     async def seeded() -> T:
         _RUN_SEED.set(seed)
-        return await async_fn(*args)
+        if not isinstance(clock, MockClock):
+            return await async_fn(*args)
+        with trio.CancelScope() as scope:
+            watch = DeadlockWatch(clock, scope)
+            try:
+                return await async_fn(*args)
+            finally:
+                watch.remove()
+        assert watch.report is not None, "only the deadlock watch cancels the run's scope"
+        raise DeadlockError(watch.report)
 
     try:
         return trio.run(seeded, clock=clock)

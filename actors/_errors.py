@@ -45,3 +45,9 @@ class RestartIntensityError(ActorError):
 class ActorFailedError(ActorError):
     """An actor failed while an ask's message was in its hands, so no reply will
     come. Its ``__cause__`` is the actor's failure."""
+
+
+class DeadlockError(ActorError):
+    """:func:`actors.run` found every task blocked with no deadline pending on
+    its mock clock, so nothing could ever wake them; the message names each
+    waiting actor and task and what it waits on."""

@@ -23,6 +23,7 @@ PUBLIC = {
     "AskTimeoutError",
     "Backoff",
     "DEFAULT_CAPACITY",
+    "DeadlockError",
     "Down",
     "Envelope",
     "Escalate",
@@ -39,6 +40,7 @@ PUBLIC = {
     "Pool",
     "PoolStatistics",
     "RECEIVE_BATCH",
+    "RealClock",
     "Reply",
     "RestForOne",
     "Restart",
@@ -104,7 +106,7 @@ def test_classes_only_the_framework_builds_refuse_construction(cls: type) -> Non
 
 def test_every_error_derives_from_the_package_base() -> None:
     errors = [value for name, value in vars(actors).items() if name.endswith("Error")]
-    assert len(errors) == 7
+    assert len(errors) == 8
     assert all(issubclass(error, actors.ActorError) for error in errors)
 
 

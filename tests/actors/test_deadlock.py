@@ -1,0 +1,161 @@
+"""actors.run ends a deadlock on its mock clock with an error naming who waits
+on what, instead of hanging in real time; and it runs on a real clock too."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import re
+import socket
+import threading
+
+import pytest
+import trio
+import trio._core._run as trio_run
+import trio.testing
+
+import actors
+from actors import DeadlockError, Inbox, RealClock, Reply
+from actors._deadlock import _waits
+
+from .messages import Add, CounterMessage, Hold, Total, counter
+
+
+def test_trios_run_loop_still_calls_the_clocks_autojump_hook() -> None:
+    # If this fails, trio moved the hook deadlock detection rests on: see
+    # actors/_deadlock.py and the trio range in pyproject.toml.
+    assert callable(getattr(trio.testing.MockClock, "_autojump", None))
+    assert "runner.clock._autojump()" in inspect.getsource(trio_run.unrolled_run)
+    assert "seconds_to_next_deadline" in {
+        field.name for field in trio_run.RunStatistics.__attrs_attrs__
+    }
+
+
+async def asks_a_silent_actor() -> None:
+    async def silent(inbox: Inbox[Total]) -> None:
+        async for _ in inbox:
+            pass  # takes the ask and never answers
+
+    async with actors.open_system() as system:
+        await system.spawn(counter, name="idle")
+        quiet = await system.spawn(silent, name="quiet")
+        await trio.sleep(3)
+        await quiet.ask(Total)
+
+
+def test_a_deadlock_under_run_ends_with_an_error_naming_the_parked_actors() -> None:
+    with pytest.raises(DeadlockError) as info:
+        actors.run(asks_a_silent_actor)
+    assert str(info.value) == (
+        "deadlock at 3s: every task waits and no deadline is pending, so nothing can wake "
+        "them:\n"
+        "  actor 'idle' waits for a message\n"
+        "  actor 'quiet' waits for a message\n"
+        "  task 'tests.actors.test_deadlock.asks_a_silent_actor' waits for the reply to "
+        "message 0 of actor 'quiet'"
+    )
+
+
+async def waits_for_room_and_for_a_stop() -> None:
+    async with actors.open_system() as system:
+        full = await system.spawn(counter, name="full", capacity=1)
+        await full.tell(Hold(trio.Event()))  # never set
+        await full.tell(Add(1))
+
+        async def feeder(inbox: Inbox[int], to: actors.ActorRef[CounterMessage]) -> None:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(to.tell, Add(2), name="helper")
+                async for _ in inbox:
+                    pass
+
+        await system.spawn(feeder, full, name="feeder")
+        await full.wait_stopped()
+
+
+def test_the_error_says_what_each_actor_and_task_waits_on() -> None:
+    with pytest.raises(DeadlockError) as info:
+        actors.run(waits_for_room_and_for_a_stop)
+    lines = str(info.value).splitlines()[1:]
+    assert lines[0] == "  actor 'feeder' waits for a message"
+    assert re.fullmatch(
+        r"  actor 'full' waits in counter \(.*tests/actors/messages\.py:\d+\)", lines[1]
+    )
+    assert lines[2:] == [
+        "  task 'helper' of actor 'feeder' waits for room in the mailbox of actor 'full'",
+        "  task 'tests.actors.test_deadlock.waits_for_room_and_for_a_stop' waits for actor "
+        "'full' to stop",
+    ]
+
+
+def test_a_run_that_ends_gives_the_clock_its_own_hook_back() -> None:
+    clock = trio.testing.MockClock(autojump_threshold=0)
+
+    async def sleeps() -> int:
+        await trio.sleep(10)
+        return 7
+
+    assert actors.run(sleeps, clock=clock) == 7
+    assert "_autojump" not in vars(clock)
+    with pytest.raises(DeadlockError):
+        actors.run(asks_a_silent_actor, clock=clock)
+    assert "_autojump" not in vars(clock)
+
+
+def test_a_run_on_the_real_clock_has_its_own_time_and_no_deadlock_watch() -> None:
+    async def which_clock() -> trio.abc.Clock:
+        async with actors.open_system() as system:
+            ref = await system.spawn(counter)
+            await ref.tell(Add(2))
+            assert await ref.ask(Total, timeout=60) == 2
+        return trio.lowlevel.current_clock()
+
+    clock = RealClock()
+    assert actors.run(which_clock, clock=clock) is clock
+    assert 0 <= clock.deadline_to_sleep_time(clock.current_time() + 1) <= 1
+
+
+async def test_a_task_waiting_for_a_worker_thread_is_not_part_of_a_deadlock() -> None:
+    release = threading.Event()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(
+            functools.partial(trio.to_thread.run_sync, release.wait), name="threaded"
+        )
+        try:
+            await trio.testing.wait_all_tasks_blocked()
+            waits = dict(_waits())
+        finally:
+            release.set()
+    (threaded,) = [wait for wait in waits if wait.startswith("task 'threaded'")]
+    assert waits[threaded] is True
+    assert not any(outside for wait, outside in waits.items() if wait != threaded)
+
+
+async def test_a_task_waiting_for_a_socket_is_not_part_of_a_deadlock() -> None:
+    left, right = socket.socketpair()
+    with left, right:
+        receiving = trio.socket.from_stdlib_socket(left)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(receiving.recv, 1, name="reader")
+            try:
+                await trio.testing.wait_all_tasks_blocked()
+                waits = dict(_waits())
+            finally:
+                right.send(b"x")
+    assert [outside for wait, outside in waits.items() if "reader" in wait] == [True]
+
+
+async def test_a_reply_handed_on_is_named_by_its_message() -> None:
+    kept: list[Reply[int]] = []
+
+    async def keeper(inbox: Inbox[Total]) -> None:
+        async for envelope in inbox:
+            kept.append(envelope.message.reply)
+
+    async with actors.open_system() as system:
+        ref = await system.spawn(keeper, name="keeper")
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(ref.ask, Total, name="asker")
+            await trio.testing.wait_all_tasks_blocked()
+            waits = dict(_waits())
+            kept[0].send(1)
+    assert "task 'asker' waits for the reply to message 0 of actor 'keeper'" in waits
