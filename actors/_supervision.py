@@ -106,6 +106,15 @@ class _Round:
         self.done = True
 
 
+def _reopen(cell: _Cell[Any]) -> None:
+    """``cell`` is to be restarted: a mailbox its behaviour call closed (a
+    ``stop()``) opens again now, so it accepts messages while the restart
+    waits. One its scope closed stays closed: the restart only drains it."""
+    if cell.state is ActorState.STOPPING and not cell.final:
+        cell.stop_requested = False
+        cell.reopen_mailbox()
+
+
 def _joined(child: _Child) -> bool:
     """Whether a round took ``child`` in (it may have while ``child`` waited)."""
     return child.round is not None
@@ -260,6 +269,7 @@ class Supervisor(metaclass=NoPublicConstructor):
         delay = self._backoff(child)
         if isinstance(self.strategy, OneForOne):
             child.why = str(reason)
+            _reopen(child.cell)
             if not await self._wait(child, delay):
                 return Stopped()
             return None
@@ -339,6 +349,7 @@ class Supervisor(metaclass=NoPublicConstructor):
                 if member.cell.running:
                     member.cell.scope.cancel()
                 await round_.parked[member].wait()
+        _reopen(child.cell)
         if not await self._wait(child, delay):
             round_.withdrawn.add(child)
         round_.release_after(0)
@@ -357,6 +368,7 @@ class Supervisor(metaclass=NoPublicConstructor):
             self._withdraw(round_, child)
             return reason
         if child not in round_.withdrawn:
+            _reopen(child.cell)
             with self._waiting(child):
                 await round_.turns[child].wait()
         child.round = None

@@ -177,12 +177,6 @@ class ActorSystem(metaclass=NoPublicConstructor):
                 restarting = True
                 cell.scope = trio.CancelScope()
                 cell.handling = None
-                if not cell.final:
-                    # A stopped permanent child starts again on a new mailbox;
-                    # one stopped with its scope only drains the old one.
-                    cell.stop_requested = False
-                    if cell.state is ActorState.STOPPING:
-                        cell.reopen_mailbox()
         finally:
             if child is not None:
                 child.supervisor._started(child)

@@ -168,6 +168,39 @@ async def test_a_stopped_permanent_child_starts_again_on_a_new_mailbox() -> None
         assert ref.statistics().restarts == 1
 
 
+async def test_a_stopped_permanent_child_accepts_messages_while_its_restart_waits() -> None:
+    async with (
+        actors.open_system() as system,
+        system.open_supervisor(
+            OneForOne(intensity=1, backoff=Backoff(minimum=5, jitter=0))
+        ) as supervisor,
+    ):
+        ref = await supervisor.spawn(counter, name="c")
+        await ref.stop()
+        await ref.tell(Add(1))  # queued for the restarted behaviour
+        assert trio.current_time() == 0
+        assert await ref.ask(Total) == 1
+        assert trio.current_time() == 5
+
+
+async def test_a_stop_while_a_child_waits_to_restart_is_drained_by_the_restart() -> None:
+    async with (
+        actors.open_system() as system,
+        system.open_supervisor(
+            OneForOne(intensity=2, backoff=Backoff(minimum=5, maximum=5, jitter=0))
+        ) as supervisor,
+    ):
+        ref = await supervisor.spawn(counter, name="c")
+        await ref.tell(Boom())
+        await trio.testing.wait_all_tasks_blocked()  # waits 5s to restart
+        await ref.tell(Add(1))
+        await ref.stop()  # the restarted behaviour delivers Add(1), then ends
+        assert (trio.current_time(), ref.statistics().delivered) == (5, 2)
+        await ref.tell(Add(2))  # a permanent child: restarted again, on a new mailbox
+        assert await ref.ask(Total) == 2
+        assert (trio.current_time(), ref.statistics().restarts) == (10, 2)
+
+
 async def test_a_killed_child_restarts_on_the_same_mailbox_with_its_queued_messages() -> None:
     async with (
         actors.open_system() as system,
