@@ -143,3 +143,44 @@ def test_a_group_restart_ends_the_rest_last_first_and_starts_them_in_order(
         for i in group:
             expected_restarts[i] += 1
     assert restarts == expected_restarts
+
+
+async def play_overlapping(
+    kind: str, size: int, batches: list[list[int]]
+) -> tuple[list[str], list[actors.ActorRef[str]]]:
+    log: list[str] = []
+    intensity = sum(len(batch) for batch in batches) + 1
+    strategy: actors.Strategy = (
+        OneForOne(intensity=intensity)
+        if kind == "one"
+        else OneForAll(intensity=intensity)
+        if kind == "all"
+        else RestForOne(intensity=intensity)
+    )
+    async with actors.open_system() as system, system.open_supervisor(strategy) as supervisor:
+        refs = [await supervisor.spawn(logged, i, log, name=f"c{i}") for i in range(size)]
+        for batch in batches:
+            for failing in batch:
+                refs[failing % size].tell_nowait("fail")
+            await trio.testing.wait_all_tasks_blocked()
+            assert all(ref.statistics().state is actors.ActorState.RUNNING for ref in refs)
+            assert supervisor.children == tuple(refs)
+    return log, refs
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    kind=st.sampled_from(["one", "all", "rest"]),
+    size=st.integers(1, 4),
+    batches=st.lists(st.lists(st.integers(0, 3), max_size=4), max_size=5),
+    seed=st.integers(0, 2**32),
+)
+def test_failures_that_overlap_a_group_restart_leave_every_child_running_once(
+    kind: str, size: int, batches: list[list[int]], seed: int
+) -> None:
+    log, refs = actors.run(play_overlapping, kind, size, batches, seed=seed)
+    for index, ref in enumerate(refs):
+        mine = [line.split()[0] for line in log if line.endswith(f" {index}")]
+        # each behaviour call ends before the next starts; the last ended with the scope
+        assert mine == ["start", "end"] * (len(mine) // 2)
+        assert len(mine) // 2 == ref.statistics().restarts + 1
