@@ -163,9 +163,10 @@ class SinkPart(Export):
             return None
         return self.operator.out.frontier
 
-    def allow_writes(self) -> None:
+    def allow_writes(self, allowed: bool = True) -> None:
+        """Let a materialized view write its shard (or not: read-only)."""
         if isinstance(self.operator, MaterializedViewSink):
-            self.operator.writable = True
+            self.operator.writable = allowed
 
     def close(self) -> None:
         pass

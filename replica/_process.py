@@ -238,7 +238,7 @@ class Process:
                 return [INTERACTIVE]
             case CreateDataflow(dataflow):
                 self.claim(dataflow)
-                if dataflow.is_transient:
+                if self._interactive_only(dataflow):
                     return [INTERACTIVE]
             case Schedule(id) | AllowWrites(id) | AllowCompaction(id, _):
                 return list(self.owners.get(id, self.adapters))
@@ -253,11 +253,18 @@ class Process:
         any response about the dataflow reaches their mergers."""
         if INTERACTIVE not in self.adapters:
             return
-        if dataflow.is_transient:
+        if self._interactive_only(dataflow):
             self.owners.update(dict.fromkeys(dataflow.exports, (INTERACTIVE,)))
             return
         self.owners.update(dict.fromkeys(dataflow.exports, (MAINTENANCE, INTERACTIVE)))
         self.owners.update(dict.fromkeys((s.id for s in dataflow.sink_exports), (MAINTENANCE,)))
+
+    def _interactive_only(self, dataflow: DataflowDescription) -> bool:
+        """A query dataflow, or one that imports a collection only the
+        interactive runtime has (``count`` of a query dataflow's index)."""
+        return dataflow.is_transient or any(
+            self.owners.get(index.id) == (INTERACTIVE,) for index in dataflow.index_imports
+        )
 
     def _reporting(self, names: list[str]) -> Callable[[GlobalId], frozenset[int]]:
         """Which of the runtimes (``names``, in merge order) report ``id``."""

@@ -78,8 +78,15 @@ class Running:
 
     @property
     def since(self) -> int:
-        """The dataflow's compaction frontier: the least over its exports."""
-        return min(self.sinces.values(), default=self.description.as_of)
+        """How far the dataflow was compacted: the greatest compaction
+        frontier over its exports (a dataflow is uncompacted past an ``as_of``
+        only if every export is)."""
+        return max(self.sinces.values(), default=self.description.as_of)
+
+    @property
+    def whole(self) -> bool:
+        """Whether every export still runs (none was dropped on its own)."""
+        return len(self.sinces) == len(self.description.exports)
 
 
 @attrs.frozen
@@ -113,7 +120,8 @@ def plan_reconcile(
     after the new one) and uncompacted (compaction frontier not after the new
     ``as_of``); a kept dataflow is compacted to the new ``as_of``. Every running
     dataflow not kept is dropped (query dataflows, never replayed, among them),
-    and so is one that imports an index not kept, or has a subscribe. A
+    and so is one that imports an index not kept, has a subscribe, or had an
+    export dropped or compacted past the new ``as_of`` (any export). A
     ``CreateInstance`` must repeat the running configuration.
     """
     unclaimed = {dataflow.description.exports: dataflow for dataflow in running}
@@ -174,6 +182,8 @@ def _keeps(old: Running, new: DataflowDescription) -> bool:
     afresh with its new controller)."""
     if any(isinstance(sink.connection, Subscribe) for sink in new.sink_exports):
         return False
+    if not old.whole:
+        return False  # an export was dropped: rebuild it all
     since = old.since
     reduced = max(old.description.as_of, since)
     return since <= new.as_of and old.description.compatible_with(new, as_of=reduced)

@@ -6,7 +6,12 @@ the shard holds, as updates by time. The sink can only ever write at or after
 the shard's upper, so every update before the upper is advanced to it, where
 the two halves of the same row at different times meet and cancel. Until
 ``AllowWrites`` the sink is read-only: it keeps the buffer consolidated as the
-upper moves (others may write the shard) but appends nothing. Once writable,
+upper moves (others may write the shard) but appends nothing, and it is
+read-only again from the moment a new connection begins until that
+connection allows its writes (a reconnecting controller replays
+``AllowWrites``; until its reconciliation is done the old definition must not
+write). A read-only sink reports the frontier of what it computed; a writable
+one no further than what its shard holds. Once writable,
 whenever its input is complete past the shard's upper it appends the buffer's
 updates before that point (compare-and-append), then reads them back, which
 cancels them. The counters ``mz_persist_sink_correction_insertions_total``
@@ -80,8 +85,7 @@ class MaterializedViewSink(Operator):
     def step(self) -> None:
         desired = self.queue.take()
         if not self.owner:
-            # Every worker reports the sink's frontier: the shard's upper.
-            self.out.frontier = self.shard.upper
+            self.out.frontier = self._frontier()
             return
         upper, as_of = self.shard.upper, self.times.as_of
         inserted = deleted = 0
@@ -111,7 +115,20 @@ class MaterializedViewSink(Operator):
                 self.shard.append(batch, upper, frontier)
         self.metrics.add(INSERTIONS, inserted)
         self.metrics.add(DELETIONS, deleted)
-        self.out.frontier = self.shard.upper
+        self.out.frontier = self._frontier()
+
+    def _frontier(self) -> int | None:
+        """What the sink reports (every worker alike): what it computed
+        (its input's frontier) while read-only; once writable, also no further
+        than what the shard holds. Never back (a frontier does not regress
+        when the sink becomes writable behind what it computed)."""
+        computed = self.input.frontier
+        if computed is None:
+            return self.out.frontier
+        if self.writable:
+            computed = min(computed, self.shard.upper)
+        previous = self.out.frontier
+        return computed if previous is None else max(previous, computed)
 
     def _add(self, row: Row, time: int, diff: int, inserted: int, deleted: int) -> tuple[int, int]:
         rows = self.correction.setdefault(time, {})

@@ -199,7 +199,7 @@ class ComputeState:
             self._reject(command, reason)
             return
         self.builds += 1
-        if self.role is Role.INTERACTIVE and not description.is_transient:
+        if self.role is Role.INTERACTIVE and not self._runs_here(description):
             assert self.registry is not None, "an interactive worker has a registry"
             views = {
                 export.id: PeerView.bind(
@@ -233,6 +233,15 @@ class ComputeState:
             for export in dataflow.exports.values():
                 if isinstance(export, IndexPart):
                     self._publish(export, Incarnation(export.id, description.as_of))
+
+    def _runs_here(self, description: DataflowDescription) -> bool:
+        """(Interactive runtime.) Whether this runtime renders the dataflow:
+        a query dataflow, or one that imports a collection it renders itself
+        (the multiplexer routes such a dataflow here alone)."""
+        return description.is_transient or any(
+            isinstance(self.collections.get(index.id), IndexPart)
+            for index in description.index_imports
+        )
 
     def _refusal(self, description: DataflowDescription) -> str | None:
         if self.instance is None:
@@ -437,6 +446,15 @@ class ComputeState:
                 # More to read: step again (after a checkpoint: the loop parks
                 # on an event that is set, which still yields).
                 self.wake()
+
+    def new_connection(self) -> None:
+        """A new connection begins: ids may be used again, and every
+        materialized view is read-only until the connection allows its
+        writes (see :mod:`replica._sinks`)."""
+        self.retired.clear()
+        for collection in self.collections.values():
+            if isinstance(collection, SinkPart):
+                collection.allow_writes(False)
 
     def begin_reconcile(self, plan: ReconcilePlan) -> None:
         """The drop phase: forget the old connection's peeks (no response goes

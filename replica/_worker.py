@@ -164,7 +164,7 @@ class Worker:
             )
             # A new connection restarts reconciliation, even an unfinished one.
             self.position, self.nonce, self.buffer = sequenced.position, sequenced.nonce, []
-            self.state.retired.clear()
+            self.state.new_connection()
             inbox.mark(f"reconcile position={sequenced.position}", seq)
         command = sequenced.command
         if self.buffer is None:

@@ -45,6 +45,7 @@ BUNDLED_TWO_RUNTIME = (
     "await_frontier.spec",
     "input_errors.spec",
     "lookup_errors.spec",
+    "reconnect_dataflows.spec",
 )
 
 

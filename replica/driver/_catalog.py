@@ -104,6 +104,7 @@ from ._plans import (
 )
 
 MAX_SYNTHETIC_BYTES = 1 << 28
+MAX_SPEC_SYNTHETIC_BYTES = 1 << 30
 DEFAULT_DATAFLOW_NAME = "headless-create-dataflow"
 
 
@@ -136,6 +137,8 @@ class Catalog:
     deferred: dict[str, DataflowDescription] = attrs.field(factory=dict)
     # Invariant: ids from here up were never allocated by a `count`.
     next_internal: int = U64_MAX // 2
+    # How many bytes of synthetic rows the script writes so far (bounded).
+    synthetic_bytes: int = 0
 
     def payload(self, directive: Directive) -> Payload:
         """The stanza's payload; :class:`InputError` for bad input."""
@@ -179,6 +182,12 @@ class Catalog:
                 directive.line,
                 f"{name}: count x row-bytes is {count * width} bytes, more than the "
                 f"{MAX_SYNTHETIC_BYTES} a write may hold",
+            )
+        self.synthetic_bytes += count * width
+        if self.synthetic_bytes > MAX_SPEC_SYNTHETIC_BYTES:
+            raise InputError(
+                directive.line,
+                f"{name}: the spec's synthetic rows pass {MAX_SPEC_SYNTHETIC_BYTES} bytes in all",
             )
         rows = Synthetic(self._schema(args.get("schema")), start, count, width)
         if name == "write-spread":

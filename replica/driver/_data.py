@@ -121,17 +121,21 @@ SAMPLE_SCHEMA = Schema(
 # Parsing values.
 
 
+_SEPARATORS = frozenset(" \t")
+
+
 def split_values(line: str) -> list[str]:
-    """A body row's values: separated by ASCII spaces (only), a ``"..."``
+    """A body row's values: separated by ASCII spaces and tabs (only: other
+    whitespace, such as a no-break space, is part of a value), a ``"..."``
     group being one value (its quotes kept until :func:`parse_value`).
     Raises :class:`ValueError` for a ``"`` without its closing one."""
     if '"' not in line:
-        return [value for value in line.split(" ") if value]
+        return [value for value in line.replace("\t", " ").split(" ") if value]
     values: list[str] = []
     current: list[str] = []
     quoted = False
     for char in line:
-        if char == " " and not quoted:
+        if char in _SEPARATORS and not quoted:
             if current:
                 values.append("".join(current))
                 current = []

@@ -95,8 +95,10 @@ def _number(text: str) -> Value:
 
 def _columns(text: str) -> Value:
     _check_length(text, MAX_KEY_COLUMNS, "a key has at most {most} columns (this one has {n})")
+    if text[1:-1].strip(" ") == "" and text[:1] == "[" and text[-1:] == "]":
+        return ()  # no key columns, as the real driver reads [] (every row one key)
     if not _COLUMNS.fullmatch(text):
-        raise ValueError("a list is written [0] or [0,1]")
+        raise ValueError("a list is written [], [0] or [0,1]")
     return tuple(whole(part.strip(" "), "a key column") for part in text[1:-1].split(","))
 
 

@@ -128,6 +128,8 @@ class ReferenceModel:
                 shard.upper = upper
             case Reconnect():
                 self.block, self.retired = [], set()
+                for dataflow in self.dataflows:
+                    dataflow.writable.clear()  # read-only until allowed again
                 self.block_scheduled, self.block_writable = set(), set()
             case Hold(runtime):
                 self.held.add(runtime)
@@ -413,6 +415,8 @@ def _gets(plan: Plan) -> Iterable[GlobalId]:
 def _keeps(old: _Dataflow, new: DataflowDescription) -> bool:
     if any(isinstance(sink.connection, Subscribe) for sink in new.sink_exports):
         return False
-    since = min(old.since.values(), default=old.as_of)
+    if len(old.since) != len(old.description.exports):
+        return False  # an export was dropped: rebuild it all
+    since = max(old.since.values(), default=old.as_of)
     reduced = max(old.as_of, since)
     return since <= new.as_of and old.description.compatible_with(new, as_of=reduced)

@@ -35,6 +35,7 @@ LIMITS = f"""\
 limits (beyond them a spec is bad input):
   a spec file is a regular file of at most {MAX_SPEC_BYTES >> 20} MiB
   a write holds at most {ROWS_PER_WRITE:,} rows; a spec writes at most {ROWS_PER_SPEC:,} in all
+  synthetic rows: at most 1 MiB each, 256 MiB a write, 1 GiB a spec
   ids, times and key columns are at most 2^64-1 (u64)
   a key (key=[..]) has at most {MAX_KEY_COLUMNS} columns
   literals=[..] holds at most {MAX_LITERALS:,} values
@@ -101,7 +102,8 @@ def _finish_run(run: _Parser, args: argparse.Namespace) -> None:
     """``--topologies`` excludes the options that choose one topology, and
     ``--rewrite`` (or ``REWRITE=1``, which sets it) takes one topology;
     without ``--topologies``, those options get their defaults."""
-    args.rewrite = args.rewrite or os.environ.get("REWRITE") == "1"
+    # The real driver rewrites whenever REWRITE is set; 0 and empty mean no.
+    args.rewrite = args.rewrite or os.environ.get("REWRITE", "") not in ("", "0")
     chosen = {
         "--workers": args.workers is not None,
         "--processes": args.processes is not None,

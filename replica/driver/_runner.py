@@ -206,8 +206,12 @@ async def _execute(session: _Session, payload: Payload) -> list[str]:
             await controller.connect()
             session.window = []
         case Write():
+            # A persist write takes far longer than a command: the replica
+            # has taken every command sent before it by the time it lands.
+            await trio.testing.wait_all_tasks_blocked()
             return [_write(session.shards.shard(payload.shard), payload)]
         case Advance(shard, upper):
+            await trio.testing.wait_all_tasks_blocked()
             session.shards.shard(shard).advance(upper)
         case AwaitFrontier(id, ts, timeout, allow_timeout):
             with trio.move_on_after(timeout.seconds):

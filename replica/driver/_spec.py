@@ -18,7 +18,8 @@ Limits, all checked before anything runs:
   ids and timestamps are u64);
 - a write holds at most 1,000,000 rows (:data:`ROWS_PER_WRITE`: a ``count``,
   or a ``write-rows`` body), and a spec writes at most 4,000,000 rows in all
-  (:data:`ROWS_PER_SPEC`); a synthetic row's text is at most 1 MiB wide;
+  (:data:`ROWS_PER_SPEC`); a synthetic row's text is at most 1 MiB wide, a
+  synthetic write at most 256 MiB and a spec's synthetic writes 1 GiB in all;
 - ``timeout-secs`` is at most 1,000,000 seconds of virtual time
   (:data:`MAX_TIMEOUT_SECS`).
 """
@@ -194,13 +195,13 @@ class _Parser:
         i = start + 1
         while i < len(self.lines) and self.lines[i] != DIVIDER:
             text = self.lines[i]
-            if text.strip(" ") == "":
-                blank = True
+            if text.strip(" \t") == "":
+                blank = True  # blank (spaces and tabs only): not a body line
             elif blank and not text[0].isspace() and text.split(maxsplit=1)[0] in DIRECTIVES:
                 break
             elif not text.startswith("#"):
                 stripped = text.lstrip(" ")
-                body.append(BodyLine(i + 1, len(text) - len(stripped), stripped.rstrip(" ")))
+                body.append(BodyLine(i + 1, len(text) - len(stripped), stripped.rstrip(" \t")))
             i += 1
         if i >= len(self.lines) or self.lines[i] != DIVIDER:
             raise InputError(start + 1, f"missing {DIVIDER} after directive {name!r}")

@@ -18,6 +18,7 @@ from replica import (
     Frontier,
     Frontiers,
     GlobalId,
+    IndexExport,
     InstanceConfig,
     Peek,
     PeekError,
@@ -25,6 +26,7 @@ from replica import (
     Rows,
     Schedule,
     ShardCatalog,
+    SourceImport,
     plan_reconcile,
 )
 
@@ -237,3 +239,31 @@ def test_an_id_dropped_on_this_connection_is_not_reused() -> None:
     state.retired.clear()  # what a new connection does
     state.apply(again)
     assert set(state.collections) == {U(1001)}
+
+
+def two_indexes(as_of: int = 0) -> DataflowDescription:
+    """One dataflow exporting two indexes of the same shard."""
+    return DataflowDescription(
+        as_of=as_of,
+        source_imports=(SourceImport(1000, "data"),),
+        index_exports=(IndexExport(1001, 1000, (0,)), IndexExport(1002, 1000, (1,))),
+    )
+
+
+def test_a_dataflow_with_one_export_compacted_past_the_new_as_of_is_rebuilt() -> None:
+    # The other export (never compacted) does not make the dataflow
+    # "uncompacted": every export must be.
+    state = running(two_indexes())
+    state.apply(AllowCompaction(1001, Frontier.at(2)))
+    plan = plan_reconcile(state.instance, state.running(), [CreateDataflow(two_indexes(1))])
+    assert plan.retained == frozenset()
+    assert plan.dropped == {U(1001), U(1002)}
+
+
+def test_a_dataflow_with_one_export_dropped_is_rebuilt_whole() -> None:
+    state = running(two_indexes())
+    state.apply(AllowCompaction(1002, Frontier.empty()))
+    plan = plan_reconcile(state.instance, state.running(), [CreateDataflow(two_indexes())])
+    assert plan.retained == frozenset()
+    assert plan.dropped == {U(1001)}
+    assert plan.rest == (CreateDataflow(two_indexes()),)

@@ -200,13 +200,15 @@ def test_the_first_problem_reading_left_to_right_is_the_one_reported() -> None:
         parse_value("1x99999999999999999999", BIGINT)
 
 
-def test_row_values_split_on_ascii_spaces_and_a_quoted_group_is_one_value() -> None:
+def test_row_values_split_on_ascii_spaces_and_tabs_and_a_quoted_group_is_one_value() -> None:
     assert split_values(' 1  "a b"\u00a0c\td "" x"y z" ') == [
         "1",
-        '"a b"\u00a0c\td',
+        '"a b"\u00a0c',
+        "d",
         '""',
         'x"y z"',
     ]
+    assert split_values("1\ta") == ["1", "a"]
 
 
 def test_an_unterminated_quote_in_a_row_is_refused() -> None:

@@ -374,7 +374,6 @@ def test_configuration_rows_and_header_keys_become_parameters_in_order() -> None
             "  build id=2\n    Project (#0)\n    \tGet u1000\n",
             "4: create-dataflow: indent with spaces only",
         ),
-        ("  \t\n", "2: create-dataflow: indent with spaces only"),
     ],
 )
 def test_a_malformed_dataflow_is_refused_naming_file_and_line(body: str, message: str) -> None:

@@ -33,7 +33,7 @@ GOOD = "create-instance\n----\nok\n"
         ),
         (
             "define-index source=1 index=2 shard=s key=0 as-of=0\n----\nok\n",
-            "1: define-index: bad value '0' for 'key': a list is written [0] or [0,1]",
+            "1: define-index: bad value '0' for 'key': a list is written [], [0] or [0,1]",
         ),
         ("schedule id\n----\nok\n", "1: schedule: malformed argument 'id' (want key=value)"),
         ("schedule id=1 id=2\n----\nok\n", "1: schedule: key 'id' given twice"),
@@ -48,8 +48,8 @@ GOOD = "create-instance\n----\nok\n"
         ("settle\n  1 2\n----\nok\n", "2: directive 'settle' takes no body"),
         (GOOD + "\n  indented\n----\n", "5: a directive starts in the first column"),
         (
-            "define-index source=1 index=2 shard=s key=[] as-of=0\n----\nok\n",
-            "1: define-index: bad value '[]' for 'key': a list is written [0] or [0,1]",
+            "define-index source=1 index=2 shard=s key=[x] as-of=0\n----\nok\n",
+            "1: define-index: bad value '[x]' for 'key': a list is written [], [0] or [0,1]",
         ),
     ],
 )
