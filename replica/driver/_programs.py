@@ -2,7 +2,8 @@
 
 A program is a list of directives: writes, index definitions (the same or
 another as_of and key), query dataflows (a transient count over an index),
-re-exports of an index, materialized views of a shard, reconnects that
+re-exports of an index, materialized views of a shard, dataflows of two
+indexes (one compacted or dropped on its own, then replayed), reconnects that
 replay, change or leave out indexes,
 connections abandoned mid-reconciliation, holds and releases of either
 runtime around a reconnect (with compactions, drops and creates in flight on
@@ -152,6 +153,39 @@ def generate(choose: Chooser, max_steps: int = 10) -> Program:
         ts = max(uppers[shard] - 1, defined[id][1])
         out.append(f"peek id={3000 + n} ts={ts} timeout-secs={READ_TIMEOUT}")
 
+    def pair() -> None:
+        """A dataflow of two indexes of one shard; one may be compacted past
+        what a replay asks for, or dropped on its own, before a read."""
+        shard = choose.choice(SHARDS)
+        source = 1000 if shard == SHARDS[0] else 2000
+        n = fresh()
+        as_of = choose.integer(0, 1)
+        text = (
+            f"create-dataflow name=pair{n} as-of={as_of}\n"
+            f"  import source={source} shard={shard} upper={uppers[shard]}\n"
+            f"  export index={8000 + 2 * n} on={source} key=[0]\n"
+            f"  export index={8001 + 2 * n} on={source} key=[1]"
+        )
+        out.extend([text, f"schedule id={8000 + 2 * n}"])
+        if choose.boolean():
+            out.append(f"allow-compaction id={8000 + 2 * n} since={as_of + choose.integer(0, 2)}")
+        if choose.boolean():
+            # A reconnect that replays the pair (maybe at a later as_of).
+            out.extend(["reconnect", "create-instance"])
+            out.append(text.replace(f"as-of={as_of}", f"as-of={as_of + choose.integer(0, 1)}"))
+            out.append(f"schedule id={8000 + 2 * n}")
+            for id in sorted(defined):
+                out.append(
+                    f"define-index source={id - 1} index={id} shard={SHARD_OF[id]} "
+                    f"key={defined[id][0]} as-of={defined[id][1]}"
+                )
+                out.append(f"schedule id={id}")
+            out.extend(["initialization-complete", "settle"])
+        ts = max(uppers[shard] - 1, as_of + 1)
+        out.append(
+            f"peek id={choose.choice([8000, 8001]) + 2 * n} ts={ts} timeout-secs={READ_TIMEOUT}"
+        )
+
     def sink() -> None:
         """A materialized view of a shard, made writable and read once."""
         shard = choose.choice(SHARDS)
@@ -256,6 +290,7 @@ def generate(choose: Chooser, max_steps: int = 10) -> Program:
                 "query",
                 "reexport",
                 "sink",
+                "pair",
             ]
         )
         if step == "write":
@@ -285,5 +320,7 @@ def generate(choose: Chooser, max_steps: int = 10) -> Program:
             reexport()
         elif step == "sink":
             sink()
+        elif step == "pair":
+            pair()
     read()
     return Program(tuple(out))

@@ -140,7 +140,7 @@ def test_without_alignment_simulate_finds_it_and_each_replay_passes_with_alignme
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "failures"
-    assert main(["simulate", "--programs", "100", "--seed", "2", "--no-align", "--out", str(out)])
+    assert main(["simulate", "--programs", "100", "--seed", "7", "--no-align", "--out", str(out)])
     replays = re.findall(r"replay: trio-reconcile (run .*)$", capsys.readouterr().out, re.M)
     assert replays, "simulate found programs that fail without alignment"
     for replay in replays:
