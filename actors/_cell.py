@@ -12,7 +12,7 @@ import collections
 import enum
 import logging
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 import attrs
@@ -25,6 +25,7 @@ from ._reply import Reply
 from ._trace import EventKind, TraceEvent
 
 if TYPE_CHECKING:
+    from ._timers import Timekeeper, _Timer
     from ._trace import Tracer
 
 logger = logging.getLogger("actors")
@@ -72,6 +73,18 @@ class _Ask:
     envelope: Envelope[object]
     reply: Reply[Any]
     taken: bool = False
+    # Its deadline is in the system's timer heap and still wanted.
+    scheduled: bool = False
+
+    def due(self, timekeeper: Timekeeper, when: float) -> None:
+        """Its deadline came: the asker stops waiting (see :mod:`._timers`)."""
+        self.scheduled = False
+        self.reply._expire()
+
+    def orphaned(self) -> None:
+        """The timer task ended before the deadline: the asker keeps it itself."""
+        self.scheduled = False
+        self.reply._orphan()
 
 
 @attrs.define(eq=False)
@@ -89,8 +102,14 @@ class _Links:
     # Called with the exit reason when the actor ends for good (the registry's
     # entries and subscriptions leave this way).
     on_end: list[Callable[[ExitReason], None]] = attrs.field(factory=list)
-    # Tasks in ref.stop() or ref.kill(), woken when an incarnation ends.
+    # Tasks in ref.stop(), ref.kill() or ref.wait_stopped(), woken when an
+    # incarnation ends.
     incarnation_ended: trio.lowlevel.ParkingLot | None = None
+    # The current incarnation's timers, by key (see ._timers).
+    timers: dict[Hashable, _Timer] | None = None
+    # The messages of timers posted and not yet taken, by stamp: a message
+    # whose timer was cancelled since is discarded as it is taken.
+    timed: dict[int, _Timer] | None = None
 
 
 @attrs.define(eq=False)
@@ -105,6 +124,8 @@ class _Cell(Generic[M]):
     # The token of the Trio run the actor lives in: synchronous entry points
     # refuse every other thread.
     token: trio.lowlevel.TrioToken
+    # The system's timer task: timers and the deadlines of asks.
+    timekeeper: Timekeeper
     # Invariant: every direct envelope's seq is below next_seq, and the stamps
     # the mailbox accepts are strictly increasing (a sender cancelled while it
     # waited for room leaves a gap: its message was never accepted).
@@ -112,12 +133,11 @@ class _Cell(Generic[M]):
     # Envelopes taken, from the channel and from the system queue.
     delivered: int = 0
     # Asks whose asker still waits, by the stamp of their message (the asker
-    # removes its own when it returns).
-    pending: dict[int, _Ask] = attrs.field(factory=dict)
+    # removes its own when it returns). None until the first ask.
+    pending: dict[int, _Ask] | None = None
     restarts: int = 0
     state: ActorState = ActorState.RUNNING
     receive_budget: int = RECEIVE_BATCH
-    stopped: trio.Event = attrs.field(factory=trio.Event)
     # The current incarnation's scope (kill cancels it), or between
     # incarnations the scope of the wait for the next one (a back-off).
     scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
@@ -130,7 +150,7 @@ class _Cell(Generic[M]):
     final: bool = False
     # The stamp of the envelope the current incarnation took last.
     handling: int | None = None
-    # Set once, when the actor ended for good.
+    # Set once, when the actor ended for good (state STOPPED).
     exit_reason: ExitReason | None = None
     # Framework messages (Down, Listing) that found the mailbox full, each with
     # the number of envelopes that must be taken before it (what the mailbox
@@ -139,11 +159,14 @@ class _Cell(Generic[M]):
     links: _Links | None = None
 
     @classmethod
-    def open(cls, address: Address, capacity: float, tracer: Tracer | None) -> _Cell[M]:
+    def open(
+        cls, address: Address, capacity: float, tracer: Tracer | None, timekeeper: Timekeeper
+    ) -> _Cell[M]:
         if not (capacity == math.inf or (isinstance(capacity, int) and capacity >= 0)):
             raise ValueError(f"capacity must be a whole number >= 0 or math.inf, not {capacity!r}")
         send, receive = trio.open_memory_channel[Envelope[M]](capacity)
-        return cls(address, send, receive, capacity, tracer, trio.lowlevel.current_trio_token())
+        token = trio.lowlevel.current_trio_token()
+        return cls(address, send, receive, capacity, tracer, token, timekeeper)
 
     def linked(self) -> _Links:
         links = self.links
@@ -176,15 +199,15 @@ class _Cell(Generic[M]):
         except (trio.ClosedResourceError, trio.BrokenResourceError):
             raise self.stopped_error() from None
 
-    def post(self, message: object) -> None:
-        """Deliver a framework message (``Down``, ``Listing``) now, whatever the
-        mailbox holds: into the mailbox if it has room, else into the system
-        queue, from which the inbox takes it once it has taken everything the
-        mailbox accepted before it. So it neither waits nor overtakes. Stamped
-        from the mailbox's count, sender ``None``. Nothing happens once the
-        actor stopped."""
+    def post(self, message: object) -> Envelope[M] | None:
+        """Deliver a framework message (``Down``, ``Listing``, a timer's) now,
+        whatever the mailbox holds: into the mailbox if it has room, else into
+        the system queue, from which the inbox takes it once it has taken
+        everything the mailbox accepted before it. So it neither waits nor
+        overtakes. Stamped from the mailbox's count, sender ``None``; returns
+        the envelope. Nothing happens (None) once the actor stopped."""
         if self.state is ActorState.STOPPED:
-            return
+            return None
         envelope = cast("Envelope[M]", Envelope(message, self.next_seq, None))
         self.next_seq += 1
         queue = self.system_queue
@@ -194,11 +217,12 @@ class _Cell(Generic[M]):
             except (trio.WouldBlock, trio.ClosedResourceError, trio.BrokenResourceError):
                 pass
             else:
-                return
+                return envelope
             if queue is None:
                 queue = self.system_queue = collections.deque()
         ahead = self.send_channel.statistics().current_buffer_used + len(queue)
         queue.append((self.delivered + ahead, envelope))
+        return envelope
 
     def take_system(self, closed: bool) -> Envelope[M] | None:
         """The system queue's first envelope if its turn came (or the mailbox is
@@ -262,12 +286,21 @@ class _Cell(Generic[M]):
             links.incarnation_ended = trio.lowlevel.ParkingLot()
         await links.incarnation_ended.park()
 
+    async def wait_ended(self) -> ExitReason:
+        """Wait until the actor ended for good (through its restarts), and
+        return why. A checkpoint; if cancelled, nothing changes."""
+        await self.wait_incarnation_end()
+        while self.exit_reason is None:
+            await self.wait_incarnation_end()
+        return self.exit_reason
+
     def fail_taken_asks(self, failure: Exception | None) -> None:
         """The behaviour failed with ``failure``, or was cancelled (``None``):
         the asks it took and did not answer get no answer from it, even where
         it handed their replies on."""
         name = self.address.name
-        for seq in [seq for seq, ask in self.pending.items() if ask.taken and not ask.reply.done]:
+        pending = self.pending or {}
+        for seq in [seq for seq, ask in pending.items() if ask.taken and not ask.reply.done]:
             error: ActorError
             if failure is None:
                 error = ActorStoppedError(
@@ -276,12 +309,13 @@ class _Cell(Generic[M]):
             else:
                 error = ActorFailedError(f"actor {name!r} failed before replying to message {seq}")
                 error.__cause__ = failure
-            self.pending.pop(seq).reply._withdraw(error)
+            pending.pop(seq).reply._withdraw(error)
 
     def end_incarnation(self, reason: ExitReason) -> None:
         """The running behaviour call ended for ``reason``: fail the asks it
-        took if it failed or was cancelled, drop the monitors it made, wake
-        whoever waits for the end of this incarnation."""
+        took if it failed or was cancelled, drop the monitors it made and
+        cancel its timers, wake whoever waits for the end of this
+        incarnation."""
         self.running = False
         if isinstance(reason, Failed):
             self.fail_taken_asks(reason.error)
@@ -293,6 +327,10 @@ class _Cell(Generic[M]):
                 assert target.links is not None, "a watched actor has links"
                 del target.links.watchers[monitor]
             links.watching.clear()
+            if links.timers:
+                for timer in links.timers.values():
+                    timer.cancel()
+                links.timers.clear()
             if links.incarnation_ended is not None:
                 links.incarnation_ended.unpark_all()
 
@@ -322,16 +360,17 @@ class _Cell(Generic[M]):
             )
         self.receive_channel.close()
         name = self.address.name
-        for seq in [seq for seq, ask in self.pending.items() if not (ask.taken or ask.reply.done)]:
-            self.pending.pop(seq).reply._withdraw(
+        pending = self.pending or {}
+        for seq in [seq for seq, ask in pending.items() if not (ask.taken or ask.reply.done)]:
+            pending.pop(seq).reply._withdraw(
                 ActorStoppedError(f"actor {name!r} stopped before taking message {seq}")
             )
         self.state = ActorState.STOPPED
         self.exit_reason = reason
         self.record(EventKind.STOPPED, detail=type(reason).__name__.lower())
-        self.stopped.set()
         links = self.links
         if links is not None:
+            links.timed = None
             for monitor, watcher in links.watchers.items():
                 assert watcher.links is not None, "a watcher has links"
                 del watcher.links.watching[monitor]
@@ -358,4 +397,4 @@ async def stop_last_first(entries: dict[Any, T], cell_of: Callable[[T], _Cell[An
         cell = cell_of(next(reversed(entries.values())))
         cell.stop_requested = True
         cell.close_mailbox()
-        await cell.stopped.wait()
+        await cell.wait_ended()

@@ -88,6 +88,8 @@ def _waits() -> Iterator[tuple[str, bool]]:
         frames = [frame for frame, _ in task.iter_await_frames()]
         if not frames or _module(frames[0]).startswith("trio._core."):
             continue  # trio's own tasks (the run's init, its entry queue)
+        if frames[0].f_code.co_qualname == "Timekeeper._run":
+            continue  # a system's timer task, idle: nothing is scheduled
         outside = any(_module(frame).startswith(_OUTSIDE_WAITS) for frame in frames)
         yield f"{_who(task, frames[0])} {_what(frames)}", outside
 
@@ -123,7 +125,7 @@ def _described(frame: types.FrameType) -> str | None:
         return None
     where = frame.f_code.co_qualname
     local = frame.f_locals
-    if where in ("Inbox.receive", "Inbox._receive_system"):
+    if where in ("Inbox.__anext__", "Inbox.receive", "Inbox._receive_system"):
         return "waits for a message"
     if where == "Reply._wait":
         reply = local["self"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Generic, TypeVar, cast, final
+from typing import Any, Generic, TypeVar, TypeVarTuple, final
 
 import trio
 
@@ -13,11 +13,45 @@ from ._cell import ActorState, ActorStatistics, _Ask, _Cell
 from ._envelope import Address, Envelope, current_address
 from ._errors import ActorError, AskTimeoutError
 from ._monitors import ExitReason
-from ._reply import Reply
+from ._reply import Reply, _Expired, _Orphaned
 from ._util import NoPublicConstructor, foreign_thread_error, in_trio_thread
 
 M_contra = TypeVar("M_contra", contravariant=True)
 R = TypeVar("R")
+Ts = TypeVarTuple("Ts")
+
+
+def _timeout_error(cell: _Cell[Any], timeout: float, *, accepted: bool) -> AskTimeoutError:
+    name = cell.address.name
+    if accepted:
+        return AskTimeoutError(f"ask of actor {name!r} got no reply within {timeout:g}s")
+    return AskTimeoutError(
+        f"ask of actor {name!r} timed out after {timeout:g}s "
+        "before its mailbox accepted the message; the message was not sent"
+    )
+
+
+async def _put_before(
+    cell: _Cell[M_contra],
+    envelope: Envelope[M_contra],
+    deadline: float,
+    timeout: float,  # noqa: ASYNC109 (only named in the error; the deadline bounds the wait)
+) -> None:
+    """Put ``envelope`` in a full mailbox before ``deadline``, or raise the
+    ask's timeout (the message was not sent): the one wait of an ask that
+    takes a cancel scope."""
+    with trio.move_on_at(deadline):
+        await cell.put(envelope)
+        return
+    raise _timeout_error(cell, timeout, accepted=False)
+
+
+async def _reply_before(reply: Reply[R], deadline: float) -> R | _Expired:
+    """Wait for ``reply`` until ``deadline`` in a cancel scope: once the
+    system's timekeeper ended, the asker keeps its deadline itself."""
+    with trio.move_on_at(deadline):
+        return await reply._wait()
+    return _Expired()
 
 
 def _seconds(timeout: float) -> float:
@@ -112,15 +146,20 @@ class ActorRef(Generic[M_contra], metaclass=NoPublicConstructor):
 
     async def ask(
         self,
-        build: Callable[[Reply[R]], M_contra],
-        *,
+        build: Callable[[*Ts, Reply[R]], M_contra],
+        /,
+        *args: *Ts,
         timeout: float | None = None,  # noqa: ASYNC109 (its error names the actor)
     ) -> R:
-        """Send ``build(reply)`` and wait for the actor to complete ``reply``.
+        """Send ``build(*args, reply)`` and wait for the actor to complete
+        ``reply``; return what it sends.
 
-        ``build`` makes the message from the reply handle, so the reply's type
-        is checked against the message's: ``await ref.ask(GetCount, timeout=1)``
-        where ``GetCount`` holds a ``Reply[int]`` returns an ``int``.
+        ``build`` is usually the message class, with its reply field last:
+        ``await ref.ask(Get, "key", timeout=1)`` sends ``Get("key", reply)``
+        and, ``Get``'s ``reply`` being a ``Reply[int]``, returns an ``int``.
+        mypy checks ``args`` against ``build``'s parameters and the message
+        against what the actor accepts. Any callable taking the reply last
+        will do (``functools.partial(Get, key)``, a function).
 
         ``timeout`` bounds the whole ask, the wait for room in a full mailbox
         and the wait for the reply: after ``timeout`` seconds it raises
@@ -130,7 +169,9 @@ class ActorRef(Generic[M_contra], metaclass=NoPublicConstructor):
         passed, so nothing is sent and the ask times out at once (as
         ``trio.fail_after(0)`` would; ``-0.0`` is ``0``). A negative or NaN
         timeout, or one too large for a float (``10**400``), raises
-        :class:`ValueError` before anything is sent.
+        :class:`ValueError` before anything is sent. The deadline of the wait
+        for the reply is kept by the system's timer task, not by a cancel
+        scope: an ask with a timeout costs what one without does.
 
         A checkpoint. Raises :class:`~actors.ActorStoppedError` if the actor
         stops before taking the message, or is cancelled while holding it;
@@ -149,39 +190,65 @@ class ActorRef(Generic[M_contra], metaclass=NoPublicConstructor):
             raise foreign_thread_error(
                 f"ask of actor {cell.address.name!r}", "trio.from_thread.run(ref.ask, build)"
             )
+        deadline = math.inf
         if timeout is not None:
-            timeout = _seconds(timeout)
+            if type(timeout) is not float or not timeout > 0.0:  # else: valid, no call
+                timeout = _seconds(timeout)
+            now = trio.current_time()
+            deadline = now + timeout
+            if deadline <= now:
+                # A deadline already passed (timeout 0) sends nothing.
+                await trio.lowlevel.checkpoint()
+                raise _timeout_error(cell, timeout, accepted=False)
         await trio.lowlevel.checkpoint_if_cancelled()
         seq = cell.next_seq
-        reply = cast("Reply[R]", Reply._create(cell.address.name, seq, cell.tracer, cell.token))
-        envelope = Envelope(build(reply), seq, current_address.get())
+        # Reply._create without its extra call (the hot path of every ask).
+        reply: Reply[R] = type.__call__(Reply, cell.address.name, seq, cell.tracer, cell.token)
+        envelope = Envelope(build(*args, reply), seq, current_address.get())
         cell.next_seq = seq + 1
-        cell.pending[seq] = _Ask(envelope, reply)
-        accepted = False
+        ask = _Ask(envelope, reply)
+        pending = cell.pending
+        if pending is None:
+            pending = cell.pending = {}
+        pending[seq] = ask
         try:
-            # One schedule point per ask when the mailbox has room: the wait for
-            # the reply. Only a full mailbox adds a wait for room.
-            if timeout is None or timeout == math.inf:
-                # No deadline, no cancel scope: one would double the cost of an ask.
-                await cell.put(envelope)
+            # One schedule point per ask when the mailbox has room: the wait
+            # for the reply. Only a full mailbox adds a wait for room.
+            if deadline == math.inf:
+                try:
+                    cell.send_channel.send_nowait(envelope)
+                except trio.WouldBlock:
+                    await cell.put(envelope)
+                except (trio.ClosedResourceError, trio.BrokenResourceError):
+                    raise cell.stopped_error() from None
                 return await reply._wait()
-            with trio.move_on_after(timeout):
-                # A deadline already passed (timeout 0) sends nothing.
-                await trio.lowlevel.checkpoint_if_cancelled()
-                await cell.put(envelope)
-                accepted = True
-                return await reply._wait()
+            assert timeout is not None
+            # With a deadline: no cancel scope unless the mailbox is full; the
+            # wait for the reply ends at the deadline by the system's timer
+            # task, which wakes the asker with _Expired.
+            try:
+                cell.send_channel.send_nowait(envelope)
+            except trio.WouldBlock:
+                await _put_before(cell, envelope, deadline, timeout)
+            except (trio.ClosedResourceError, trio.BrokenResourceError):
+                raise cell.stopped_error() from None
+            timekeeper = cell.timekeeper
+            if timekeeper.schedule(deadline, ask):
+                try:
+                    return await reply._wait()
+                except _Expired:
+                    raise _timeout_error(cell, timeout, accepted=True) from None
+                except _Orphaned:
+                    pass  # the system ended: the deadline is kept here
+                finally:
+                    if ask.scheduled:
+                        timekeeper.discard(ask)
+            result = await _reply_before(reply, deadline)
+            if isinstance(result, _Expired):
+                raise _timeout_error(cell, timeout, accepted=True)
+            return result
         finally:
-            cell.pending.pop(seq, None)
-        # Here only when the deadline cancelled the ask.
-        if accepted:
-            raise AskTimeoutError(
-                f"ask of actor {cell.address.name!r} got no reply within {timeout:g}s"
-            )
-        raise AskTimeoutError(
-            f"ask of actor {cell.address.name!r} timed out after {timeout:g}s "
-            "before its mailbox accepted the message; the message was not sent"
-        )
+            pending.pop(seq, None)
 
     async def stop(self) -> None:
         """Stop the actor gracefully: it accepts nothing more, delivers what it
@@ -254,9 +321,7 @@ class ActorRef(Generic[M_contra], metaclass=NoPublicConstructor):
                 f"wait_stopped of actor {cell.address.name!r}",
                 "trio.from_thread.run(ref.wait_stopped)",
             )
-        await cell.stopped.wait()
-        assert cell.exit_reason is not None, "a stopped actor has its exit reason"
-        return cell.exit_reason
+        return await cell.wait_ended()
 
     def statistics(self) -> ActorStatistics:
         cell = self._cell
@@ -268,5 +333,5 @@ class ActorRef(Generic[M_contra], metaclass=NoPublicConstructor):
             capacity=cell.capacity,
             delivered=cell.delivered,
             restarts=cell.restarts,
-            pending_asks=len(cell.pending),
+            pending_asks=len(cell.pending or ()),
         )

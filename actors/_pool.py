@@ -155,13 +155,15 @@ class Pool(Generic[M_contra], metaclass=NoPublicConstructor):
 
     async def ask(
         self,
-        build: Callable[[Reply[R]], M_contra],
-        *,
+        build: Callable[[*Ts, Reply[R]], M_contra],
+        /,
+        *args: *Ts,
         timeout: float | None = None,  # noqa: ASYNC109 (as ActorRef.ask)
     ) -> R:
-        """Ask the member routing picks (see :meth:`ActorRef.ask`)."""
+        """Ask the member routing picks: send it ``build(*args, reply)`` (see
+        :meth:`ActorRef.ask`)."""
         member = self._route("ask", "trio.from_thread.run(pool.ask, build)")
-        return await member.ask(build, timeout=timeout)
+        return await member.ask(build, *args, timeout=timeout)
 
     async def stop(self) -> None:
         """Stop the pool: its members stop gracefully, last first, each

@@ -22,6 +22,15 @@ logger = logging.getLogger("actors")
 R = TypeVar("R")
 
 
+class _Expired(Exception):
+    """Raised in an asker by the system's timekeeper: its deadline came."""
+
+
+class _Orphaned(Exception):
+    """Raised in an asker by the system's timekeeper: it ended before the
+    ask's deadline, so the asker keeps the deadline itself."""
+
+
 class _Completion(enum.Enum):
     """How a reply was completed."""
 
@@ -102,6 +111,14 @@ class Reply(Generic[R], metaclass=NoPublicConstructor):
             raise foreign_thread_error(
                 f"send on {self._name}", "trio.from_thread.run_sync(reply.send, value)"
             )
+        if self._completion is None:  # the usual case, in line: one call fewer per ask
+            result = self._result = outcome.Value(value)
+            self._completion = _Completion.SENT
+            waiter = self._waiter
+            if waiter is not None:
+                self._waiter = None
+                trio.lowlevel.reschedule(waiter, result)
+            return True
         return self._complete(outcome.Value(value), _Completion.SENT)
 
     def fail(self, error: BaseException) -> bool:
@@ -118,6 +135,21 @@ class Reply(Generic[R], metaclass=NoPublicConstructor):
         """Fail the reply for the framework: its actor will never answer."""
         assert self._completion is None, "only a pending reply is withdrawn"
         self._settle(outcome.Error(error), _Completion.WITHDRAWN)
+
+    def _expire(self) -> None:
+        """The ask's deadline came: the asker stops waiting (with
+        :class:`_Expired`), if it still waits."""
+        self._interrupt(_Expired())
+
+    def _orphan(self) -> None:
+        """The timekeeper ended: the asker keeps its deadline itself."""
+        self._interrupt(_Orphaned())
+
+    def _interrupt(self, error: Exception) -> None:
+        waiter = self._waiter
+        if waiter is not None:
+            self._waiter = None
+            trio.lowlevel.reschedule(waiter, outcome.Error(error))
 
     def _complete(self, result: outcome.Outcome[R], completion: _Completion) -> bool:
         if self._completion is _Completion.WITHDRAWN:

@@ -224,10 +224,10 @@ class Supervisor(metaclass=NoPublicConstructor):
                 child.waiting.cancel()
         if timeout is not None:
             with trio.move_on_after(timeout):
-                await cell.stopped.wait()
+                await cell.wait_ended()
             if cell.running:
                 cell.scope.cancel()
-        await cell.stopped.wait()
+        await cell.wait_ended()
 
     def _adopt(self, child: _Child) -> None:
         """``child`` is about to call its behaviour for the first time."""

@@ -22,6 +22,7 @@ from ._registry import Listing, ServiceKey, _Registry
 from ._sequencer import Sequencer
 from ._strategy import Escalate, OneForOne, Strategy
 from ._supervision import Supervisor, _Child, open_supervisor
+from ._timers import Timekeeper
 from ._trace import EventKind, Tracer
 from ._util import NoPublicConstructor, foreign_thread_error, in_trio_thread
 
@@ -47,6 +48,8 @@ class ActorSystem(metaclass=NoPublicConstructor):
         # Every live actor of the system, by name, in spawn order.
         self._live: dict[str, _Cell[Any]] = {}
         self._registry: _Registry | None = None
+        # The system's one timer task (started with the first deadline).
+        self._timekeeper = Timekeeper(nursery)
 
     def __repr__(self) -> str:
         return f"<ActorSystem seed={self.seed} actors={len(self._live)}>"
@@ -103,11 +106,18 @@ class ActorSystem(metaclass=NoPublicConstructor):
             name = f"{getattr(behaviour, '__name__', 'actor')}-{uid}"
         if name in self._live:
             raise ActorNameError(f"an actor named {name!r} is already running")
-        cell: _Cell[M] = _Cell.open(Address(name, uid), capacity, self.tracer)
+        cell: _Cell[M] = _Cell.open(Address(name, uid), capacity, self.tracer, self._timekeeper)
         self._live[name] = cell
         try:
+            # The task is named as the actor (the name is already held: trio
+            # would otherwise make a string for each task).
             ref: ActorRef[M] = await nursery.start(
-                self._run_actor, cell, behaviour, args, None if child is None else child(cell)
+                self._run_actor,
+                cell,
+                behaviour,
+                args,
+                None if child is None else child(cell),
+                name=name,
             )
         except BaseException:
             self._live.pop(name, None)
@@ -151,6 +161,10 @@ class ActorSystem(metaclass=NoPublicConstructor):
                         child.supervisor._started(child)
                     else:
                         task_status.started(cast("ActorRef[M]", ActorRef._create(cell)))
+                        # Held by this frame, it would keep trio's start-up
+                        # nursery (its cancel status and sets) alive for the
+                        # actor's whole life: over a kilobyte an idle actor.
+                        del task_status
                         cell.record(EventKind.SPAWNED)
                         if child is not None:
                             child.supervisor._adopt(child)
@@ -377,6 +391,9 @@ async def open_system(
         seed = current_seed()
     async with trio.open_nursery() as nursery:
         system = ActorSystem._create(nursery, seed, tracer)
-        yield system
-        if not nursery.cancel_scope.cancel_called:
-            await system._stop_all()
+        try:
+            yield system
+            if not nursery.cancel_scope.cancel_called:
+                await system._stop_all()
+        finally:
+            system._timekeeper.close()

@@ -1,10 +1,17 @@
-"""Small helpers shared by the package's modules."""
+"""Small helpers shared by the package's modules.
+
+Two of them read Trio internals, for speed on every message: the run's
+``GLOBAL_RUN_CONTEXT.runner`` (its ``trio_token``) and a memory channel's
+``_state.data`` and ``_state.send_tasks``. Both are pinned, with the trio
+range in ``pyproject.toml``, by ``tests/actors/test_trio_internals.py``.
+"""
 
 from __future__ import annotations
 
 from typing import Any, NoReturn, TypeVar
 
 import trio
+from trio._core._run import GLOBAL_RUN_CONTEXT
 
 T = TypeVar("T")
 
@@ -26,11 +33,23 @@ class NoPublicConstructor(type):
 def in_trio_thread(token: trio.lowlevel.TrioToken) -> bool:
     """Whether the caller runs in the Trio run of ``token``: how an entry
     point checks its thread before it touches anything (cheaply: the message
-    of :func:`foreign_thread_error` is built only when this is false)."""
+    of :func:`foreign_thread_error` is built only when this is false).
+
+    ``trio.lowlevel.current_trio_token() is token``, without its two calls:
+    the run's runner, found in a thread-local, holds its token once anyone
+    asked for it, as the system did before it made ``token``."""
     try:
-        return trio.lowlevel.current_trio_token() is token
-    except RuntimeError:
+        return GLOBAL_RUN_CONTEXT.runner.trio_token is token
+    except AttributeError:  # no run in this thread
         return False
+
+
+def has_queued(channel: trio.MemoryReceiveChannel[Any]) -> bool:
+    """Whether ``channel.receive_nowait()`` would return a value now (a
+    buffered one, or a waiting sender's), without the cost of its
+    ``trio.WouldBlock`` when it would not."""
+    state = channel._state
+    return bool(state.data or state.send_tasks)
 
 
 def foreign_thread_error(call: str, instead: str) -> RuntimeError:

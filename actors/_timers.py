@@ -1,0 +1,360 @@
+"""Timers: messages an actor sends itself later, or every so often, under a
+key (Akka's ``TimerScheduler``; OTP's ``erlang:send_after`` and
+``timer:send_interval``); and the :class:`Timekeeper`, the one task per
+system that keeps every deadline, timers' and asks'.
+
+The timekeeper holds a heap of ``(deadline, order, item)`` and sleeps until
+the earliest; no task per timer, none per actor. An item that is no longer
+wanted (a cancelled timer, an ask answered in time) stays in the heap, marked
+``scheduled = False``, until its deadline pops it, or until the dead ones
+outnumber the live ones and the heap is rebuilt without them. A due timer's
+message goes through :meth:`_Cell.post <actors._cell._Cell.post>`: it never
+waits for room, and never overtakes what the mailbox accepted before it.
+
+A timer belongs to the incarnation that set it, as a monitor does: a restart
+or the end of the actor cancels it, and a closed mailbox makes it end without
+a message. A message of a timer cancelled (or replaced) after it was posted is
+discarded when the inbox takes it, so it is never received.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+from collections.abc import Hashable
+from typing import Any, Generic, Protocol, TypeVar, final
+
+import trio
+
+from ._cell import ActorState, _Cell, _Links
+from ._envelope import Envelope, current_address
+from ._util import NoPublicConstructor, foreign_thread_error, in_trio_thread
+
+M = TypeVar("M")
+
+_COMPACT_AT = 64
+"""The heap is rebuilt once it holds more dead items than this, and more dead
+than live ones: so it never holds more than about twice what is wanted."""
+
+
+class _Item(Protocol):
+    # True while its entry is in the heap and still wanted.
+    scheduled: bool
+
+    def due(self, timekeeper: Timekeeper, when: float) -> None:
+        """Its deadline ``when`` came (``scheduled`` is still True)."""
+
+    def orphaned(self) -> None:
+        """The timekeeper ended before its deadline came."""
+
+
+@final
+class Timekeeper:
+    """A system's timer task and its heap of deadlines. The task starts with
+    the first deadline and ends with the system (:meth:`close`)."""
+
+    def __init__(self, nursery: trio.Nursery) -> None:
+        self._nursery = nursery
+        # Invariant: a heap; each item with scheduled=True is in it exactly once.
+        self._heap: list[tuple[float, int, _Item]] = []
+        self._order = itertools.count()
+        # Items in the heap with scheduled=False.
+        self._dead = 0
+        self._started = False
+        self._closed = False
+        self._scope = trio.CancelScope()
+        # The scope of the task's sleep until the earliest deadline, and that
+        # deadline (its property is slower to read); None while the task is
+        # not sleeping.
+        self._sleep: trio.CancelScope | None = None
+        self._wake_at = math.inf
+
+    def __repr__(self) -> str:
+        return f"<Timekeeper of {len(self._heap) - self._dead} deadlines>"
+
+    def schedule(self, when: float, item: _Item) -> bool:
+        """Call ``item.due`` at ``when`` (Trio time) unless ``item.scheduled``
+        is False by then; False, and nothing scheduled, once the timekeeper
+        ended (the caller keeps its deadline itself)."""
+        if self._closed:
+            return False
+        heapq.heappush(self._heap, (when, next(self._order), item))
+        item.scheduled = True
+        sleep = self._sleep
+        if sleep is not None:
+            if when < self._wake_at:
+                sleep.deadline = self._wake_at = when
+        elif not self._started:
+            self._started = True
+            self._nursery.start_soon(self._run, name="actors.timekeeper")
+        return True
+
+    def discard(self, item: _Item) -> None:
+        """``item`` (scheduled) is no longer wanted."""
+        item.scheduled = False
+        heap = self._heap
+        if heap and heap[0][2] is item:
+            # The earliest: what an ask answered in time usually is. Popped
+            # now, with the dead entries under it, so that they do not keep
+            # what they hold alive (the garbage collector would pay for it).
+            heapq.heappop(heap)
+            while heap and not heap[0][2].scheduled:
+                heapq.heappop(heap)
+                self._dead -= 1
+            return
+        self._dead += 1
+        if self._dead > _COMPACT_AT and 2 * self._dead > len(heap):
+            self._heap = [entry for entry in self._heap if entry[2].scheduled]
+            heapq.heapify(self._heap)
+            self._dead = 0
+
+    def close(self) -> None:
+        """End the task: the system ended. Asks still waiting keep their own
+        deadlines from here on."""
+        self._closed = True
+        self._scope.cancel()
+
+    async def _run(self) -> None:
+        """Fire what is due, in deadline order (ties in scheduling order),
+        then sleep until the next deadline; until :meth:`close`."""
+        current_address.set(None)  # not the actor that started it
+        try:
+            with self._scope:
+                while True:
+                    heap = self._heap
+                    now = trio.current_time()
+                    while heap and heap[0][0] <= now:
+                        when, _, item = heapq.heappop(heap)
+                        if item.scheduled:
+                            item.due(self, when)
+                        else:
+                            self._dead -= 1
+                        heap = self._heap  # item.due may have rebuilt it
+                    self._wake_at = heap[0][0] if heap else math.inf
+                    with trio.CancelScope(deadline=self._wake_at) as sleep:
+                        self._sleep = sleep
+                        await trio.sleep_forever()
+                    self._sleep = None
+        finally:
+            self._closed = True
+            self._sleep = None
+            heap, self._heap = self._heap, []
+            for _, _, item in heap:
+                if item.scheduled:
+                    item.orphaned()
+
+
+class _Timer:
+    """One timer of an actor: ``message`` after a delay, and every
+    ``interval`` seconds after that if it is periodic."""
+
+    __slots__ = ("cell", "interval", "key", "live", "message", "queued", "scheduled")
+
+    def __init__(
+        self, cell: _Cell[Any], key: Hashable, message: object, interval: float | None
+    ) -> None:
+        self.cell = cell
+        self.key = key
+        self.message = message
+        self.interval = interval
+        # Not cancelled, replaced or ended: its messages are wanted.
+        self.live = True
+        self.scheduled = False
+        # Its message in the mailbox, posted and not yet taken.
+        self.queued: Envelope[Any] | None = None
+
+    def cancel(self) -> None:
+        self.live = False
+        if self.scheduled:
+            self.cell.timekeeper.discard(self)
+
+    def due(self, timekeeper: Timekeeper, when: float) -> None:
+        self.scheduled = False
+        cell = self.cell
+        links = cell.links
+        assert links is not None, "a timer's actor has links"
+        assert links.timers is not None, "a timer's actor has timers"
+        if cell.state is not ActorState.RUNNING:
+            # A closed mailbox accepts no message, a timer's neither.
+            self.live = False
+            if links.timers.get(self.key) is self:
+                del links.timers[self.key]
+            return
+        if self.queued is None:
+            envelope = cell.post(self.message)
+            assert envelope is not None, "a running actor takes posts"
+            self.queued = envelope
+            if links.timed is None:
+                links.timed = {}
+            links.timed[envelope.seq] = self
+        # else: a periodic timer whose last message was not taken yet skips
+        # this one, so a slow actor never piles up ticks.
+        interval = self.interval
+        if interval is not None:
+            now = trio.current_time()
+            later = when + interval * (math.floor((now - when) / interval) + 1)
+            if later <= now:  # rounding
+                later += interval
+            timekeeper.schedule(later, self)
+
+    def orphaned(self) -> None:
+        self.scheduled = False
+
+
+def timer_message_taken(links: _Links, envelope: Envelope[Any]) -> bool:
+    """The inbox took ``envelope``: False if it is the message of a timer
+    cancelled since (to be discarded, not received). A one-off timer whose
+    message is received is done."""
+    timed = links.timed
+    assert timed is not None
+    timer = timed.get(envelope.seq)
+    if timer is None or timer.queued is not envelope:
+        return True  # not a timer's message (a sequencer's stamp, say)
+    del timed[envelope.seq]
+    timer.queued = None
+    if not timer.live:
+        return False
+    if timer.interval is None:
+        timer.live = False
+        timers = links.timers
+        if timers is not None and timers.get(timer.key) is timer:
+            del timers[timer.key]
+    return True
+
+
+def _seconds(value: float, what: str, *, zero: bool) -> float:
+    """``value`` as a finite float, >= 0 (``zero``) or > 0; else ValueError."""
+    try:
+        seconds = float(value)
+    except OverflowError:
+        seconds = math.nan
+    if not (math.isfinite(seconds) and (seconds >= 0 if zero else seconds > 0)):
+        bound = ">= 0" if zero else "> 0"
+        raise ValueError(
+            f"a timer's {what} must be a finite number of seconds {bound}, not {value!r}"
+        )
+    return abs(seconds)
+
+
+@final
+class Timers(Generic[M], metaclass=NoPublicConstructor):
+    """An actor's timers: messages it sends itself later, or every so often,
+    each under a key. From ``inbox.timers``; typed by the actor's messages,
+    so a timer's message must be one the actor accepts.
+
+    * A key names one timer: starting a timer under a key that has one
+      replaces it (the old one's message is never received, even if it is
+      already in the mailbox). The key defaults to the message itself, so
+      ``timers.send_every(1, Tick())`` twice keeps one ticker.
+    * A due timer's message is posted as ``Down`` is: it never waits for
+      room, it goes after everything the mailbox accepted before, stamped
+      from the mailbox's count, with ``sender`` None. Timers due at the same
+      time post in the order of their deadlines, then in the order they were
+      set.
+    * :meth:`cancel` guarantees the timer's message is not received, even
+      one already in the mailbox (it is discarded as it is taken).
+    * Timers belong to the incarnation that set them: a restart cancels them
+      (the new incarnation never receives their messages), and so does the
+      actor's end. Once the mailbox is closed (``ref.stop()``,
+      ``inbox.close()``), timers deliver nothing more; a message already
+      posted is delivered with the rest.
+
+    Every method never blocks, and refuses other threads than the system's
+    Trio thread (``RuntimeError``), like the inbox's.
+    """
+
+    __slots__ = ("_cell",)
+
+    def __init__(self, cell: _Cell[M]) -> None:
+        self._cell = cell
+
+    def __repr__(self) -> str:
+        timers = self._cell.links.timers if self._cell.links is not None else None
+        return f"<Timers of actor {self._cell.address.name!r}: {len(timers or ())} active>"
+
+    def send_after(self, delay: float, message: M, *, key: Hashable | None = None) -> None:
+        """Send this actor ``message`` once, in ``delay`` seconds (>= 0), under
+        ``key`` (default: the message). The timer is active until its message
+        is received, or it is cancelled or replaced (OTP's
+        ``erlang:send_after``, Akka's ``startSingleTimer``). Raises
+        :class:`ValueError` for a negative, NaN or infinite delay."""
+        self._start("send_after", message, key, _seconds(delay, "delay", zero=True), None)
+
+    def send_every(
+        self,
+        interval: float,
+        message: M,
+        *,
+        key: Hashable | None = None,
+        delay: float | None = None,
+    ) -> None:
+        """Send this actor ``message`` every ``interval`` seconds (> 0), the
+        first time after ``delay`` (default: ``interval``), under ``key``
+        (default: the message), until cancelled or replaced. The beat is
+        fixed: the n-th message is due at ``delay + n * interval``, however
+        late the ones before were taken. A message that comes due while the
+        timer's previous one is still in the mailbox is skipped, so a slow
+        actor never piles them up (Go's ``Ticker`` does the same). Raises
+        :class:`ValueError` for a bad interval or delay."""
+        every = _seconds(interval, "interval", zero=False)
+        first = every if delay is None else _seconds(delay, "delay", zero=True)
+        self._start("send_every", message, key, first, every)
+
+    def cancel(self, key: Hashable) -> bool:
+        """Cancel the timer under ``key``: its message is never received,
+        even one already in the mailbox. True if there was one active."""
+        links = self._links("cancel", "key")
+        timer = None if links is None or links.timers is None else links.timers.pop(key, None)
+        if timer is None:
+            return False
+        timer.cancel()
+        return True
+
+    def cancel_all(self) -> None:
+        """Cancel every timer of this actor (as :meth:`cancel`)."""
+        links = self._links("cancel_all", "")
+        if links is not None and links.timers:
+            for timer in links.timers.values():
+                timer.cancel()
+            links.timers.clear()
+
+    def is_active(self, key: Hashable) -> bool:
+        """Whether a timer is active under ``key``: a periodic one until it is
+        cancelled or replaced, a one-off one until its message is received."""
+        links = self._links("is_active", "key")
+        return links is not None and links.timers is not None and key in links.timers
+
+    def _links(self, call: str, args: str) -> _Links | None:
+        cell = self._cell
+        if not in_trio_thread(cell.token):
+            raise foreign_thread_error(
+                f"timers.{call} of actor {cell.address.name!r}",
+                f"trio.from_thread.run_sync(inbox.timers.{call}{', ' if args else ''}{args})",
+            )
+        return cell.links
+
+    def _start(
+        self, call: str, message: M, key: Hashable | None, delay: float, interval: float | None
+    ) -> None:
+        cell = self._cell
+        self._links(call, "delay, message")
+        if key is None:
+            key = message if isinstance(message, Hashable) else None
+            if key is None:
+                raise TypeError(
+                    f"timers.{call}: a message of type {type(message).__name__!r} is not "
+                    "hashable, so it cannot be its own key; pass key="
+                )
+        links = cell.linked()
+        timers = links.timers
+        if timers is None:
+            timers = links.timers = {}
+        replaced = timers.pop(key, None)
+        if replaced is not None:
+            replaced.cancel()
+        timer = _Timer(cell, key, message, interval)
+        timers[key] = timer
+        if not cell.timekeeper.schedule(trio.current_time() + delay, timer):
+            timer.live = False  # the system ended: nothing runs any more
+            del timers[key]
