@@ -52,6 +52,7 @@ from ._strategy import Strategy as Strategy
 from ._supervision import Supervisor as Supervisor
 from ._system import ActorSystem as ActorSystem
 from ._system import open_system as open_system
+from ._timers import Timers as Timers
 from ._trace import EventKind as EventKind
 from ._trace import Trace as Trace
 from ._trace import TraceEvent as TraceEvent

@@ -304,8 +304,8 @@ class Timers(Generic[M], metaclass=NoPublicConstructor):
     def cancel(self, key: Hashable) -> bool:
         """Cancel the timer under ``key``: its message is never received,
         even one already in the mailbox. True if there was one active."""
-        links = self._links("cancel", "key")
-        timer = None if links is None or links.timers is None else links.timers.pop(key, None)
+        timers = self._timers("cancel", "key")
+        timer = None if timers is None else timers.pop(key, None)
         if timer is None:
             return False
         timer.cancel()
@@ -313,39 +313,42 @@ class Timers(Generic[M], metaclass=NoPublicConstructor):
 
     def cancel_all(self) -> None:
         """Cancel every timer of this actor (as :meth:`cancel`)."""
-        links = self._links("cancel_all", "")
-        if links is not None and links.timers:
-            for timer in links.timers.values():
+        timers = self._timers("cancel_all", "")
+        if timers:
+            for timer in timers.values():
                 timer.cancel()
-            links.timers.clear()
+            timers.clear()
 
     def is_active(self, key: Hashable) -> bool:
         """Whether a timer is active under ``key``: a periodic one until it is
         cancelled or replaced, a one-off one until its message is received."""
-        links = self._links("is_active", "key")
-        return links is not None and links.timers is not None and key in links.timers
+        timers = self._timers("is_active", "key")
+        return timers is not None and key in timers
 
-    def _links(self, call: str, args: str) -> _Links | None:
+    def _timers(self, call: str, args: str) -> dict[Hashable, _Timer] | None:
+        """The actor's timers (None if it never set one), once the caller's
+        thread is checked."""
         cell = self._cell
         if not in_trio_thread(cell.token):
             raise foreign_thread_error(
                 f"timers.{call} of actor {cell.address.name!r}",
                 f"trio.from_thread.run_sync(inbox.timers.{call}{', ' if args else ''}{args})",
             )
-        return cell.links
+        links = cell.links
+        return None if links is None else links.timers
 
     def _start(
         self, call: str, message: M, key: Hashable | None, delay: float, interval: float | None
     ) -> None:
-        cell = self._cell
-        self._links(call, "delay, message")
+        self._timers(call, "delay, message")
         if key is None:
-            key = message if isinstance(message, Hashable) else None
-            if key is None:
+            if not isinstance(message, Hashable):
                 raise TypeError(
                     f"timers.{call}: a message of type {type(message).__name__!r} is not "
                     "hashable, so it cannot be its own key; pass key="
                 )
+            key = message
+        cell = self._cell
         links = cell.linked()
         timers = links.timers
         if timers is None:

@@ -56,6 +56,34 @@ def test_a_deadlock_under_run_ends_with_an_error_naming_the_parked_actors() -> N
     )
 
 
+async def ticks_then_asks_a_silent_actor() -> None:
+    async def silent(inbox: Inbox[Total | str]) -> None:
+        inbox.timers.send_every(1, "tick")
+        async for envelope in inbox:
+            if envelope.message == "tick" and trio.current_time() >= 2:
+                inbox.timers.cancel("tick")
+
+    async with actors.open_system() as system:
+        quiet = await system.spawn(silent, name="quiet")
+        await quiet.ask(Total)
+
+
+def test_a_deadlock_report_leaves_out_the_idle_timer_task() -> None:
+    # Ticks keep the run alive until 2s, and the cancelled ticker's next
+    # deadline wakes the timer task once more, at 3s, to find nothing due; then
+    # nothing is scheduled, and the timer task waits too, but it is the
+    # framework's, not a party to the deadlock.
+    with pytest.raises(DeadlockError) as info:
+        actors.run(ticks_then_asks_a_silent_actor)
+    assert str(info.value) == (
+        "deadlock at 3s: every task waits and no deadline is pending, so nothing can wake "
+        "them:\n"
+        "  actor 'quiet' waits for a message\n"
+        "  task 'tests.actors.test_deadlock.ticks_then_asks_a_silent_actor' waits for the "
+        "reply to message 0 of actor 'quiet'"
+    )
+
+
 async def waits_for_room_and_for_a_stop() -> None:
     async with actors.open_system() as system:
         full = await system.spawn(counter, name="full", capacity=1)

@@ -53,6 +53,7 @@ PUBLIC = {
     "Stopped",
     "Strategy",
     "Supervisor",
+    "Timers",
     "Trace",
     "TraceEvent",
     "Tracer",
@@ -97,6 +98,7 @@ def test_the_public_names_are_pinned() -> None:
         actors.Reply,
         actors.Sequencer,
         actors.Supervisor,
+        actors.Timers,
     ],
 )
 def test_classes_only_the_framework_builds_refuse_construction(cls: type) -> None:

@@ -359,6 +359,31 @@ async def test_tell_through_trio_from_thread_run_reaches_the_actor(
             "unsubscribe in an actor system",
             r"run_sync\(system\.unsubscribe, key, subscriber\)",
         ),
+        (
+            lambda w: w.inbox.timers.send_after(1, "m"),
+            r"timers\.send_after of actor 'r'",
+            r"run_sync\(inbox\.timers\.send_after, delay, message\)",
+        ),
+        (
+            lambda w: w.inbox.timers.send_every(1, "m"),
+            r"timers\.send_every of actor 'r'",
+            r"run_sync\(inbox\.timers\.send_every, delay, message\)",
+        ),
+        (
+            lambda w: w.inbox.timers.cancel("m"),
+            r"timers\.cancel of actor 'r'",
+            r"run_sync\(inbox\.timers\.cancel, key\)",
+        ),
+        (
+            lambda w: w.inbox.timers.cancel_all(),
+            r"timers\.cancel_all of actor 'r'",
+            r"run_sync\(inbox\.timers\.cancel_all\)",
+        ),
+        (
+            lambda w: w.inbox.timers.is_active("m"),
+            r"timers\.is_active of actor 'r'",
+            r"run_sync\(inbox\.timers\.is_active, key\)",
+        ),
     ],
     ids=[
         "mark",
@@ -372,6 +397,11 @@ async def test_tell_through_trio_from_thread_run_reaches_the_actor(
         "find",
         "subscribe",
         "unsubscribe",
+        "timers send_after",
+        "timers send_every",
+        "timers cancel",
+        "timers cancel_all",
+        "timers is_active",
     ],
 )
 async def test_the_other_synchronous_entry_points_refuse_a_foreign_thread(
