@@ -6,26 +6,37 @@ stamps. Delivery batches: each message goes to each member with
 not once per message per member; it waits only for a member whose mailbox is
 full.
 
-Members may stop: a stopped member leaves the group (a ``left`` trace event)
-and receives nothing further, so what it received is a prefix of what the
-others did. A broadcast cancelled while it waited for a full member has
-delivered that message to some members and not others; the sequencer is then
-*broken* and refuses further broadcasts with :class:`trio.BrokenResourceError`,
-rather than let the members' sequences diverge.
+The group changes while the order holds: a message goes to the members of
+the moment it is stamped. An actor that joins receives every message stamped
+after its join (``join`` says the first stamp); one that leaves, or ends,
+receives nothing stamped after that. So each member receives, for each time
+it was in the group, a run of consecutive stamps, and any two members agree
+on every stamp both received. A member whose mailbox is found closed leaves
+too (and stays out if a supervisor restarts it): what it received is a prefix
+of what the others did. A broadcast cancelled while it waited for a full
+member has delivered that message to some members and not others; the
+sequencer is then *broken* and refuses further broadcasts with
+:class:`trio.BrokenResourceError`, rather than let the members' sequences
+diverge.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any, Generic, TypeVar, final
+import functools
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, final
 
 import attrs
 import trio
 
-from ._cell import _Cell
+from ._cell import ActorState, _Cell
 from ._envelope import Address, Envelope
+from ._monitors import ExitReason
 from ._trace import EventKind, TraceEvent, Tracer
 from ._util import NoPublicConstructor, foreign_thread_error, in_trio_thread
+
+if TYPE_CHECKING:
+    from ._mailbox import ActorRef
 
 M = TypeVar("M")
 
@@ -44,7 +55,8 @@ class SequencerStatistics:
 
 @final
 class Sequencer(Generic[M], metaclass=NoPublicConstructor):
-    """Stamps messages and delivers each to every member, in one order.
+    """Stamps messages and delivers each to every member, in one order; the
+    members may join and leave meanwhile.
 
     Built by :meth:`ActorSystem.sequencer <actors.ActorSystem.sequencer>`. One
     task broadcasts at a time (the leader); a second concurrent broadcast raises
@@ -61,23 +73,77 @@ class Sequencer(Generic[M], metaclass=NoPublicConstructor):
         self.address = address
         # The token of the system's Trio run: every entry point refuses other threads.
         self._token = token
-        self._members = members
         self._tracer = tracer
+        # The members in joining order, each with the callback that makes it
+        # leave when it ends (in its cell's on_end).
+        self._members: dict[_Cell[M], Callable[[ExitReason], None]] = {}
+        # The members as a tuple: the recipients of the next message stamped.
+        self._recipients: tuple[_Cell[M], ...] = ()
         self._left: list[Address] = []
-        # Invariant: every member received exactly the stamps 0 .. _next_seq - 1
-        # since it joined, unless the sequencer is broken.
+        # Invariant: unless the sequencer is broken, every member received
+        # (or, for the message in flight, will receive) exactly the stamps from
+        # its join to _next_seq - 1.
         self._next_seq = 0
+        # The member a broadcast waits for room in, while it does.
+        self._waiting_for: _Cell[M] | None = None
         self._busy = False
         self._closed = False
         self._broken: str | None = None
+        for cell in members:
+            self._add(cell)
 
     def __repr__(self) -> str:
         return f"<Sequencer {self.address.name!r} members={len(self._members)}>"
 
     @property
     def members(self) -> tuple[Address, ...]:
-        """The members still in the group, in delivery order."""
+        """The members in the group now, in joining order (the order each
+        message is delivered in)."""
         return tuple(cell.address for cell in self._members)
+
+    def join(self, ref: ActorRef[M]) -> int:
+        """Add ``ref`` to the group and return the first stamp it receives: it
+        receives every message stamped from now on, until it leaves or ends
+        (a broadcast under way goes on with the message it is delivering
+        without it). Never blocks.
+
+        Raises :class:`ValueError` if ``ref`` is already a member, and
+        :class:`~actors.ActorStoppedError` if its mailbox is closed. Only
+        from the Trio thread of the sequencer's system (from another:
+        ``trio.from_thread.run_sync(sequencer.join, ref)``).
+        """
+        if not in_trio_thread(self._token):
+            raise foreign_thread_error(
+                f"join of sequencer {self.address.name!r}",
+                "trio.from_thread.run_sync(sequencer.join, ref)",
+            )
+        cell = ref._cell
+        if cell in self._members:
+            raise ValueError(
+                f"sequencer {self.address.name!r}: actor {cell.address.name!r} is already a member"
+            )
+        if cell.state is not ActorState.RUNNING:
+            raise cell.stopped_error()
+        self._add(cell)
+        self._record(cell, EventKind.JOINED, self._next_seq)
+        return self._next_seq
+
+    def leave(self, ref: ActorRef[M]) -> bool:
+        """Remove ``ref`` from the group: it receives nothing stamped from now
+        on (the message a broadcast is delivering, stamped before, still comes
+        to it). False if it was not a member. Never blocks. Only from the Trio
+        thread of the sequencer's system (from another:
+        ``trio.from_thread.run_sync(sequencer.leave, ref)``)."""
+        if not in_trio_thread(self._token):
+            raise foreign_thread_error(
+                f"leave of sequencer {self.address.name!r}",
+                "trio.from_thread.run_sync(sequencer.leave, ref)",
+            )
+        cell = ref._cell
+        if cell not in self._members:
+            return False
+        self._leave(cell, self._next_seq)
+        return True
 
     async def broadcast(self, message: M) -> int:
         """Stamp ``message`` and deliver it to every member; return its stamp.
@@ -93,11 +159,14 @@ class Sequencer(Generic[M], metaclass=NoPublicConstructor):
         """Stamp each message and deliver it to every member, in order; return
         the stamps used.
 
-        A checkpoint, once per call (plus a wait for each full mailbox met).
-        If cancelled before it delivered anything, nothing was stamped; if
-        cancelled while waiting for a full member, the sequencer is broken (see
-        the module docs). Raises :class:`trio.ClosedResourceError` after
-        :meth:`close`, :class:`trio.BrokenResourceError` once broken.
+        Each message goes to the members of the moment it is stamped: one that
+        joins while the broadcast waits for a full member receives the next
+        message on. A checkpoint, once per call (plus a wait for each full
+        mailbox met). If cancelled before it delivered anything, nothing was
+        stamped; if cancelled while waiting for a full member, the sequencer
+        is broken (see the module docs). Raises
+        :class:`trio.ClosedResourceError` after :meth:`close`,
+        :class:`trio.BrokenResourceError` once broken.
 
         Only from the Trio thread of the sequencer's system: any other thread,
         or another ``trio.run``, gets :class:`RuntimeError`, and nothing is
@@ -127,47 +196,73 @@ class Sequencer(Generic[M], metaclass=NoPublicConstructor):
         try:
             for message in messages:
                 seq = self._next_seq
+                # Stamped before it is delivered: a member that joins while
+                # this one waits for room starts with the next.
+                self._next_seq = seq + 1
                 envelope = Envelope(message, seq, self.address)
-                for cell in tuple(self._members):
+                recipients = self._recipients
+                for cell in recipients:
                     try:
                         cell.send_channel.send_nowait(envelope)
                     except trio.WouldBlock:
                         waited = True
-                        await self._deliver_waiting(cell, envelope)
+                        await self._deliver_waiting(cell, envelope, recipients)
                     except (trio.ClosedResourceError, trio.BrokenResourceError):
-                        self._leave(cell)
-                self._next_seq = seq + 1
+                        self._leave(cell, seq)
         finally:
             self._busy = False
         if not waited:
             await trio.lowlevel.cancel_shielded_checkpoint()
         return range(first, self._next_seq)
 
-    async def _deliver_waiting(self, cell: _Cell[M], envelope: Envelope[M]) -> None:
+    async def _deliver_waiting(
+        self, cell: _Cell[M], envelope: Envelope[M], recipients: tuple[_Cell[M], ...]
+    ) -> None:
+        self._waiting_for = cell
         try:
             await cell.send_channel.send(envelope)
         except (trio.ClosedResourceError, trio.BrokenResourceError):
-            self._leave(cell)
+            self._leave(cell, envelope.seq)
         except BaseException:
-            delivered = self._members.index(cell)
+            delivered = recipients.index(cell)
             self._broken = (
                 f"sequencer {self.address.name!r} is broken: a broadcast was cancelled after "
-                f"delivering message {envelope.seq} to {delivered} of {len(self._members)} members"
+                f"delivering message {envelope.seq} to {delivered} of {len(recipients)} members"
             )
             raise
+        finally:
+            self._waiting_for = None
 
-    def _leave(self, cell: _Cell[Any]) -> None:
-        self._members.remove(cell)
+    def _add(self, cell: _Cell[M]) -> None:
+        leave_at_end = functools.partial(self._ended, cell)
+        cell.linked().on_end.append(leave_at_end)
+        self._members[cell] = leave_at_end
+        self._recipients = tuple(self._members)
+
+    def _ended(self, cell: _Cell[M], reason: ExitReason) -> None:
+        """``cell``'s actor ended: it leaves, missing the message a broadcast
+        waits to give it, if any (its on_end list is being run: leave it be)."""
+        if cell in self._members:
+            first_missed = self._next_seq - (1 if self._waiting_for is cell else 0)
+            self._leave(cell, first_missed, ended=True)
+
+    def _leave(self, cell: _Cell[Any], first_missed: int, *, ended: bool = False) -> None:
+        """``cell`` leaves the group; ``first_missed`` is the first stamp it
+        does not receive (the ``left`` event's seq)."""
+        leave_at_end = self._members.pop(cell, None)
+        if leave_at_end is None:
+            return
+        self._recipients = tuple(self._members)
+        if not ended:
+            assert cell.links is not None, "a member has links"
+            cell.links.on_end.remove(leave_at_end)
         self._left.append(cell.address)
+        self._record(cell, EventKind.LEFT, first_missed)
+
+    def _record(self, cell: _Cell[Any], kind: EventKind, seq: int) -> None:
         if self._tracer is not None:
             self._tracer.record(
-                TraceEvent(
-                    trio.current_time(),
-                    cell.address.name,
-                    EventKind.LEFT,
-                    self._next_seq,
-                    self.address.name,
-                )
+                TraceEvent(trio.current_time(), cell.address.name, kind, seq, self.address.name)
             )
 
     def close(self) -> None:

@@ -334,8 +334,11 @@ class ActorSystem(metaclass=NoPublicConstructor):
             nursery=self._nursery,
         )
 
-    def sequencer(self, members: Sequence[ActorRef[M]], *, name: str) -> Sequencer[M]:
-        """A sequencer that stamps messages and broadcasts them to ``members``.
+    def sequencer(self, members: Sequence[ActorRef[M]] = (), *, name: str) -> Sequencer[M]:
+        """A sequencer that stamps messages and broadcasts them to ``members``,
+        and to the actors that :meth:`~actors.Sequencer.join` it later (a
+        group that starts empty says what it carries:
+        ``room: Sequencer[Said] = system.sequencer(name="room")``).
 
         Raises :class:`ValueError`, and builds nothing, if an actor is listed
         twice (it would receive every message twice). Only from the system's

@@ -37,8 +37,13 @@ class EventKind(enum.StrEnum):
     DISCARDED = "discarded"
     """A late ``send`` or ``fail`` on a reply the framework had already failed
     (see :class:`~actors.Reply`) was discarded."""
+    JOINED = "joined"
+    """An actor joined a sequencer's group: ``seq`` is the first stamp it
+    receives, ``detail`` the sequencer's name."""
     LEFT = "left"
-    """A sequencer's member stopped, so it receives no further broadcasts."""
+    """A sequencer's member left its group, ended, or was found with its
+    mailbox closed: ``seq`` is the first stamp it does not receive,
+    ``detail`` the sequencer's name."""
     MARK = "mark"
     """An event the actor's behaviour recorded itself (``Inbox.mark``); ``detail`` says what."""
 

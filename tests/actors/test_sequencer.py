@@ -139,7 +139,10 @@ async def test_a_stopped_member_leaves_and_the_others_go_on() -> None:
         assert [address.name for address in stats.left] == ["goes"]
     assert logs == [[(0, "a"), (1, "b")], [(0, "a")]]
     left = [event for event in trace if event.kind is EventKind.LEFT]
-    assert [(event.actor, event.seq, event.detail) for event in left] == [("goes", 1, "seq")]
+    assert [(event.actor, event.seq, event.detail) for event in left] == [
+        ("goes", 1, "seq"),
+        ("stays", 2, "seq"),  # it ended with the system
+    ]
 
 
 async def test_a_closed_sequencer_refuses_broadcasts() -> None:

@@ -360,6 +360,16 @@ async def test_tell_through_trio_from_thread_run_reaches_the_actor(
             r"run_sync\(system\.unsubscribe, key, subscriber\)",
         ),
         (
+            lambda w: w.sequencer.join(w.ref),
+            "join of sequencer 'seq'",
+            r"run_sync\(sequencer\.join, ref\)",
+        ),
+        (
+            lambda w: w.sequencer.leave(w.ref),
+            "leave of sequencer 'seq'",
+            r"run_sync\(sequencer\.leave, ref\)",
+        ),
+        (
             lambda w: w.inbox.timers.send_after(1, "m"),
             r"timers\.send_after of actor 'r'",
             r"run_sync\(inbox\.timers\.send_after, delay, message\)",
@@ -397,6 +407,8 @@ async def test_tell_through_trio_from_thread_run_reaches_the_actor(
         "find",
         "subscribe",
         "unsubscribe",
+        "sequencer join",
+        "sequencer leave",
         "timers send_after",
         "timers send_every",
         "timers cancel",
