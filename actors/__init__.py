@@ -60,5 +60,19 @@ from ._trace import Tracer as Tracer
 
 __version__ = "0.1.0"
 
+
+def _report_public_names_as_ours() -> None:
+    """Make each public class and function say it is ``actors.X``, where users
+    find it, not in the private module that defines it (as trio does): in
+    reprs, errors, docs and pickles."""
+    for value in list(globals().values()):
+        if (isinstance(value, type) or callable(value)) and getattr(
+            value, "__module__", ""
+        ).startswith("actors._"):
+            value.__module__ = "actors"
+
+
+_report_public_names_as_ours()
+
 # A library logs; the application decides where logs go (nowhere by default).
 _logging.getLogger("actors").addHandler(_logging.NullHandler())

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import inspect
+import pickle
 import subprocess
 import sys
 
@@ -88,6 +90,30 @@ def test_the_public_names_are_pinned() -> None:
     }
 
 
+def test_public_classes_and_functions_report_the_package_as_their_module() -> None:
+    reported = {
+        name: value.__module__
+        for name in PUBLIC
+        if isinstance(value := getattr(actors, name), type) or inspect.isfunction(value)
+    }
+    assert len(reported) == len(PUBLIC) - 4  # two ints, ExitReason and Strategy (unions)
+    assert set(reported.values()) == {"actors"}
+    assert repr(actors.Restart.PERMANENT) == "<Restart.PERMANENT: 'permanent'>"
+    assert str(actors.Inbox).startswith("<class 'actors.Inbox'")
+
+
+def test_framework_messages_pickle_by_their_public_names() -> None:
+    down = actors.Down(
+        actors.Address("a", 1),
+        actors.Normal(),
+        actors.Monitor(actors.Address("w", 0), actors.Address("a", 1), 0),
+    )
+    envelope = actors.Envelope("message", 3, actors.Address("a", 1))
+    assert pickle.loads(pickle.dumps(envelope)) == envelope
+    assert b"actors._" not in pickle.dumps(down)
+    assert pickle.loads(pickle.dumps(down)).address == down.address
+
+
 @pytest.mark.parametrize(
     "cls",
     [
@@ -102,7 +128,7 @@ def test_the_public_names_are_pinned() -> None:
     ],
 )
 def test_classes_only_the_framework_builds_refuse_construction(cls: type) -> None:
-    with pytest.raises(TypeError, match=r"has no public constructor$"):
+    with pytest.raises(TypeError, match=rf"^actors\.{cls.__name__} has no public constructor$"):
         cls()
 
 
