@@ -23,6 +23,7 @@ from ._errors import ActorError, ActorFailedError, ActorStoppedError
 from ._monitors import Down, ExitReason, Failed, Killed, Monitor
 from ._reply import Reply
 from ._trace import EventKind, TraceEvent
+from ._util import buffered, has_queued
 
 if TYPE_CHECKING:
     from ._timers import Timekeeper, _Timer
@@ -220,7 +221,7 @@ class _Cell(Generic[M]):
                 return envelope
             if queue is None:
                 queue = self.system_queue = collections.deque()
-        ahead = self.send_channel.statistics().current_buffer_used + len(queue)
+        ahead = buffered(self.receive_channel) + len(queue)
         queue.append((self.delivered + ahead, envelope))
         return envelope
 
@@ -237,7 +238,8 @@ class _Cell(Generic[M]):
         if self.state is ActorState.RUNNING:
             self.state = ActorState.STOPPING
             self.send_channel.close()
-            self.record(EventKind.STOPPING)
+            if self.tracer is not None:
+                self.record(EventKind.STOPPING)
 
     def reopen_mailbox(self) -> None:
         """A supervisor restarts the actor after its mailbox was closed: a new
@@ -317,10 +319,11 @@ class _Cell(Generic[M]):
         cancel its timers, wake whoever waits for the end of this
         incarnation."""
         self.running = False
-        if isinstance(reason, Failed):
-            self.fail_taken_asks(reason.error)
-        elif isinstance(reason, Killed):
-            self.fail_taken_asks(None)
+        if self.pending:
+            if isinstance(reason, Failed):
+                self.fail_taken_asks(reason.error)
+            elif isinstance(reason, Killed):
+                self.fail_taken_asks(None)
         links = self.links
         if links is not None:
             for monitor, target in links.watching.items():
@@ -343,11 +346,8 @@ class _Cell(Generic[M]):
             self.end_incarnation(reason)
         self.close_mailbox()
         dropped = 0
-        while True:
-            try:
-                envelope = self.receive_channel.receive_nowait()
-            except (trio.WouldBlock, trio.EndOfChannel):
-                break
+        while has_queued(self.receive_channel):
+            envelope = self.receive_channel.receive_nowait()
             dropped += 1
             self.record(EventKind.DROPPED, envelope.seq)
         for _, envelope in self.system_queue or ():
@@ -360,14 +360,16 @@ class _Cell(Generic[M]):
             )
         self.receive_channel.close()
         name = self.address.name
-        pending = self.pending or {}
-        for seq in [seq for seq, ask in pending.items() if not (ask.taken or ask.reply.done)]:
-            pending.pop(seq).reply._withdraw(
-                ActorStoppedError(f"actor {name!r} stopped before taking message {seq}")
-            )
+        pending = self.pending
+        if pending:
+            for seq in [seq for seq, ask in pending.items() if not (ask.taken or ask.reply.done)]:
+                pending.pop(seq).reply._withdraw(
+                    ActorStoppedError(f"actor {name!r} stopped before taking message {seq}")
+                )
         self.state = ActorState.STOPPED
         self.exit_reason = reason
-        self.record(EventKind.STOPPED, detail=type(reason).__name__.lower())
+        if self.tracer is not None:
+            self.record(EventKind.STOPPED, detail=type(reason).__name__.lower())
         links = self.links
         if links is not None:
             links.timed = None

@@ -156,20 +156,26 @@ class Inbox(Generic[M], metaclass=NoPublicConstructor):
 
     async def _receive_system(self) -> Envelope[M] | None:
         """The next envelope while framework messages wait beyond the
-        capacity, or None once the mailbox is closed and drained."""
-        await trio.lowlevel.checkpoint()
+        capacity, or None once the mailbox is closed and drained. Batched as
+        the mailbox is: a schedule point once per ``RECEIVE_BATCH``."""
         cell = self._cell
+        if cell.receive_budget > 0:
+            await trio.lowlevel.checkpoint_if_cancelled()
+            cell.receive_budget -= 1
+        else:
+            await trio.lowlevel.checkpoint()
+            cell.receive_budget = RECEIVE_BATCH
+        envelope = cell.take_system(closed=False)
+        if envelope is not None:
+            return envelope
+        # Its turn has not come: the mailbox holds what came before it.
+        channel = cell.receive_channel
         try:
-            envelope = cell.take_system(closed=False)
-            if envelope is None:
-                envelope = cell.receive_channel.receive_nowait()
-        except trio.WouldBlock:
-            pass
+            if has_queued(channel):
+                return channel.receive_nowait()
+            return await channel.receive()
         except trio.EndOfChannel:
             return cell.take_system(closed=True)
-        else:
-            return envelope
-        return await cell.receive_channel.receive()
 
     def receive_nowait(self) -> Envelope[M]:
         """Take the next envelope now, or raise :class:`trio.WouldBlock` (empty)

@@ -18,20 +18,36 @@ Rows:
   message per call.
 * ``actors ask``: ``await ref.ask(Echo)`` round trips to an echo actor, no
   timeout. Compare with ``trio ping-pong`` and ``pykka ThreadingActor ask``.
-* ``actors ask timeout=5``: the same with ``timeout=5.0``.
+* ``actors ask timeout=5``: the same with ``timeout=5.0`` (the deadline is
+  kept by the system's timer task).
 * ``actors tell``: one-way ``await ref.tell(i)`` to a counting actor with the
   default mailbox capacity, timed until it has received all of them.
+* ``actors timers N=n``: n actors (default mailboxes) each with
+  ``send_every(1, Tick())``, on Trio's autojump ``MockClock``; one op is one
+  tick taken by its actor, timed over :data:`TIMER_ROUNDS` beats (so the time
+  is the cost of the firings, not the virtual seconds). Compare with ``trio
+  sleep loops N=n``: n bare tasks in ``while True: await trio.sleep(1)``, one
+  op one wake-up, measured the same way.
+* ``actors Down N=n``: one watcher monitors n idle actors living in their own
+  nursery; the nursery is cancelled, and one op is one ``Down`` the watcher
+  takes, timed from the cancel until it has all n. Compare with ``actors
+  tell`` (time per message), and with ``actors end N=n``: the same without
+  the watcher, timed until the n actors ended (what the ``Down`` adds is the
+  difference of the times per op).
 
-Not a row: :func:`idle_actor_memory` (bytes per idle actor, with tracemalloc),
-which ``bench/run.py`` prints after the table.
+Not rows: :func:`idle_actor_memory` (bytes per idle actor, with tracemalloc),
+which ``bench/run.py`` prints after the table, and the same figure for an
+actor that uses a feature (:func:`feature_memory`), which ``python
+bench/actors_bench.py`` prints.
 """
 
 from __future__ import annotations
 
 import gc
+import sys
 import time
 import tracemalloc
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import attrs
@@ -39,7 +55,7 @@ import trio
 import trio.testing
 
 import actors
-from actors import Inbox, Reply
+from actors import Down, Inbox, Reply
 
 SEQUENCER_BATCH = 64
 """Messages per ``broadcast_many`` call in the ``actors sequencer K=k`` rows."""
@@ -48,6 +64,9 @@ SEQUENCER_M = 10_000  # messages broadcast (deliveries = M * K)
 SEQUENCER_KS = (1, 2, 4, 8, 16)
 ASK_N = 20_000  # round trips
 TELL_N = 50_000  # one-way messages
+TIMER_ACTORS = 10_000  # actors with a periodic timer (and bare tasks in a sleep loop)
+TIMER_ROUNDS = 5  # beats timed
+DOWN_ACTORS = 10_000  # monitored actors ended
 QUICK = 10  # --quick divides sizes by this
 
 BenchFn = Callable[[int], tuple[int, float]]
@@ -82,6 +101,33 @@ async def count_to(inbox: Inbox[int], target: int, done: trio.Event) -> None:
 async def idle(inbox: Inbox[int]) -> None:
     async for _ in inbox:
         pass
+
+
+@attrs.frozen
+class Tick:
+    pass
+
+
+TICK = Tick()
+
+
+@attrs.define
+class Countdown:
+    """Counts ops across tasks; ``done`` once ``left`` reaches 0."""
+
+    left: int
+    done: trio.Event = attrs.field(factory=trio.Event)
+
+    def count(self) -> None:
+        self.left -= 1
+        if self.left == 0:
+            self.done.set()
+
+
+async def ticking(inbox: Inbox[Tick], countdown: Countdown) -> None:
+    inbox.timers.send_every(1, TICK)
+    async for _ in inbox:
+        countdown.count()
 
 
 # --------------------------------------------------------------------------
@@ -167,6 +213,110 @@ def actors_tell(n: int) -> tuple[int, float]:
 
 
 # --------------------------------------------------------------------------
+# Timers, against bare trio sleep loops
+# --------------------------------------------------------------------------
+
+
+def _on_mock_clock(main: Callable[[], Awaitable[float]]) -> float:
+    """``trio.run(main)`` on the autojump ``MockClock``: virtual seconds
+    cost nothing, so ``main`` times only the work of each beat."""
+    result: float = trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    return result
+
+
+def actors_timers(n: int) -> tuple[int, float]:
+    async def main() -> float:
+        countdown = Countdown(n * TIMER_ROUNDS)
+        async with actors.open_system() as system:
+            for i in range(n):
+                await system.spawn(ticking, countdown, name=f"ticking-{i}")
+            await trio.testing.wait_all_tasks_blocked()  # every timer set, none due
+            t0 = time.perf_counter()
+            await countdown.done.wait()
+            elapsed = time.perf_counter() - t0
+            system.cancel()
+        return elapsed
+
+    return n * TIMER_ROUNDS, _on_mock_clock(main)
+
+
+def trio_sleep_loops(n: int) -> tuple[int, float]:
+    async def main() -> float:
+        countdown = Countdown(n * TIMER_ROUNDS)
+
+        async def loop() -> None:
+            while True:
+                await trio.sleep(1)
+                countdown.count()
+
+        async with trio.open_nursery() as nursery:
+            for _ in range(n):
+                nursery.start_soon(loop)
+            await trio.testing.wait_all_tasks_blocked()
+            t0 = time.perf_counter()
+            await countdown.done.wait()
+            elapsed = time.perf_counter() - t0
+            nursery.cancel_scope.cancel()
+        return elapsed
+
+    return n * TIMER_ROUNDS, _on_mock_clock(main)
+
+
+# --------------------------------------------------------------------------
+# Down delivery
+# --------------------------------------------------------------------------
+
+
+async def watching(
+    inbox: Inbox[Down], targets: list[actors.ActorRef[int]], countdown: Countdown
+) -> None:
+    for target in targets:
+        inbox.monitor(target)
+    async for _ in inbox:
+        countdown.count()
+
+
+async def _nursery_of_its_own(
+    emptied: trio.Event, *, task_status: trio.TaskStatus[trio.Nursery]
+) -> None:
+    """A nursery whose cancellation ends only what was spawned in it;
+    ``emptied`` is set once all of that ended."""
+    try:
+        async with trio.open_nursery() as nursery:
+            task_status.started(nursery)
+            await trio.sleep_forever()  # until the nursery is cancelled
+    finally:
+        emptied.set()
+
+
+def make_ends(monitored: bool) -> BenchFn:
+    """``fn(n)``: n idle actors in a nursery of their own, which is cancelled;
+    timed until a watcher monitoring them all has taken every ``Down``
+    (``monitored``), or until they all ended."""
+
+    def bench(n: int) -> tuple[int, float]:
+        async def main() -> float:
+            countdown = Countdown(n)
+            emptied = trio.Event()
+            async with actors.open_system() as system, trio.open_nursery() as outer:
+                doomed: trio.Nursery = await outer.start(_nursery_of_its_own, emptied)
+                targets = [
+                    await system.spawn(idle, name=f"idle-{i}", nursery=doomed) for i in range(n)
+                ]
+                if monitored:
+                    await system.spawn(watching, targets, countdown, name="watcher")
+                await trio.testing.wait_all_tasks_blocked()
+                t0 = time.perf_counter()
+                doomed.cancel_scope.cancel()
+                await (countdown.done if monitored else emptied).wait()
+                return time.perf_counter() - t0
+
+        return n, trio.run(main)
+
+    return bench
+
+
+# --------------------------------------------------------------------------
 # Memory per idle actor (not a row)
 # --------------------------------------------------------------------------
 
@@ -229,6 +379,74 @@ def idle_trio_task_memory(n: int = 10_000) -> float:
     return _with_tracemalloc(main)
 
 
+async def idle_ticking(inbox: Inbox[Tick]) -> None:
+    inbox.timers.send_every(3600, TICK)  # set, and not due while measured
+    async for _ in inbox:
+        pass
+
+
+async def idle_echo(inbox: Inbox[Echo]) -> None:
+    async for envelope in inbox:
+        envelope.message.reply.send(envelope.seq)
+
+
+_SERVICE = actors.ServiceKey[int]("idle")
+
+
+async def _use_feature(system: actors.ActorSystem, feature: str, n: int) -> None:
+    """Spawn ``n`` actors that use ``feature``, and use it."""
+    if feature == "timer":
+        for i in range(n):
+            await system.spawn(idle_ticking, name=f"idle-{i}")
+        return
+    if feature == "asked":
+        for i in range(n):
+            echoing = await system.spawn(idle_echo, name=f"idle-{i}")
+            await echoing.ask(Echo, timeout=5)
+        return
+    refs = [await system.spawn(idle, name=f"idle-{i}") for i in range(n)]
+    if feature == "monitored":
+        await system.spawn(watching, refs, Countdown(n + 1), name="watcher")
+    elif feature == "registered":
+        for ref in refs:
+            system.register(_SERVICE, ref)
+    elif feature == "group member":
+        group: actors.Sequencer[int] = system.sequencer(name="group")
+        for ref in refs:
+            group.join(ref)
+    else:
+        assert feature == "none", feature
+
+
+FEATURES = ("none", "monitored", "timer", "registered", "group member", "asked")
+"""What :func:`feature_memory` measures: idle actors that use nothing, each
+watched by a monitor (one watcher monitors them all), each with a periodic
+timer, each registered under one service key, each a member of one group,
+each asked once with a timeout."""
+
+
+def feature_memory(feature: str, n: int = 10_000) -> float:
+    """Bytes per idle actor that uses ``feature`` (see :data:`FEATURES`),
+    everything the feature made counted (the watcher's monitors, the
+    registry's entries, the group's members), measured as
+    :func:`idle_actor_memory`."""
+
+    async def main() -> float:
+        async with actors.open_system() as system:
+            await trio.testing.wait_all_tasks_blocked()
+            gc.collect()
+            before = tracemalloc.take_snapshot()
+            await _use_feature(system, feature, n)
+            await trio.testing.wait_all_tasks_blocked()
+            gc.collect()
+            after = tracemalloc.take_snapshot()
+            grown = _traced_diff(before, after)
+            system.cancel()
+        return grown / n
+
+    return _with_tracemalloc(main)
+
+
 def _with_tracemalloc(main: Callable[[], Any]) -> float:
     was_tracing = tracemalloc.is_tracing()
     if not was_tracing:
@@ -270,8 +488,59 @@ def actors_benchmarks() -> list[Any]:
         Bench("actors ask", make_ask(None), ASK_N, ASK_N // QUICK, "round trip"),
         Bench("actors ask timeout=5", make_ask(5.0), ASK_N, ASK_N // QUICK, "round trip"),
         Bench("actors tell", actors_tell, TELL_N, TELL_N // QUICK, "message"),
+        Bench(
+            f"actors timers N={TIMER_ACTORS}",
+            actors_timers,
+            TIMER_ACTORS,
+            TIMER_ACTORS // QUICK,
+            "firing",
+        ),
+        Bench(
+            f"trio sleep loops N={TIMER_ACTORS}",
+            trio_sleep_loops,
+            TIMER_ACTORS,
+            TIMER_ACTORS // QUICK,
+            "wake-up",
+        ),
+        Bench(
+            f"actors Down N={DOWN_ACTORS}",
+            make_ends(monitored=True),
+            DOWN_ACTORS,
+            DOWN_ACTORS // QUICK,
+            "Down",
+        ),
+        Bench(
+            f"actors end N={DOWN_ACTORS}",
+            make_ends(monitored=False),
+            DOWN_ACTORS,
+            DOWN_ACTORS // QUICK,
+            "end",
+        ),
     ]
     return rows
 
 
-BENCHMARKS = actors_benchmarks()
+def __getattr__(name: str) -> Any:
+    """``BENCHMARKS``, made when the baseline asks for it (so that running this
+    file on its own, for the memory figures, needs no baseline)."""
+    if name == "BENCHMARKS":
+        return actors_benchmarks()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def main(argv: list[str]) -> int:
+    """``python bench/actors_bench.py [N]``: bytes per idle actor for each of
+    :data:`FEATURES` (N actors, default 10,000), and a bare trio task's."""
+    n = int(argv[0]) if argv else 10_000
+    bare = idle_trio_task_memory(n)
+    plain = feature_memory("none", n)
+    print(f"bytes per idle actor ({n:,} actors, tracemalloc):")
+    for feature in FEATURES:
+        figure = plain if feature == "none" else feature_memory(feature, n)
+        print(f"  {feature:<14} {figure:>8,.0f}  ({figure - plain:+,.0f} for the feature)")
+    print(f"  bare trio task on a capacity-64 memory channel: {bare:,.0f} ({plain / bare:.2f}x)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -369,3 +369,37 @@ def test_exit_reasons_say_what_they_are() -> None:
         True,
         True,
     ]
+
+
+async def test_downs_beyond_a_full_mailbox_are_taken_in_batches_as_the_mailbox_is() -> None:
+    # 200 actors end together; their Downs fill a 1-message mailbox and wait
+    # beyond it. The watcher takes them without a schedule point each: a turn
+    # per RECEIVE_BATCH, as for the messages of its mailbox.
+    downs: list[Down] = []
+    steps = 0
+    go = trio.Event()
+
+    async def ends_on_go(inbox: Inbox[CounterMessage]) -> None:
+        await go.wait()
+
+    async def watcher_of_all(inbox: Inbox[Down], targets: list[ActorRef[CounterMessage]]) -> None:
+        for target in targets:
+            inbox.monitor(target)
+        async for envelope in inbox:
+            downs.append(envelope.message)
+
+    class CountWatcherSteps(trio.abc.Instrument):
+        def before_task_step(self, task: trio.lowlevel.Task) -> None:
+            nonlocal steps
+            if task.name == "watcher":
+                steps += 1
+
+    async with actors.open_system() as system:
+        targets = [await system.spawn(ends_on_go, name=f"t{i}") for i in range(200)]
+        await system.spawn(watcher_of_all, targets, name="watcher", capacity=1)
+        await trio.testing.wait_all_tasks_blocked()
+        trio.lowlevel.add_instrument(CountWatcherSteps())
+        go.set()
+        await trio.testing.wait_all_tasks_blocked()
+    assert len(downs) == 200
+    assert steps <= 200 // actors.RECEIVE_BATCH + 3
