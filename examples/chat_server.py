@@ -121,9 +121,9 @@ async def session(
             case Line(text) if text.startswith("/join "):
                 name = text.removeprefix("/join ").strip()
                 try:
-                    joined = await lobby.ask(functools.partial(Enter, name), timeout=TIMEOUT)
+                    joined = await lobby.ask(Enter, name, timeout=TIMEOUT)
                     joiner: ActorRef[Said] = inbox.ref
-                    nicks = await joined.ask(functools.partial(Join, nick, joiner), timeout=TIMEOUT)
+                    nicks = await joined.ask(Join, nick, joiner, timeout=TIMEOUT)
                 except actors.AskTimeoutError:
                     await stream.send_all(f"! {name} did not answer\n".encode())
                     continue
