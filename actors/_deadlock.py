@@ -127,8 +127,8 @@ def _described(frame: types.FrameType) -> str | None:
     local = frame.f_locals
     if where in ("Inbox.__anext__", "Inbox.receive", "Inbox._receive_system"):
         return "waits for a message"
-    if where == "Reply._wait":
-        reply = local["self"]
+    if where in ("ActorRef.ask", "_reply_before"):  # parked in Reply._wait's trap
+        reply = local["reply"]
         return f"waits for the reply to message {reply._seq} of actor {reply._actor!r}"
     if where in ("ActorRef.tell", "_Cell.put", "Sequencer._deliver_waiting"):
         cell = local.get("cell", local.get("self"))

@@ -14,7 +14,7 @@ from ._envelope import Address, Envelope, current_address
 from ._errors import ActorError, AskTimeoutError
 from ._monitors import ExitReason
 from ._reply import Reply, _Expired, _Orphaned
-from ._util import NoPublicConstructor, foreign_thread_error, in_trio_thread
+from ._util import NoPublicConstructor, current_time, foreign_thread_error, in_trio_thread
 
 M_contra = TypeVar("M_contra", contravariant=True)
 R = TypeVar("R")
@@ -194,7 +194,7 @@ class ActorRef(Generic[M_contra], metaclass=NoPublicConstructor):
         if timeout is not None:
             if type(timeout) is not float or not timeout > 0.0:  # else: valid, no call
                 timeout = _seconds(timeout)
-            now = trio.current_time()
+            now = current_time()
             deadline = now + timeout
             if deadline <= now:
                 # A deadline already passed (timeout 0) sends nothing.

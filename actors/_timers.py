@@ -19,10 +19,10 @@ discarded when the inbox takes it, so it is never received.
 
 from __future__ import annotations
 
-import heapq
 import itertools
 import math
 from collections.abc import Hashable
+from heapq import heapify, heappop, heappush
 from typing import Any, Generic, Protocol, TypeVar, final
 
 import trio
@@ -79,16 +79,21 @@ class Timekeeper:
         ended (the caller keeps its deadline itself)."""
         if self._closed:
             return False
-        heapq.heappush(self._heap, (when, next(self._order), item))
+        heappush(self._heap, (when, next(self._order), item))
         item.scheduled = True
+        if when < self._wake_at:  # rarely: asks with one timeout come due in turn
+            self._wake_by(when)
+        return True
+
+    def _wake_by(self, when: float) -> None:
+        """Make the task wake by ``when``: start it, or bring its sleep's end
+        forward (a task not sleeping looks at the heap before it sleeps)."""
         sleep = self._sleep
         if sleep is not None:
-            if when < self._wake_at:
-                sleep.deadline = self._wake_at = when
+            sleep.deadline = self._wake_at = when
         elif not self._started:
             self._started = True
             self._nursery.start_soon(self._run, name="actors.timekeeper")
-        return True
 
     def discard(self, item: _Item) -> None:
         """``item`` (scheduled) is no longer wanted."""
@@ -98,15 +103,15 @@ class Timekeeper:
             # The earliest: what an ask answered in time usually is. Popped
             # now, with the dead entries under it, so that they do not keep
             # what they hold alive (the garbage collector would pay for it).
-            heapq.heappop(heap)
+            heappop(heap)
             while heap and not heap[0][2].scheduled:
-                heapq.heappop(heap)
+                heappop(heap)
                 self._dead -= 1
             return
         self._dead += 1
         if self._dead > _COMPACT_AT and 2 * self._dead > len(heap):
             self._heap = [entry for entry in self._heap if entry[2].scheduled]
-            heapq.heapify(self._heap)
+            heapify(self._heap)
             self._dead = 0
 
     def close(self) -> None:
@@ -125,7 +130,7 @@ class Timekeeper:
                     heap = self._heap
                     now = trio.current_time()
                     while heap and heap[0][0] <= now:
-                        when, _, item = heapq.heappop(heap)
+                        when, _, item = heappop(heap)
                         if item.scheduled:
                             item.due(self, when)
                         else:

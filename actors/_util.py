@@ -1,8 +1,8 @@
 """Small helpers shared by the package's modules.
 
-Two of them read Trio internals, for speed on every message: the run's
-``GLOBAL_RUN_CONTEXT.runner`` (its ``trio_token``) and a memory channel's
-``_state.data`` and ``_state.send_tasks``. Both are pinned, with the trio
+Some read Trio internals, for speed on every message: the run's
+``GLOBAL_RUN_CONTEXT.runner`` (its ``trio_token`` and ``clock``) and a memory
+channel's ``_state.data`` and ``_state.send_tasks``. Both are pinned, with the trio
 range in ``pyproject.toml``, by ``tests/actors/test_trio_internals.py``.
 """
 
@@ -42,6 +42,13 @@ def in_trio_thread(token: trio.lowlevel.TrioToken) -> bool:
         return GLOBAL_RUN_CONTEXT.runner.trio_token is token
     except AttributeError:  # no run in this thread
         return False
+
+
+def current_time() -> float:
+    """``trio.current_time()`` in one call instead of three (every ask with a
+    timeout reads the clock). Only inside a run."""
+    now: float = GLOBAL_RUN_CONTEXT.runner.clock.current_time()
+    return now
 
 
 def buffered(channel: trio.MemoryReceiveChannel[Any]) -> int:

@@ -8,13 +8,18 @@ import trio
 import trio.testing
 from trio._core._run import GLOBAL_RUN_CONTEXT
 
-from actors._util import has_queued, in_trio_thread
+from actors._util import buffered, current_time, has_queued, in_trio_thread
 
 
 async def test_the_runner_holds_the_token_current_trio_token_returns() -> None:
     token = trio.lowlevel.current_trio_token()
     assert GLOBAL_RUN_CONTEXT.runner.trio_token is token
     assert in_trio_thread(token)
+
+
+async def test_the_runners_clock_tells_trios_time() -> None:
+    await trio.sleep(1.5)  # on the mock clock: exactly
+    assert current_time() == trio.current_time() == 1.5
 
 
 def test_outside_a_run_no_token_is_current_and_another_runs_token_is_not() -> None:
@@ -35,6 +40,7 @@ async def test_a_memory_channel_shows_its_buffer_and_its_waiting_senders() -> No
     assert not has_queued(receive)
     send.send_nowait(1)
     assert has_queued(receive)
+    assert buffered(receive) == receive.statistics().current_buffer_used == 1
     assert receive.receive_nowait() == 1
     unbuffered_send, unbuffered = trio.open_memory_channel[int](0)
     async with trio.open_nursery() as nursery:
