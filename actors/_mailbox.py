@@ -46,12 +46,18 @@ async def _put_before(
     raise _timeout_error(cell, timeout, accepted=False)
 
 
-async def _reply_before(reply: Reply[R], deadline: float) -> R | _Expired:
-    """Wait for ``reply`` until ``deadline`` in a cancel scope: once the
-    system's timekeeper ended, the asker keeps its deadline itself."""
+async def _reply_before(
+    cell: _Cell[Any],
+    reply: Reply[R],
+    deadline: float,
+    timeout: float,  # noqa: ASYNC109 (only named in the error; the deadline bounds the wait)
+) -> R:
+    """Wait for ``reply`` until ``deadline`` in a cancel scope, or raise the
+    ask's timeout: how the asker keeps its deadline once the system's timer
+    task ended."""
     with trio.move_on_at(deadline):
         return await reply._wait()
-    return _Expired()
+    raise _timeout_error(cell, timeout, accepted=True)
 
 
 def _seconds(timeout: float) -> float:
@@ -243,10 +249,7 @@ class ActorRef(Generic[M_contra], metaclass=NoPublicConstructor):
                 finally:
                     if ask.scheduled:
                         timekeeper.discard(ask)
-            result = await _reply_before(reply, deadline)
-            if isinstance(result, _Expired):
-                raise _timeout_error(cell, timeout, accepted=True)
-            return result
+            return await _reply_before(cell, reply, deadline, timeout)
         finally:
             pending.pop(seq, None)
 
