@@ -35,11 +35,12 @@ async def test_failures_restarts_and_drops_are_logged(caplog: pytest.LogCaptureF
         await inbox.receive()
 
     async with actors.open_system() as system:
-        async with system.open_supervisor(OneForOne(intensity=1)) as supervisor:
+        async with system.open_supervisor(OneForOne(intensity=2)) as supervisor:
             flaky = await supervisor.spawn(counter, name="flaky")
             await flaky.tell(Boom())
             await flaky.tell(Hold(never))
             await trio.testing.wait_all_tasks_blocked()
+            # A kill restarts a permanent child: the second restart of the budget.
             await flaky.kill()
         one = await system.spawn(takes_one, name="one")
         one.tell_nowait(1)
@@ -48,6 +49,7 @@ async def test_failures_restarts_and_drops_are_logged(caplog: pytest.LogCaptureF
     messages = [(r.name, r.levelname, r.getMessage()) for r in caplog.records]
     assert ("actors", "WARNING", "actor 'flaky' failed: ValueError('boom')") in messages
     assert ("actors", "INFO", "actor 'flaky' restarted (1)") in messages
+    assert ("actors", "INFO", "actor 'flaky' restarted (2)") in messages
     assert (
         "actors",
         "WARNING",

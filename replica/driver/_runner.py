@@ -207,11 +207,13 @@ async def _execute(session: _Session, payload: Payload) -> list[str]:
             session.window = []
         case Write():
             # A persist write takes far longer than a command: the replica
-            # has taken every command sent before it by the time it lands.
-            await trio.testing.wait_all_tasks_blocked()
+            # has taken every command sent before it by the time it lands,
+            # injected delays included (a runtime whose delivery is delayed
+            # must not write a view the next connection redefines).
+            await settle(session.replica)
             return [_write(session.shards.shard(payload.shard), payload)]
         case Advance(shard, upper):
-            await trio.testing.wait_all_tasks_blocked()
+            await settle(session.replica)
             session.shards.shard(shard).advance(upper)
         case AwaitFrontier(id, ts, timeout, allow_timeout):
             with trio.move_on_after(timeout.seconds):
