@@ -385,6 +385,30 @@ def test_an_exception_group_without_ctrl_c_is_not_swallowed(
         main(["run", str(spec)])
 
 
+def test_ctrl_c_while_the_command_loads_exits_130_with_one_line(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import types
+
+    import _trio_reconcile_cli
+
+    class Loading(types.ModuleType):
+        def __getattr__(self, name: str) -> NoReturn:
+            raise KeyboardInterrupt
+
+    # The console script's entry point imports the command inside main().
+    monkeypatch.setitem(sys.modules, "replica.driver", Loading("replica.driver"))
+    assert _trio_reconcile_cli.main() == 130
+    assert capsys.readouterr() == ("", "trio-reconcile: interrupted\n")
+
+
+def test_the_console_script_enters_through_the_shim() -> None:
+    from importlib.metadata import entry_points
+
+    (script,) = entry_points(group="console_scripts", name="trio-reconcile")
+    assert script.value == "_trio_reconcile_cli:main"
+
+
 def test_sigint_exits_130_with_one_line(tmp_path: Path) -> None:
     process = subprocess.Popen(
         [SCRIPT, "simulate", "--programs", "1000000", "--out", str(tmp_path)],
