@@ -10,6 +10,7 @@ from pathlib import Path
 BUNDLED_TWO_RUNTIME = (
     "reconciliation.spec",
     "two_runtime_recreate_index.spec",
+    "two_runtime_recreate_race.spec",
     "compaction.spec",
     "drops.spec",
     "two_indexes.spec",

@@ -35,9 +35,11 @@ from typing import TextIO
 import attrs
 
 import actors
+from actors.testing import ScheduleError
 
 from ._bundled import BUNDLED_TWO_RUNTIME, bundled_spec
 from ._demo import demo
+from ._explore import explore_command
 from ._export import write_chrome_trace
 from ._inputs import load_specs, spec_files
 from ._matrix import TOPOLOGIES, matrix_command
@@ -117,7 +119,46 @@ def _dispatch(args: argparse.Namespace) -> int:
             if args.timeline is not None:
                 check_outputs([("--timeline", args.timeline)])
             return demo(args.seed, sys.stdout, args.timeline)
+        case "explore":
+            return _explore(args)
     raise AssertionError(f"unknown command {args.command!r}")
+
+
+def _explore(args: argparse.Namespace) -> int:
+    """``explore``: read every spec, then explore each."""
+    paths = spec_files(args.specs)
+    if args.replay is not None and len(paths) > 1:
+        print(
+            f"{PROG}: error: --replay replays one spec, and {len(paths)} are named",
+            file=sys.stderr,
+        )
+        return 2
+    specs = load_specs(paths)
+    topology = Topology(
+        args.processes, args.workers, args.interactive, barrier=args.barrier, align=args.align
+    )
+    options = [f"--workers={args.workers}", f"--processes={args.processes}"]
+    options += [] if args.interactive else ["--solo"]
+    options += [] if args.barrier else ["--no-barrier"]
+    options += [] if args.align else ["--no-align"]
+    options += [f"--seed={args.seed}"]
+    try:
+        return explore_command(
+            specs,
+            topology,
+            strategy=args.strategy,
+            budget=args.budget,
+            bound=args.bound,
+            depth=args.depth,
+            seed=args.seed,
+            replay=args.replay,
+            options=options,
+            out=sys.stdout,
+        )
+    except ScheduleError as error:
+        # Only a replayed schedule can fail to fit the spec.
+        print(f"{PROG}: error: --replay: {error}", file=sys.stderr)
+        return 2
 
 
 def _run(args: argparse.Namespace) -> int:

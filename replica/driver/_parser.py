@@ -22,6 +22,8 @@ INTERRUPTED = 130
 MAX_WORKERS = 64
 MAX_PROCESSES = 16
 MAX_PROGRAMS = 1_000_000_000
+MAX_BOUND = 100
+MAX_SCHEDULE = 1_000_000
 
 _EXIT = """\
 exit status:
@@ -85,6 +87,7 @@ def build_parser() -> _Parser:
     _add_workflow(commands)
     _add_simulate(commands)
     _add_demo(commands)
+    _add_explore(commands)
     parser.subcommands = dict(commands.choices)
     return parser
 
@@ -127,7 +130,7 @@ def _finish_run(run: _Parser, args: argparse.Namespace) -> None:
 
 
 def command_list(parser: _Parser) -> str:
-    """``run, workflow, simulate or demo``."""
+    """``run, workflow, simulate, demo or explore``."""
     *rest, last = parser.commands
     return f"{', '.join(rest)} or {last}"
 
@@ -319,6 +322,90 @@ def _add_demo(commands: Commands) -> None:
     demo.add_argument("--timeline", metavar="FILE", help="draw both runs side by side as SVG")
 
 
+def _add_explore(commands: Commands) -> None:
+    explore = _command(
+        commands,
+        "explore",
+        "run specs under schedules chosen on purpose (actors.testing.explore)",
+        "no schedule made a stanza differ, an invariant break or the run deadlock",
+        "a schedule did; it is printed minimised, with the command that replays it",
+        "A choice point is a pick among the tasks Trio runs in one batch; a schedule is\n"
+        "the list of picks other than the default (creation order), as '1:12=1,40=2'.\n"
+        "dfs runs every schedule with at most --bound such picks (then says complete);\n"
+        "pct and random run --budget schedules. See docs/protocol.md, Exploring schedules.",
+    )
+    explore.add_argument(
+        "specs",
+        nargs="+",
+        metavar="SPEC",
+        help="spec files or folders, as for run; each is explored on its own",
+    )
+    explore.add_argument(
+        "--strategy",
+        choices=["dfs", "pct", "random"],
+        default="pct",
+        help="dfs: depth-first over every schedule within --bound; pct: probabilistic "
+        "concurrency testing of bug depth --depth; random: uniform picks (default pct)",
+    )
+    explore.add_argument(
+        "--budget",
+        type=_up_to(MAX_PROGRAMS),
+        default=1000,
+        metavar="N",
+        help="at most N schedules a spec (default 1000)",
+    )
+    explore.add_argument(
+        "--bound",
+        type=_at_most(MAX_BOUND),
+        default=2,
+        metavar="B",
+        help=f"dfs: at most B non-default picks a schedule, 0 to {MAX_BOUND} (default 2)",
+    )
+    explore.add_argument(
+        "--depth",
+        type=_up_to(MAX_BOUND),
+        default=3,
+        metavar="D",
+        help=f"pct: the bug depth targeted, 1 to {MAX_BOUND} (default 3)",
+    )
+    explore.add_argument(
+        "--workers",
+        type=_up_to(MAX_WORKERS),
+        default=1,
+        metavar="W",
+        help=f"workers per process, 1 to {MAX_WORKERS} (default 1)",
+    )
+    explore.add_argument(
+        "--processes",
+        type=_up_to(MAX_PROCESSES),
+        default=1,
+        metavar="P",
+        help=f"processes per runtime, 1 to {MAX_PROCESSES} (default 1)",
+    )
+    explore.add_argument(
+        "--solo",
+        dest="interactive",
+        action="store_false",
+        default=True,
+        help="one runtime that does everything (default: two runtimes)",
+    )
+    explore.add_argument(
+        "--no-barrier",
+        dest="barrier",
+        action="store_false",
+        default=True,
+        help="turn off the reconcile barrier (unsafe: the race is there to be found)",
+    )
+    _add_no_align(explore)
+    _add_seed(explore, "the seed of each run and of the pct and random strategies")
+    explore.add_argument(
+        "--replay",
+        type=_schedule,
+        metavar="SCHEDULE",
+        help="run this one schedule (as printed by a failure) instead of exploring",
+    )
+
+
 def _add_seed(parser: _Parser, what: str) -> None:
     parser.add_argument(
         "--seed", type=int, default=DEFAULT_SEED, metavar="N", help=f"{what} (default 1)"
@@ -344,6 +431,30 @@ def _up_to(most: int) -> Callable[[str], int]:
         return int(text)
 
     return count
+
+
+def _at_most(most: int) -> Callable[[str], int]:
+    """A parser of whole numbers from 0 to ``most``, in ASCII digits."""
+
+    def count(text: str) -> int:
+        if not _DIGITS.fullmatch(text) or len(text) > len(str(most)) + 2:
+            raise argparse.ArgumentTypeError(f"not a whole number (digits 0-9): {text[:20]!r}")
+        if int(text) > most:
+            raise argparse.ArgumentTypeError(f"must be at most {most}: {int(text)}")
+        return int(text)
+
+    return count
+
+
+def _schedule(text: str) -> str:
+    from actors.testing import Schedule, ScheduleError
+
+    if len(text) > MAX_SCHEDULE:
+        raise argparse.ArgumentTypeError(f"a schedule is at most {MAX_SCHEDULE:,} characters")
+    try:
+        return str(Schedule.parse(text))
+    except ScheduleError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def _topologies(text: str) -> tuple[str, ...]:

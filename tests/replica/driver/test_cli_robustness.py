@@ -438,14 +438,15 @@ def test_sigint_exits_130_with_one_line(tmp_path: Path) -> None:
 def test_the_bare_command_names_every_command(capsys: pytest.CaptureFixture[str]) -> None:
     assert main([]) == 2
     assert capsys.readouterr().err.splitlines()[-1] == (
-        f"{ERROR}a command is required (run, workflow, simulate or demo)"
+        f"{ERROR}a command is required (run, workflow, simulate, demo or explore)"
     )
 
 
 def test_every_option_and_positional_of_every_command_has_help() -> None:
     parser = build_parser()
     (commands,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
-    assert tuple(commands.choices) == parser.commands == ("run", "workflow", "simulate", "demo")
+    names = ("run", "workflow", "simulate", "demo", "explore")
+    assert tuple(commands.choices) == parser.commands == names
     missing = [
         f"{name} {action.dest}"
         for name, command in commands.choices.items()
@@ -455,7 +456,7 @@ def test_every_option_and_positional_of_every_command_has_help() -> None:
     assert missing == []
 
 
-@pytest.mark.parametrize("name", ["run", "workflow", "simulate", "demo"])
+@pytest.mark.parametrize("name", ["run", "workflow", "simulate", "demo", "explore"])
 def test_every_commands_help_ends_with_its_exit_statuses(
     capsys: pytest.CaptureFixture[str], name: str
 ) -> None:

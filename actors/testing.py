@@ -1,0 +1,29 @@
+"""Testing tools for actor programs (and any Trio program): schedule
+exploration. Import it explicitly (``from actors.testing import explore``);
+``import actors`` does not load it.
+
+::
+
+    def test_no_lost_update() -> None:
+        explore(main, strategy="pct", budget=2000)
+
+fails with the minimised failing schedule and the line that replays it,
+``explore(main, replay="1:12=1")``. See ``docs/actors.md``, "Exploring
+schedules".
+"""
+
+from ._explore import STRATEGIES as STRATEGIES
+from ._explore import Exploration as Exploration
+from ._explore import ExplorationFailure as ExplorationFailure
+from ._explore import Failure as Failure
+from ._explore import Schedule as Schedule
+from ._explore import ScheduleError as ScheduleError
+from ._explore import StepLimitError as StepLimitError
+from ._explore import StrategyName as StrategyName
+from ._explore import explore as explore
+from ._explore import failure_report as failure_report
+
+for _value in (Exploration, ExplorationFailure, Failure, Schedule, ScheduleError, StepLimitError):
+    _value.__module__ = "actors.testing"
+explore.__module__ = "actors.testing"
+failure_report.__module__ = "actors.testing"

@@ -1,0 +1,151 @@
+"""``trio-reconcile explore``: run specs under schedules chosen on purpose.
+
+Each spec runs as one program under :func:`actors.testing.explore`: a schedule
+fails when any stanza differs from its expected block (a read that hangs
+prints its timeout error, so it differs too), when the replica breaks an
+invariant, or when the run deadlocks. The first failing schedule is
+minimised and printed with the spec's mismatches and the command that
+replays it (``--replay``); the exploration of that spec stops there.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+from typing import TextIO
+
+from actors.testing import Exploration, StrategyName, explore
+
+from ._report import report, report_violations
+from ._runner import SpecRun, Topology, _run
+from ._spec import Spec
+
+# A progress line every this many runs.
+PROGRESS_EVERY = 100
+
+
+class SpecDiffers(Exception):
+    """A run in which a stanza differed or an invariant broke."""
+
+    def __init__(self, run: SpecRun) -> None:
+        differing = [outcome.stanza.line for outcome in run.outcomes if not outcome.matched]
+        parts = []
+        if differing:
+            parts.append(f"stanzas at lines {', '.join(map(str, differing[:5]))} differ")
+        if run.violations:
+            parts.append(f"{len(run.violations)} invariants broke: {run.violations[0]}")
+        super().__init__("; ".join(parts))
+        self.run = run
+
+
+def explore_command(
+    specs: Sequence[Spec],
+    topology: Topology,
+    *,
+    strategy: StrategyName,
+    budget: int,
+    bound: int,
+    depth: int,
+    seed: int,
+    replay: str | None,
+    options: Sequence[str],
+    out: TextIO,
+) -> int:
+    """Explore each spec on ``topology``; 1 if any schedule failed."""
+    failed = False
+    for spec in specs:
+        failed |= _explore_one(
+            spec,
+            topology,
+            strategy=strategy,
+            budget=budget,
+            bound=bound,
+            depth=depth,
+            seed=seed,
+            replay=replay,
+            options=options,
+            out=out,
+        )
+    return 1 if failed else 0
+
+
+def _explore_one(
+    spec: Spec,
+    topology: Topology,
+    *,
+    strategy: StrategyName,
+    budget: int,
+    bound: int,
+    depth: int,
+    seed: int,
+    replay: str | None,
+    options: Sequence[str],
+    out: TextIO,
+) -> bool:
+    async def main() -> None:
+        run = await _run(spec, topology, None)
+        if not run.passed:
+            raise SpecDiffers(run)
+
+    def progress(runs: int, so_far: Exploration) -> None:
+        if runs % PROGRESS_EVERY == 0:
+            print(
+                f"[{runs}/{budget}] {spec.path}: {so_far.interleavings} interleavings, "
+                f"{so_far.choice_points} choice points",
+                file=out,
+                flush=True,
+            )
+
+    what = _strategy_text(strategy, bound, depth, replay)
+    exploration = explore(
+        main,
+        strategy=strategy,
+        budget=budget,
+        seed=seed,
+        bound=bound,
+        depth=depth,
+        replay=replay,
+        raise_on_failure=False,
+        progress=progress,
+    )
+    failure = exploration.failure
+    if failure is None:
+        print(f"ok {spec.path}: {what}: {_counts(exploration)} ({topology})", file=out)
+        return False
+    if isinstance(failure.error, SpecDiffers):
+        report(spec, failure.error.run.outcomes, topology, out)
+        report_violations(spec, failure.error.run, out)
+    else:
+        print(f"{spec.path}: the run failed: {failure.error!r}", file=out)
+    print(
+        f"FAIL {spec.path}: {what}: a failing schedule in run {exploration.runs} "
+        f"({_counts(exploration)}) ({topology})",
+        file=out,
+    )
+    print(
+        f"  schedule: {failure.schedule} ({len(failure.schedule)} non-default choices; "
+        f"minimised from {len(failure.found)} in {failure.minimise_runs} runs)",
+        file=out,
+    )
+    print(f"  last steps: {' > '.join(failure.trace_tail)}", file=out)
+    command = ["trio-reconcile", "explore", spec.path, *options, "--replay", str(failure.schedule)]
+    print(f"  replay: {shlex.join(command)}", file=out)
+    return True
+
+
+def _strategy_text(strategy: StrategyName, bound: int, depth: int, replay: str | None) -> str:
+    if replay is not None:
+        return f"replay {replay}"
+    if strategy == "dfs":
+        return f"dfs bound {bound}"
+    if strategy == "pct":
+        return f"pct depth {depth}"
+    return "random"
+
+
+def _counts(exploration: Exploration) -> str:
+    complete = ", complete" if exploration.complete and exploration.runs > 1 else ""
+    return (
+        f"{exploration.runs} runs{complete}, {exploration.interleavings} interleavings, "
+        f"{exploration.choice_points} choice points"
+    )

@@ -1,0 +1,108 @@
+"""``trio-reconcile explore``: specs under schedules chosen on purpose. With the
+barrier, every schedule of the recreate scenarios within the bound answers
+every read; without it, the explorer finds the frozen read, minimises the
+schedule and prints the command that replays it."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from replica.driver import main
+
+SPECS = Path(__file__).resolve().parents[3] / "replica" / "driver" / "specs"
+RECREATE = str(SPECS / "two_runtime_recreate_index.spec")
+RACE = str(SPECS / "two_runtime_recreate_race.spec")
+ERROR = "trio-reconcile: error: "
+EXPLORE_ERROR = "trio-reconcile explore: error: "
+
+
+def test_with_the_barrier_dfs_completes_on_the_recreate_scenario(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["explore", RECREATE, "--strategy", "dfs", "--bound", "1"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(
+        rf"^ok {re.escape(RECREATE)}: dfs bound 1: (\d+) runs, complete, \1 interleavings, "
+        r"\d+ choice points \(P=1 W=1 two runtimes\)$",
+        out,
+        re.M,
+    ), out
+
+
+def test_without_the_barrier_it_finds_the_frozen_read_and_prints_the_replay(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["explore", RACE, "--no-barrier", "--strategy", "pct", "--seed", "3"]) == 1
+    out = capsys.readouterr().out
+    assert "error: timed out after 10s" in out
+    assert "a frozen view" in out
+    failed = rf"^FAIL {re.escape(RACE)}: pct depth 3: a failing schedule in run \d+"
+    assert re.search(failed, out, re.M)
+    (replay,) = re.findall(r"^  replay: (trio-reconcile explore .*)$", out, re.M)
+    args = shlex.split(replay)[1:]
+    assert "--no-barrier" in args
+    assert "--seed=3" in args
+    # The replay fails again, the same way, in one run.
+    assert main(args) == 1
+    again = capsys.readouterr().out
+    assert "a failing schedule in run 1 (1 runs" in again
+    assert "a frozen view" in again
+
+
+def test_the_race_needs_the_scheduler_a_default_schedule_misses_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # The default schedule (creation order) passes without the barrier; dfs
+    # finds a failing one with a single non-default choice.
+    assert main(["explore", RACE, "--no-barrier", "--replay", "1:"]) == 0
+    assert main(["explore", RACE, "--no-barrier", "--strategy", "dfs", "--bound", "1"]) == 1
+    out = capsys.readouterr().out
+    assert re.search(r"schedule: 1:\d+=\d+ \(1 non-default choices", out), out
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--replay", "nonsense"], "argument --replay: not a schedule: 'nonsense'"),
+        (["--replay", "1:4=0"], "argument --replay: schedule '1:4=0': a default choice"),
+        (["--bound", "101"], "argument --bound: must be at most 100: 101"),
+        (["--bound", "-1"], "argument --bound: not a whole number (digits 0-9): '-1'"),
+        (["--depth", "0"], "argument --depth: must be at least 1: 0"),
+        (["--budget", "0"], "argument --budget: must be at least 1: 0"),
+        (["--strategy", "bfs"], "argument --strategy: invalid choice: 'bfs'"),
+    ],
+)
+def test_bad_arguments_exit_2_before_anything_runs(
+    capsys: pytest.CaptureFixture[str], args: list[str], message: str
+) -> None:
+    assert main(["explore", RECREATE, *args]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert f"{EXPLORE_ERROR}{message}" in err
+
+
+def test_a_replay_names_one_spec(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["explore", RECREATE, RACE, "--replay", "1:"]) == 2
+    assert capsys.readouterr() == ("", f"{ERROR}--replay replays one spec, and 2 are named\n")
+
+
+def test_a_replay_that_does_not_fit_the_spec_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["explore", RECREATE, "--replay", "1:100000=1"]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.startswith(f"{ERROR}--replay: the schedule names choice point 100000")
+
+
+def test_a_bad_spec_exits_2_before_anything_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.spec"
+    bad.write_text("no-such-directive\n----\nok\n")
+    assert main(["explore", str(bad)]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.startswith(f"{bad}:1: ")
