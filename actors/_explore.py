@@ -138,6 +138,10 @@ class Failure:
     minimise_runs: int
     # The names of the last task steps before the failure, oldest first.
     trace_tail: tuple[str, ...]
+    # Each non-default choice of ``schedule``: "36: ran B#7 before A#5" (the
+    # task it ran, and the task the default would have run; tasks numbered
+    # in the order the run first saw them).
+    deviations: tuple[str, ...]
     # The hash of the failing run's steps: a replay has the same.
     trace_hash: str
 
@@ -198,6 +202,7 @@ class _Run:
     steps: int
     digest: str
     tail: tuple[str, ...]
+    deviations: tuple[str, ...]
     error: BaseException | None
 
 
@@ -213,6 +218,7 @@ class _Chooser(random.Random):
         self._names: list[str] = []
         self.picks: list[int] = []
         self.options: list[int] = []
+        self.deviations: list[str] = []
         self.steps: list[int] = []
         self.batches = 0
         self.over_limit = False
@@ -236,6 +242,11 @@ class _Chooser(random.Random):
                         f"the schedule picks {pick}: it does not fit this program"
                     )
                 pick = len(remaining) - 1
+            if pick:
+                self.deviations.append(
+                    f"{len(self.picks)}: ran {self._names[ids[pick]]}#{ids[pick]} before "
+                    f"{self._names[ids[0]]}#{ids[0]}"
+                )
             self.picks.append(pick)
             self.options.append(len(remaining))
             order.append(remaining.pop(pick))
@@ -273,6 +284,7 @@ def _run_once(
             await main()
 
     bounded.__qualname__ = bounded.__name__ = _name(main)
+    bounded.__module__ = getattr(main, "__module__", bounded.__module__)
 
     saved = _trio_run._r
     _trio_run._r = chooser
@@ -298,6 +310,7 @@ def _run_once(
         len(chooser.steps),
         chooser.digest(),
         chooser.tail(),
+        tuple(chooser.deviations),
         error,
     )
 
@@ -552,20 +565,33 @@ def _minimised(
         return error is not None and type(error) is kind
 
     smallest = _ddmin(list(found.choices), fails)
+    # Then each choice as small as it can be: 1 before 2.
+    for index, (point, choice) in enumerate(smallest):
+        for lower in range(1, choice):
+            candidate = [*smallest[:index], (point, lower), *smallest[index + 1 :]]
+            if fails(candidate):
+                smallest = candidate
+                break
     fails(smallest)
     final = last[tuple(smallest)]
     # What the final run actually picked (a choice past a smaller batch's end
     # was clamped) replays exactly.
     assert final.error is not None, "ddmin keeps a failing set"
     return Failure(
-        final.error, Schedule.from_picks(final.picks), found, tried, final.tail, final.digest
+        final.error,
+        Schedule.from_picks(final.picks),
+        found,
+        tried,
+        final.tail,
+        final.deviations,
+        final.digest,
     )
 
 
 def _failure(run: _Run, schedule: Schedule, found: Schedule, tried: int) -> Failure | None:
     if run.error is None:
         return None
-    return Failure(run.error, schedule, found, tried, run.tail, run.digest)
+    return Failure(run.error, schedule, found, tried, run.tail, run.deviations, run.digest)
 
 
 def _finish(
@@ -608,6 +634,7 @@ def failure_report(exploration: Exploration, *, name: str = "main") -> str:
         f"schedule: {failure.schedule} ({len(failure.schedule)} non-default choices; "
         f"minimised from {len(failure.found)} in {failure.minimise_runs} runs)",
         f'replay: explore({name}, seed={exploration.seed}, replay="{failure.schedule}")',
+        *(f"choice {deviation}" for deviation in failure.deviations),
         "last steps: " + " > ".join(failure.trace_tail),
     ]
     return "\n".join(lines)

@@ -24,7 +24,12 @@ from pathlib import Path
 from types import ModuleType
 
 HERE = Path(__file__).resolve().parent
-EXTRAS = (HERE / "actors_bench.py", HERE / "compute_bench.py", HERE / "dataflow_bench.py")
+EXTRAS = (
+    HERE / "actors_bench.py",
+    HERE / "compute_bench.py",
+    HERE / "dataflow_bench.py",
+    HERE / "explore_bench.py",
+)
 ENV_VAR = "TRIO_RECONCILE_BASELINE"
 IDLE_ACTORS = 10_000
 IDLE_ACTORS_QUICK = 1_000

@@ -127,6 +127,8 @@ def _explore_one(
         f"minimised from {len(failure.found)} in {failure.minimise_runs} runs)",
         file=out,
     )
+    for deviation in failure.deviations:
+        print(f"  choice {deviation}", file=out)
     print(f"  last steps: {' > '.join(failure.trace_tail)}", file=out)
     command = ["trio-reconcile", "explore", spec.path, *options, "--replay", str(failure.schedule)]
     print(f"  replay: {shlex.join(command)}", file=out)
