@@ -491,6 +491,13 @@ def explore(
     Bad arguments raise ``ValueError`` before anything runs. Not reentrant:
     one exploration (or :func:`actors.run`) at a time per process.
     """
+    if _in_trio_run():
+        raise RuntimeError(
+            "explore() starts a trio.run of its own for each schedule: call it from "
+            "synchronous code (a plain `def test_...`), not inside a Trio run"
+        )
+    if not callable(main):
+        raise TypeError(f"main must be an async function of no arguments, not {main!r}")
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}, not {strategy!r}")
     for name, value, least in (
@@ -543,6 +550,14 @@ def explore(
     complete = isinstance(chosen, _Dfs) and chosen.exhausted and failure is None
     exploration = _finish(strategy, seed, runs, complete=complete, failure=failure)
     return _outcome(exploration, main, seed, raise_on_failure)
+
+
+def _in_trio_run() -> bool:
+    try:
+        trio.lowlevel.current_trio_token()
+    except RuntimeError:
+        return False
+    return True
 
 
 def _minimised(

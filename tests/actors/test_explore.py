@@ -382,3 +382,19 @@ def test_a_textbook_bug_a_seeded_run_misses_is_found_on_purpose(
 def test_a_schedule_naming_a_choice_point_the_run_never_reached_is_refused() -> None:
     with pytest.raises(ScheduleError, match="names choice point 9999; the run had"):
         explore(two_tasks([]), replay="1:9999=1")
+
+
+async def test_inside_a_trio_run_explore_refuses_to_start() -> None:
+    ran: list[int] = []
+
+    async def main() -> None:
+        ran.append(1)
+
+    with pytest.raises(RuntimeError, match="not inside a Trio run"):
+        explore(main)
+    assert ran == []
+
+
+def test_main_must_be_callable() -> None:
+    with pytest.raises(TypeError, match="main must be an async function"):
+        explore(42)  # type: ignore[arg-type]
