@@ -39,7 +39,7 @@ from actors.testing import ScheduleError
 
 from ._bundled import BUNDLED_TWO_RUNTIME, bundled_spec
 from ._demo import demo
-from ._explore import explore_command
+from ._explore import ExploreOptions, explore_command
 from ._export import write_chrome_trace
 from ._inputs import load_specs, spec_files
 from ._matrix import TOPOLOGIES, matrix_command
@@ -142,19 +142,17 @@ def _explore(args: argparse.Namespace) -> int:
     options += [] if args.barrier else ["--no-barrier"]
     options += [] if args.align else ["--no-align"]
     options += [f"--seed={args.seed}"]
+    how = ExploreOptions(
+        strategy=args.strategy,
+        budget=args.budget,
+        bound=args.bound,
+        depth=args.depth,
+        seed=args.seed,
+        replay=args.replay,
+        options=tuple(options),
+    )
     try:
-        return explore_command(
-            specs,
-            topology,
-            strategy=args.strategy,
-            budget=args.budget,
-            bound=args.bound,
-            depth=args.depth,
-            seed=args.seed,
-            replay=args.replay,
-            options=options,
-            out=sys.stdout,
-        )
+        return explore_command(specs, topology, how, sys.stdout)
     except ScheduleError as error:
         # Only a replayed schedule can fail to fit the spec.
         print(f"{PROG}: error: --replay: {error}", file=sys.stderr)

@@ -14,6 +14,8 @@ import shlex
 from collections.abc import Sequence
 from typing import TextIO
 
+import attrs
+
 from actors.testing import Exploration, StrategyName, explore
 
 from ._report import report, report_violations
@@ -38,50 +40,31 @@ class SpecDiffers(Exception):
         self.run = run
 
 
+@attrs.frozen
+class ExploreOptions:
+    """How ``explore`` explores each spec, and the options that replay it."""
+
+    strategy: StrategyName
+    budget: int
+    bound: int
+    depth: int
+    seed: int
+    replay: str | None
+    # The command-line options that give the same replica and seed.
+    options: tuple[str, ...]
+
+
 def explore_command(
-    specs: Sequence[Spec],
-    topology: Topology,
-    *,
-    strategy: StrategyName,
-    budget: int,
-    bound: int,
-    depth: int,
-    seed: int,
-    replay: str | None,
-    options: Sequence[str],
-    out: TextIO,
+    specs: Sequence[Spec], topology: Topology, how: ExploreOptions, out: TextIO
 ) -> int:
     """Explore each spec on ``topology``; 1 if any schedule failed."""
     failed = False
     for spec in specs:
-        failed |= _explore_one(
-            spec,
-            topology,
-            strategy=strategy,
-            budget=budget,
-            bound=bound,
-            depth=depth,
-            seed=seed,
-            replay=replay,
-            options=options,
-            out=out,
-        )
+        failed |= _explore_one(spec, topology, how, out)
     return 1 if failed else 0
 
 
-def _explore_one(
-    spec: Spec,
-    topology: Topology,
-    *,
-    strategy: StrategyName,
-    budget: int,
-    bound: int,
-    depth: int,
-    seed: int,
-    replay: str | None,
-    options: Sequence[str],
-    out: TextIO,
-) -> bool:
+def _explore_one(spec: Spec, topology: Topology, how: ExploreOptions, out: TextIO) -> bool:
     async def main() -> None:
         run = await _run(spec, topology, None)
         if not run.passed:
@@ -90,21 +73,21 @@ def _explore_one(
     def progress(runs: int, so_far: Exploration) -> None:
         if runs % PROGRESS_EVERY == 0:
             print(
-                f"[{runs}/{budget}] {spec.path}: {so_far.interleavings} interleavings, "
+                f"[{runs}/{how.budget}] {spec.path}: {so_far.interleavings} interleavings, "
                 f"{so_far.choice_points} choice points",
                 file=out,
                 flush=True,
             )
 
-    what = _strategy_text(strategy, bound, depth, replay)
+    what = _strategy_text(how)
     exploration = explore(
         main,
-        strategy=strategy,
-        budget=budget,
-        seed=seed,
-        bound=bound,
-        depth=depth,
-        replay=replay,
+        strategy=how.strategy,
+        budget=how.budget,
+        seed=how.seed,
+        bound=how.bound,
+        depth=how.depth,
+        replay=how.replay,
         raise_on_failure=False,
         progress=progress,
     )
@@ -130,18 +113,19 @@ def _explore_one(
     for deviation in failure.deviations:
         print(f"  choice {deviation}", file=out)
     print(f"  last steps: {' > '.join(failure.trace_tail)}", file=out)
-    command = ["trio-reconcile", "explore", spec.path, *options, "--replay", str(failure.schedule)]
+    command = ["trio-reconcile", "explore", spec.path, *how.options]
+    command += ["--replay", str(failure.schedule)]
     print(f"  replay: {shlex.join(command)}", file=out)
     return True
 
 
-def _strategy_text(strategy: StrategyName, bound: int, depth: int, replay: str | None) -> str:
-    if replay is not None:
-        return f"replay {replay}"
-    if strategy == "dfs":
-        return f"dfs bound {bound}"
-    if strategy == "pct":
-        return f"pct depth {depth}"
+def _strategy_text(how: ExploreOptions) -> str:
+    if how.replay is not None:
+        return f"replay {how.replay}"
+    if how.strategy == "dfs":
+        return f"dfs bound {how.bound}"
+    if how.strategy == "pct":
+        return f"pct depth {how.depth}"
     return "random"
 
 

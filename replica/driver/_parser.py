@@ -169,18 +169,8 @@ def _add_run(commands: Commands) -> None:
         "every *.spec file directly in it (not in its sub-folders; hidden files aside), "
         "sorted by name, and a folder without one is bad input",
     )
-    run.add_argument(
-        "--workers",
-        type=_up_to(MAX_WORKERS),
-        metavar="W",
-        help=f"workers per process, 1 to {MAX_WORKERS} (default 1)",
-    )
-    run.add_argument(
-        "--processes",
-        type=_up_to(MAX_PROCESSES),
-        metavar="P",
-        help=f"processes per runtime, 1 to {MAX_PROCESSES} (default 1)",
-    )
+    # No defaults here: _finish_run tells a given option from a default.
+    _add_shape(run, default=None)
     runtimes = run.add_mutually_exclusive_group()
     runtimes.add_argument(
         "--interactive",
@@ -238,6 +228,21 @@ def _add_run(commands: Commands) -> None:
         action="store_true",
         help="run each spec twice with the seed and fail if the traces differ",
     )
+
+
+def _add_shape(command: argparse.ArgumentParser, *, default: int | None) -> None:
+    """``--workers`` and ``--processes``."""
+    for option, metavar, what, most in (
+        ("--workers", "W", "workers per process", MAX_WORKERS),
+        ("--processes", "P", "processes per runtime", MAX_PROCESSES),
+    ):
+        command.add_argument(
+            option,
+            type=_up_to(most),
+            default=default,
+            metavar=metavar,
+            help=f"{what}, 1 to {most} (default 1)",
+        )
 
 
 def _add_no_align(command: argparse.ArgumentParser) -> None:
@@ -356,7 +361,7 @@ def _add_explore(commands: Commands) -> None:
     )
     explore.add_argument(
         "--bound",
-        type=_at_most(MAX_BOUND),
+        type=_up_to(MAX_BOUND, least=0),
         default=2,
         metavar="B",
         help=f"dfs: at most B non-default picks a schedule, 0 to {MAX_BOUND} (default 2)",
@@ -368,20 +373,7 @@ def _add_explore(commands: Commands) -> None:
         metavar="D",
         help=f"pct: the bug depth targeted, 1 to {MAX_BOUND} (default 3)",
     )
-    explore.add_argument(
-        "--workers",
-        type=_up_to(MAX_WORKERS),
-        default=1,
-        metavar="W",
-        help=f"workers per process, 1 to {MAX_WORKERS} (default 1)",
-    )
-    explore.add_argument(
-        "--processes",
-        type=_up_to(MAX_PROCESSES),
-        default=1,
-        metavar="P",
-        help=f"processes per runtime, 1 to {MAX_PROCESSES} (default 1)",
-    )
+    _add_shape(explore, default=1)
     explore.add_argument(
         "--solo",
         dest="interactive",
@@ -415,32 +407,19 @@ def _add_seed(parser: _Parser, what: str) -> None:
 _DIGITS = re.compile(r"[0-9]+")
 
 
-def _up_to(most: int) -> Callable[[str], int]:
-    """A parser of whole numbers from 1 to ``most``, in ASCII digits (``int``
-    would take ``٣``, ``+3`` or `` 3``)."""
+def _up_to(most: int, *, least: int = 1) -> Callable[[str], int]:
+    """A parser of whole numbers from ``least`` to ``most``, in ASCII digits
+    (``int`` would take ``٣``, ``+3`` or `` 3``)."""
 
     def count(text: str) -> int:
         if not _DIGITS.fullmatch(text):
-            raise argparse.ArgumentTypeError(f"not a whole number (digits 0-9): {text!r}")
+            raise argparse.ArgumentTypeError(f"not a whole number (digits 0-9): {text[:20]!r}")
         # The length first: int() refuses more than 4,300 digits.
         if len(text.lstrip("0")) > len(str(most)) or int(text) > most:
             shown = text if len(text) <= 20 else f"{text[:20]}... ({len(text)} digits)"
             raise argparse.ArgumentTypeError(f"must be at most {most}: {shown}")
-        if int(text) < 1:
-            raise argparse.ArgumentTypeError(f"must be at least 1: {int(text)}")
-        return int(text)
-
-    return count
-
-
-def _at_most(most: int) -> Callable[[str], int]:
-    """A parser of whole numbers from 0 to ``most``, in ASCII digits."""
-
-    def count(text: str) -> int:
-        if not _DIGITS.fullmatch(text) or len(text) > len(str(most)) + 2:
-            raise argparse.ArgumentTypeError(f"not a whole number (digits 0-9): {text[:20]!r}")
-        if int(text) > most:
-            raise argparse.ArgumentTypeError(f"must be at most {most}: {int(text)}")
+        if int(text) < least:
+            raise argparse.ArgumentTypeError(f"must be at least {least}: {int(text)}")
         return int(text)
 
     return count
