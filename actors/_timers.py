@@ -201,6 +201,12 @@ class _Timer:
             later = when + interval * (math.floor((now - when) / interval) + 1)
             if later <= now:  # rounding
                 later += interval
+            if later <= now:
+                # An interval below the clock's resolution at ``now`` (1e-20
+                # at 1000 s) adds nothing: the next beat is the clock's next
+                # value, or the task would fire this timer again and again
+                # without ever sleeping, and the run would hang.
+                later = math.nextafter(now, math.inf)
             timekeeper.schedule(later, self)
 
     def orphaned(self) -> None:

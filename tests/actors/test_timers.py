@@ -253,6 +253,27 @@ async def test_a_closed_mailbox_takes_no_more_timer_messages_but_delivers_those_
         assert timed.log == [(0, Hold(release)), (4, "posted")]
 
 
+async def test_an_interval_below_the_clocks_resolution_ticks_once_per_clock_value() -> None:
+    ticks: list[float] = []
+    three = trio.Event()
+
+    async def ticking(inbox: Inbox[Tick]) -> None:
+        # At 1000 s, 1e-20 s is below a float's resolution: now + 1e-20 == now.
+        inbox.timers.send_every(1e-20, Tick())
+        async for _ in inbox:
+            ticks.append(trio.current_time())
+            if len(ticks) == 3:
+                inbox.timers.cancel(Tick())
+                three.set()
+
+    async with actors.open_system() as system:
+        await trio.sleep(1000)
+        await system.spawn(ticking, name="ticking")
+        await three.wait()
+        assert ticks[0] == 1000
+        assert ticks[0] < ticks[1] < ticks[2] == math.nextafter(ticks[1], math.inf)
+
+
 @pytest.mark.parametrize(
     ("start", "message"),
     [
