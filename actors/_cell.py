@@ -184,6 +184,16 @@ class _Cell(Generic[M]):
     def stopped_error(self) -> ActorStoppedError:
         return ActorStoppedError(f"actor {self.address.name!r} is stopped")
 
+    def not_running_error(self, call: str) -> ActorStoppedError:
+        """The error of ``call``, which belongs to an incarnation (a timer, a
+        monitor), made while none runs: the actor ended, or waits to be
+        restarted (the next incarnation makes its own)."""
+        why = "is stopped" if self.state is ActorState.STOPPED else "waits to be restarted"
+        return ActorStoppedError(
+            f"{call} of actor {self.address.name!r}: the actor {why}, "
+            "and timers and monitors belong to a running incarnation"
+        )
+
     async def put(self, envelope: Envelope[M]) -> None:
         """Put ``envelope`` in the mailbox, waiting for room while it is full.
 

@@ -267,7 +267,9 @@ class Timers(Generic[M], metaclass=NoPublicConstructor):
       one already in the mailbox (it is discarded as it is taken).
     * Timers belong to the incarnation that set them: a restart cancels them
       (the new incarnation never receives their messages), and so does the
-      actor's end. Once the mailbox is closed (``ref.stop()``,
+      actor's end; setting one once the incarnation is over (the actor
+      ended, or waits to be restarted) raises
+      :class:`~actors.ActorStoppedError`. Once the mailbox is closed (``ref.stop()``,
       ``inbox.close()``), timers deliver nothing more; a message already
       posted is delivered with the rest.
 
@@ -352,14 +354,24 @@ class Timers(Generic[M], metaclass=NoPublicConstructor):
         self, call: str, message: M, key: Hashable | None, delay: float, interval: float | None
     ) -> None:
         self._timers(call, "delay, message")
-        if key is None:
-            if not isinstance(message, Hashable):
+        cell = self._cell
+        if not cell.running:
+            raise cell.not_running_error(f"timers.{call}")
+        try:
+            hash(message if key is None else key)
+        except TypeError:
+            # Not hashable, or an instance of a hashable class holding one
+            # that is not (a frozen attrs message with a list field).
+            if key is None:
                 raise TypeError(
                     f"timers.{call}: a message of type {type(message).__name__!r} is not "
                     "hashable, so it cannot be its own key; pass key="
-                )
+                ) from None
+            raise TypeError(
+                f"timers.{call}: a key of type {type(key).__name__!r} is not hashable"
+            ) from None
+        if key is None:
             key = message
-        cell = self._cell
         links = cell.linked()
         timers = links.timers
         if timers is None:
