@@ -52,6 +52,12 @@ class ActorState(enum.StrEnum):
     STOPPED = "stopped"
 
 
+def check_capacity(capacity: float) -> None:
+    """Raise :class:`ValueError` unless ``capacity`` is a mailbox's."""
+    if not (capacity == math.inf or (isinstance(capacity, int) and capacity >= 0)):
+        raise ValueError(f"capacity must be a whole number >= 0 or math.inf, not {capacity!r}")
+
+
 @attrs.frozen
 class ActorStatistics:
     """A snapshot of one actor's mailbox, from :meth:`ActorRef.statistics`.
@@ -163,8 +169,7 @@ class _Cell(Generic[M]):
     def open(
         cls, address: Address, capacity: float, tracer: Tracer | None, timekeeper: Timekeeper
     ) -> _Cell[M]:
-        if not (capacity == math.inf or (isinstance(capacity, int) and capacity >= 0)):
-            raise ValueError(f"capacity must be a whole number >= 0 or math.inf, not {capacity!r}")
+        check_capacity(capacity)
         send, receive = trio.open_memory_channel[Envelope[M]](capacity)
         token = trio.lowlevel.current_trio_token()
         return cls(address, send, receive, capacity, tracer, token, timekeeper)

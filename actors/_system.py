@@ -10,7 +10,7 @@ from typing import Any, Never, TypeVar, TypeVarTuple, Unpack, cast, final
 
 import trio
 
-from ._cell import DEFAULT_CAPACITY, ActorState, _Cell, logger, stop_last_first
+from ._cell import DEFAULT_CAPACITY, ActorState, _Cell, check_capacity, logger, stop_last_first
 from ._determinism import current_seed
 from ._envelope import Address, current_address
 from ._errors import ActorNameError
@@ -312,7 +312,10 @@ class ActorSystem(metaclass=NoPublicConstructor):
         that fails is restarted on its own mailbox; the message it was handling
         is lost (an ask of it fails with :class:`~actors.ActorFailedError`).
         Stopping the pool (or the system) stops the members gracefully.
-        Raises :class:`ValueError` if ``size`` is below 1. Only from the
+        Raises :class:`ValueError` if ``size`` is below 1, for a bad
+        ``capacity`` or ``routing``, and whatever a member's spawn raised (its
+        name is taken, say) or a cancellation, having ended what it had
+        started: a pool that is not returned leaves no actor. Only from the
         system's Trio thread."""
         if not in_trio_thread(self._token):
             raise foreign_thread_error(
@@ -320,6 +323,12 @@ class ActorSystem(metaclass=NoPublicConstructor):
             )
         if not (isinstance(size, int) and size >= 1):
             raise ValueError(f"a pool's size must be a whole number >= 1, not {size!r}")
+        check_capacity(capacity)
+        if routing not in tuple(Routing):
+            raise ValueError(
+                f"a pool's routing must be one of {', '.join(repr(r.value) for r in Routing)}, "
+                f"not {routing!r}"
+            )
         if name is None:
             name = f"{getattr(behaviour, '__name__', 'actor')}-pool-{next(self._uids)}"
         return await open_pool(
@@ -327,7 +336,7 @@ class ActorSystem(metaclass=NoPublicConstructor):
             behaviour,
             args,
             size=size,
-            routing=routing,
+            routing=Routing(routing),
             name=name,
             capacity=capacity,
             strategy=OneForOne(intensity=size, period=5) if strategy is None else strategy,
