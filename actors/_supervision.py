@@ -26,10 +26,10 @@ import attrs
 import trio
 
 from ._cell import DEFAULT_CAPACITY, ActorState, _Cell, logger, stop_last_first
-from ._envelope import Address
-from ._errors import RestartIntensityError
+from ._envelope import Address, current_address
+from ._errors import ActorError, RestartIntensityError
 from ._inbox import Inbox
-from ._mailbox import ActorRef
+from ._mailbox import ActorRef, _seconds
 from ._monitors import ExitReason, Failed, Stopped
 from ._strategy import (
     Escalate,
@@ -175,6 +175,12 @@ class Supervisor(metaclass=NoPublicConstructor):
                 f"spawn under supervisor {self.address.name!r}",
                 "trio.from_thread.run(supervisor.spawn, behaviour)",
             )
+        if restart not in tuple(Restart):
+            raise ValueError(
+                f"restart must be one of {', '.join(repr(r.value) for r in Restart)}, "
+                f"not {restart!r}"
+            )
+        restart = Restart(restart)
         return await self._system._spawn(
             behaviour,
             args,
@@ -197,8 +203,11 @@ class Supervisor(metaclass=NoPublicConstructor):
         after ``timeout`` seconds is killed (OTP's shutdown time, then
         ``brutal_kill``). Returns once it has stopped; at once if it had.
 
-        Raises :class:`ValueError` if ``ref`` is not a child of this supervisor.
-        A checkpoint. If cancelled, the child still stops; only the wait ends.
+        Raises :class:`ValueError` if ``ref`` is not a child of this
+        supervisor, or for a negative or NaN ``timeout``, and
+        :class:`~actors.ActorError` if the child calls it on itself (it would
+        wait for its own end); each before changing anything. A checkpoint.
+        If cancelled, the child still stops; only the wait ends.
         Only from the system's Trio thread.
         """
         if not in_trio_thread(self._system._token):
@@ -206,6 +215,8 @@ class Supervisor(metaclass=NoPublicConstructor):
                 f"terminate_child of supervisor {self.address.name!r}",
                 "trio.from_thread.run(supervisor.terminate_child, ref)",
             )
+        if timeout is not None:
+            timeout = _seconds(timeout, "terminate_child timeout")
         cell = ref._cell
         child = self._children.get(cell.address.uid)
         if child is None or child.cell is not cell:
@@ -214,6 +225,11 @@ class Supervisor(metaclass=NoPublicConstructor):
                 return
             raise ValueError(
                 f"actor {cell.address.name!r} is not a child of supervisor {self.address.name!r}"
+            )
+        if current_address.get() == cell.address:
+            raise ActorError(
+                f"actor {cell.address.name!r} cannot wait for its own termination; "
+                "close its inbox, or have another task call terminate_child"
             )
         child.terminated = True
         cell.stop_requested = True

@@ -20,7 +20,7 @@ from ._monitors import ExitReason, Failed, Killed, Normal, Stopped
 from ._pool import Pool, Routing, open_pool
 from ._registry import Listing, ServiceKey, _Registry
 from ._sequencer import Sequencer
-from ._strategy import Escalate, OneForOne, Strategy
+from ._strategy import Escalate, OneForAll, OneForOne, RestForOne, Strategy
 from ._supervision import Supervisor, _Child, open_supervisor
 from ._timers import Timekeeper
 from ._trace import EventKind, Tracer
@@ -218,7 +218,7 @@ class ActorSystem(metaclass=NoPublicConstructor):
         spawns with ``sup.spawn``. When the block ends, the scope stops its live
         children gracefully, last spawned first, and returns once they stopped.
         """
-        return open_supervisor(self, Escalate() if strategy is None else strategy, name)
+        return open_supervisor(self, Escalate() if strategy is None else _strategy(strategy), name)
 
     def lookup(self, key: str | Address) -> ActorRef[Never] | None:
         """The live actor named ``key``, or at ``key`` (an address: the same
@@ -324,6 +324,8 @@ class ActorSystem(metaclass=NoPublicConstructor):
         if not (isinstance(size, int) and size >= 1):
             raise ValueError(f"a pool's size must be a whole number >= 1, not {size!r}")
         check_capacity(capacity)
+        if strategy is not None:
+            _strategy(strategy)
         if routing not in tuple(Routing):
             raise ValueError(
                 f"a pool's routing must be one of {', '.join(repr(r.value) for r in Routing)}, "
@@ -382,6 +384,16 @@ class ActorSystem(metaclass=NoPublicConstructor):
 
     async def _stop_all(self) -> None:
         await stop_last_first(self._live, lambda cell: cell)
+
+
+def _strategy(strategy: Strategy) -> Strategy:
+    """``strategy``, or :class:`TypeError` if it is not one."""
+    if not isinstance(strategy, Escalate | OneForOne | OneForAll | RestForOne):
+        raise TypeError(
+            "a supervisor's strategy must be an instance of Escalate, OneForOne, OneForAll "
+            f"or RestForOne, not {strategy!r}"
+        )
+    return strategy
 
 
 @asynccontextmanager

@@ -377,6 +377,24 @@ async def test_wait_stopped_waits_for_the_end_without_stopping_and_returns_its_r
         assert await ref.wait_stopped() == Killed()  # at once, once it has ended
 
 
+async def test_an_actor_cannot_wait_for_its_own_end() -> None:
+    errors: list[str] = []
+
+    async def waits_for_itself(inbox: Inbox[str]) -> None:
+        async for _ in inbox:
+            try:
+                await inbox.ref.wait_stopped()
+            except actors.ActorError as error:
+                errors.append(str(error))
+
+    async with actors.open_system() as system:
+        ref = await system.spawn(waits_for_itself, name="w")
+        await ref.tell("wait")
+        await trio.testing.wait_all_tasks_blocked()
+        assert ref.statistics().state is actors.ActorState.RUNNING
+    assert errors == ["actor 'w' cannot wait for its own end"]
+
+
 async def test_wait_stopped_waits_through_restarts() -> None:
     async with actors.open_system() as system:
         async with system.open_supervisor(OneForOne(intensity=5)) as supervisor:

@@ -265,6 +265,75 @@ async def test_terminate_child_refuses_an_actor_of_another_scope() -> None:
             await supervisor.terminate_child(stranger)
 
 
+@pytest.mark.parametrize(
+    ("bad", "shown"),
+    [(-1, "-1"), (float("nan"), "nan"), (10**400, "a number too large")],
+    ids=["negative", "nan", "too large"],
+)
+async def test_terminate_child_refuses_a_bad_timeout_and_leaves_the_child_running(
+    bad: float, shown: str
+) -> None:
+    async with (
+        actors.open_system() as system,
+        system.open_supervisor(OneForOne(intensity=1)) as supervisor,
+    ):
+        ref = await supervisor.spawn(counter, name="c")
+        message = rf"^terminate_child timeout must be None or a number of seconds >= 0, not {shown}"
+        with pytest.raises(ValueError, match=message):
+            await supervisor.terminate_child(ref, timeout=bad)
+        assert ref.statistics().state is actors.ActorState.RUNNING
+        await ref.tell(Add(1))
+        assert await ref.ask(Total) == 1
+
+
+async def test_a_child_cannot_terminate_itself_and_runs_on() -> None:
+    errors: list[str] = []
+
+    async def resigning(inbox: Inbox[str], supervisor: actors.Supervisor) -> None:
+        async for envelope in inbox:
+            try:
+                await supervisor.terminate_child(inbox.ref)
+            except actors.ActorError as error:
+                errors.append(f"{envelope.message}: {error}")
+
+    async with (
+        actors.open_system() as system,
+        system.open_supervisor(OneForOne(intensity=1)) as supervisor,
+    ):
+        ref = await supervisor.spawn(resigning, supervisor, name="c")
+        await ref.tell("resign")
+        await ref.tell("again")
+        await trio.testing.wait_all_tasks_blocked()
+        assert ref.statistics().state is actors.ActorState.RUNNING
+    message = (
+        "actor 'c' cannot wait for its own termination; "
+        "close its inbox, or have another task call terminate_child"
+    )
+    assert errors == [f"resign: {message}", f"again: {message}"]
+
+
+async def test_an_unknown_restart_type_is_refused_and_spawns_nothing() -> None:
+    async with (
+        actors.open_system() as system,
+        system.open_supervisor(OneForOne(intensity=1)) as supervisor,
+    ):
+        message = r"^restart must be one of 'permanent', 'transient', 'temporary', not 'sometimes'$"
+        with pytest.raises(ValueError, match=message):
+            await supervisor.spawn(counter, name="c", restart="sometimes")  # type: ignore[arg-type]
+        assert supervisor.children == ()
+        assert system.lookup("c") is None
+
+
+async def test_a_restart_type_given_by_its_value_is_that_type() -> None:
+    async with (
+        actors.open_system() as system,
+        system.open_supervisor(OneForOne(intensity=1)) as supervisor,
+    ):
+        ref = await supervisor.spawn(counter, name="c", restart="transient")  # type: ignore[arg-type]
+        await ref.stop()  # a transient child is not restarted after a stop
+        assert await ref.wait_stopped() == Stopped()
+
+
 async def test_terminate_child_with_a_timeout_kills_a_child_that_does_not_drain() -> None:
     async with (
         actors.open_system() as system,
