@@ -233,7 +233,12 @@ class ActorSystem(metaclass=NoPublicConstructor):
             raise foreign_thread_error(
                 "lookup in an actor system", "trio.from_thread.run_sync(system.lookup, key)"
             )
-        name = key if isinstance(key, str) else key.name
+        if isinstance(key, str):
+            name = key
+        elif isinstance(key, Address):
+            name = key.name
+        else:
+            raise TypeError(f"lookup takes a name or an Address, not {key!r}")
         cell = self._live.get(name)
         if cell is None or (isinstance(key, Address) and cell.address != key):
             return None
@@ -352,7 +357,9 @@ class ActorSystem(metaclass=NoPublicConstructor):
         ``room: Sequencer[Said] = system.sequencer(name="room")``).
 
         Raises :class:`ValueError`, and builds nothing, if an actor is listed
-        twice (it would receive every message twice). Only from the system's
+        twice (it would receive every message twice), and
+        :class:`~actors.ActorStoppedError` if one's mailbox is closed (as
+        :meth:`~actors.Sequencer.join` does). Only from the system's
         Trio thread, like :meth:`spawn`.
         """
         if not in_trio_thread(self._token):
@@ -367,6 +374,8 @@ class ActorSystem(metaclass=NoPublicConstructor):
                 raise ValueError(
                     f"sequencer {name!r}: actor {cell.address.name!r} is listed twice as a member"
                 )
+            if cell.state is not ActorState.RUNNING:
+                raise cell.stopped_error()  # as sequencer.join refuses it
             listed.add(cell)
         sequencer = Sequencer._create(self._allocate(name), cells, self.tracer, self._token)
         return cast("Sequencer[M]", sequencer)

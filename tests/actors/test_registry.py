@@ -67,6 +67,16 @@ async def test_a_sequencers_address_looks_up_nothing() -> None:
         assert system.lookup(sequencer.address) is None
 
 
+@pytest.mark.parametrize("key", [3, None, ("m", 0)], ids=["int", "none", "tuple"])
+async def test_lookup_of_what_is_neither_a_name_nor_an_address_is_a_type_error(
+    key: object,
+) -> None:
+    async with actors.open_system() as system:
+        await system.spawn(counter, name="m")
+        with pytest.raises(TypeError, match=r"^lookup takes a name or an Address, not "):
+            system.lookup(key)  # type: ignore[arg-type]
+
+
 async def test_find_returns_the_actors_of_a_key_in_registration_order() -> None:
     async with actors.open_system() as system:
         refs = [await system.spawn(counter, name=name) for name in ("b", "a", "c")]
