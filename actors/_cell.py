@@ -406,12 +406,19 @@ async def stop_last_first(entries: dict[Any, T], cell_of: Callable[[T], _Cell[An
     ends. None of them is restarted from here on, and those waiting to be
     restarted stop waiting."""
     for entry in entries.values():
-        cell = cell_of(entry)
-        cell.final = True
-        if not cell.running:
-            cell.scope.cancel()
+        _make_final(cell_of(entry))
     while entries:
         cell = cell_of(next(reversed(entries.values())))
+        # Again: an actor started while the others stop (spawned by one
+        # that drains its mailbox) was not there above.
+        _make_final(cell)
         cell.stop_requested = True
         cell.close_mailbox()
         await cell.wait_ended()
+
+
+def _make_final(cell: _Cell[Any]) -> None:
+    """``cell``'s next end is for good; a wait to be restarted ends now."""
+    cell.final = True
+    if not cell.running:
+        cell.scope.cancel()

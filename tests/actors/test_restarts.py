@@ -358,6 +358,24 @@ async def test_terminate_child_ends_a_child_waiting_out_its_backoff_at_once() ->
         assert (await ref.wait_stopped(), trio.current_time()) == (Stopped(), 0)
 
 
+async def test_a_child_spawned_while_its_scope_drains_is_stopped_for_good_too() -> None:
+    async with actors.open_system() as system:
+        async with system.open_supervisor(OneForOne(intensity=5)) as supervisor:
+
+            async def dispatcher(inbox: Inbox[int]) -> None:
+                async for envelope in inbox:
+                    await supervisor.spawn(counter, name=f"worker-{envelope.message}")
+
+            ref = await supervisor.spawn(dispatcher, name="dispatcher")
+            await ref.tell(1)
+            await trio.testing.wait_all_tasks_blocked()
+            await ref.tell(2)  # taken while the scope drains: worker-2 starts then
+        assert trio.current_time() == 0  # the block ended, at once
+        worker = system.lookup("worker-2")
+        assert worker is None
+        assert supervisor.children == ()
+
+
 async def test_a_failure_while_a_scope_drains_is_restarted_to_deliver_the_rest() -> None:
     async with actors.open_system() as system:
         async with system.open_supervisor(OneForOne(intensity=1)) as supervisor:
