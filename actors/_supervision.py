@@ -106,11 +106,15 @@ class _Round:
         self.done = True
 
 
-def _reopen(cell: _Cell[Any]) -> None:
-    """``cell`` is to be restarted: a mailbox its behaviour call closed (a
+def _reopen(child: _Child) -> None:
+    """``child`` is to be restarted: a mailbox its behaviour call closed (a
     ``stop()``) opens again now, so it accepts messages while the restart
-    waits. One its scope closed stays closed: the restart only drains it."""
-    if cell.state is ActorState.STOPPING and not cell.final:
+    waits. Called as the call ends, before any wait: a ``stop()`` during the
+    wait closes the new mailbox, for the next call to drain (reopened later,
+    it would have been undone, and the stopper left waiting for good). One
+    its scope or ``terminate_child`` closed stays closed."""
+    cell = child.cell
+    if cell.state is ActorState.STOPPING and not (cell.final or child.terminated):
         cell.stop_requested = False
         cell.reopen_mailbox()
 
@@ -264,6 +268,8 @@ class Supervisor(metaclass=NoPublicConstructor):
         it waits to be restarted ends as :class:`~actors.Stopped`."""
         cell = child.cell
         if child.round is not None:
+            if child.restart is not Restart.TEMPORARY:
+                _reopen(child)
             return await self._take_turn(child, reason)
         if isinstance(self.strategy, Escalate):
             if isinstance(reason, Failed):
@@ -273,6 +279,7 @@ class Supervisor(metaclass=NoPublicConstructor):
             return reason
         if cell.final and not isinstance(reason, Failed):
             return reason
+        _reopen(child)
         if not isinstance(self.strategy, OneForOne):
             while self._round is not None:
                 with self._waiting(child):
@@ -285,7 +292,6 @@ class Supervisor(metaclass=NoPublicConstructor):
         delay = self._backoff(child)
         if isinstance(self.strategy, OneForOne):
             child.why = str(reason)
-            _reopen(child.cell)
             if not await self._wait(child, delay):
                 return Stopped()
             return None
@@ -365,7 +371,6 @@ class Supervisor(metaclass=NoPublicConstructor):
                 if member.cell.running:
                     member.cell.scope.cancel()
                 await round_.parked[member].wait()
-        _reopen(child.cell)
         if not await self._wait(child, delay):
             round_.withdrawn.add(child)
         round_.release_after(0)
@@ -384,7 +389,6 @@ class Supervisor(metaclass=NoPublicConstructor):
             self._withdraw(round_, child)
             return reason
         if child not in round_.withdrawn:
-            _reopen(child.cell)
             with self._waiting(child):
                 await round_.turns[child].wait()
         child.round = None

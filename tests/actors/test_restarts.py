@@ -201,6 +201,32 @@ async def test_a_stop_while_a_child_waits_to_restart_is_drained_by_the_restart()
         assert (trio.current_time(), ref.statistics().restarts) == (10, 2)
 
 
+async def test_a_stop_while_a_child_waits_for_its_group_to_restart_is_not_undone() -> None:
+    async def slow_to_die(inbox: Inbox[str]) -> None:
+        try:
+            async for _ in inbox:
+                pass
+        finally:
+            with trio.CancelScope(shield=True):
+                await trio.sleep(1)  # the round waits for this end
+
+    async with (
+        actors.open_system() as system,
+        system.open_supervisor(OneForAll(intensity=5)) as supervisor,
+    ):
+        a = await supervisor.spawn(logged, "a", [], name="a")
+        await supervisor.spawn(slow_to_die, name="b")
+        await a.tell("fail")
+        await trio.testing.wait_all_tasks_blocked()  # a waits for b to end
+        assert a.statistics().state is actors.ActorState.RUNNING
+        await a.stop()  # the next call drains the closed mailbox and returns
+        assert trio.current_time() == 1
+        await trio.testing.wait_all_tasks_blocked()
+        # A permanent child: restarted again after the stop, on a new mailbox.
+        assert a.statistics().state is actors.ActorState.RUNNING
+        await a.tell("x")
+
+
 async def test_a_killed_child_restarts_on_the_same_mailbox_with_its_queued_messages() -> None:
     async with (
         actors.open_system() as system,
