@@ -381,8 +381,9 @@ class ActorSystem(metaclass=NoPublicConstructor):
         return cast("Sequencer[M]", sequencer)
 
     def cancel(self) -> None:
-        """Cancel every actor of the system now, without a graceful stop: when
-        the ``open_system`` block ends, it ends at once. Messages still queued
+        """Cancel every actor of the system now, without a graceful stop, those
+        spawned into another ``nursery`` too: when the ``open_system`` block
+        ends, it ends at once. Messages still queued
         are reported as dropped. Idempotent. Only from the system's Trio
         thread (from another: ``trio.from_thread.run_sync(system.cancel)``)."""
         if not in_trio_thread(self._token):
@@ -390,6 +391,15 @@ class ActorSystem(metaclass=NoPublicConstructor):
                 "cancel of an actor system", "trio.from_thread.run_sync(system.cancel)"
             )
         self._nursery.cancel_scope.cancel()
+        self._cancel_live()
+
+    def _cancel_live(self) -> None:
+        """Cancel every live actor, and none restarts: those in the system's
+        nursery are cancelled with it, but an actor spawned with
+        ``nursery=`` lives elsewhere and would outlive its system."""
+        for cell in self._live.values():
+            cell.final = True
+            cell.scope.cancel()
 
     async def _stop_all(self) -> None:
         await stop_last_first(self._live, lambda cell: cell)
@@ -429,4 +439,6 @@ async def open_system(
             if not nursery.cancel_scope.cancel_called:
                 await system._stop_all()
         finally:
+            # After a cancel or an error: actors spawned elsewhere end too.
+            system._cancel_live()
             system._timekeeper.close()
