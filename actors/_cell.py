@@ -240,6 +240,23 @@ class _Cell(Generic[M]):
         queue.append((self.delivered + ahead, envelope))
         return envelope
 
+    def post_latest(self, message: object, supersedes: Callable[[object], bool]) -> None:
+        """:meth:`post` ``message``, first withdrawing the framework message
+        waiting beyond the capacity that it ``supersedes`` (a listing of the
+        same key), if any: what waits there for an actor that does not keep
+        up then holds one of each, however many changes come. Those after
+        it move up one turn; one already in the mailbox is left there."""
+        queue = self.system_queue
+        if queue:
+            for index, (_, envelope) in enumerate(queue):
+                if supersedes(envelope.message):
+                    del queue[index]
+                    for later in range(index, len(queue)):
+                        turn, waiting = queue[later]
+                        queue[later] = (turn - 1, waiting)
+                    break
+        self.post(message)
+
     def take_system(self, closed: bool) -> Envelope[M] | None:
         """The system queue's first envelope if its turn came (or the mailbox is
         ``closed`` and drained), else None."""

@@ -282,9 +282,11 @@ class ActorSystem(metaclass=NoPublicConstructor):
         another after each change of its actors, until it ends or
         :meth:`unsubscribe`. Subscribing again sends the current listing and
         changes nothing else. Listings are framework messages: like ``Down``
-        they go beyond a full mailbox, after what it held, and never wait.
-        The subscriber's message type must include ``Listing[M]`` (mypy checks
-        it). Raises as :meth:`register`."""
+        they go beyond a full mailbox, after what it held, and never wait;
+        one waiting there is replaced by the next listing of ``key`` (a
+        subscriber that does not keep up gets the newest, and holds one per
+        key, not one per change). The subscriber's message type must include
+        ``Listing[M]`` (mypy checks it). Raises as :meth:`register`."""
         self._registry_for("subscribe", "key, subscriber", subscriber).subscribe(
             key, subscriber._cell
         )

@@ -147,10 +147,42 @@ async def test_listings_reach_a_full_subscriber_without_waiting() -> None:
         await subscriber.tell(1)  # full now
         ref = await system.spawn(counter, name="c")
         system.subscribe(COUNTERS, subscriber)
-        system.register(COUNTERS, ref)
-        assert subscriber.statistics().queued == 3
+        system.register(COUNTERS, ref)  # replaces the listing that waits
+        assert subscriber.statistics().queued == 2
         release.set()
-    assert seen == [[], ["c"], []]  # the last: "c" stopped before "busy" did
+        await trio.testing.wait_all_tasks_blocked()
+    assert seen == [["c"], []]  # the last: "c" stopped before "busy" did
+
+
+async def test_a_stuck_subscriber_holds_one_listing_per_key_and_gets_the_newest() -> None:
+    seen: list[tuple[int, list[str]]] = []
+    release = trio.Event()
+
+    async def stuck(inbox: Inbox[Listing[CounterMessage] | int]) -> None:
+        async for envelope in inbox:
+            match envelope.message:
+                case Listing(refs=refs):
+                    seen.append((envelope.seq, [ref.name for ref in refs]))
+                case _:
+                    await release.wait()
+
+    async with actors.open_system() as system:
+        subscriber = await system.spawn(stuck, name="stuck", capacity=1)
+        await subscriber.tell(0)  # taken: it waits
+        await subscriber.tell(1)  # full now
+        system.subscribe(COUNTERS, subscriber)
+        kept = await system.spawn(counter, name="kept")
+        system.register(COUNTERS, kept)
+        for index in range(100):
+            ref = await system.spawn(counter, name=f"c{index}")
+            system.register(COUNTERS, ref)
+            await ref.stop()
+        assert subscriber.statistics().queued == 2  # 1, and one listing
+        release.set()
+        await trio.testing.wait_all_tasks_blocked()
+        assert [names for _, names in seen] == [["kept"]]
+        # After message 1, with the newest stamp: it took the newest's turn.
+        assert seen[0][0] > 2
 
 
 async def test_a_subscription_ends_with_its_subscriber() -> None:
