@@ -4,6 +4,7 @@ in :mod:`._inbox`; the state both share, the cell, in :mod:`._cell`)."""
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar, TypeVarTuple, final
 
@@ -62,7 +63,10 @@ async def _reply_before(
 
 def _seconds(timeout: float, what: str = "ask timeout") -> float:
     """A ``timeout`` (an ask's, or ``what``) as a float >= 0 (``-0.0`` as
-    ``0.0``), or :class:`ValueError`."""
+    ``0.0``), or :class:`ValueError` (:class:`TypeError` if not a number)."""
+    given: object = timeout  # typed float, checked as anything a caller passes
+    if not isinstance(given, numbers.Real):
+        raise TypeError(f"{what} must be None or a number of seconds, not {timeout!r}")
     if not timeout >= 0:
         raise ValueError(f"{what} must be None or a number of seconds >= 0, not {timeout!r}")
     try:

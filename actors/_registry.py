@@ -34,7 +34,12 @@ class ServiceKey(Generic[M]):
     that: two keys of one name and different types are one key at run time,
     which no type checker can see."""
 
-    name: str
+    name: str = attrs.field()
+
+    @name.validator
+    def _check_name(self, attribute: attrs.Attribute[str], value: str) -> None:
+        if not isinstance(value, str):
+            raise TypeError(f"a service key's name must be a str, not {value!r}")
 
     def __repr__(self) -> str:
         return f"ServiceKey({self.name!r})"

@@ -244,17 +244,25 @@ class ActorSystem(metaclass=NoPublicConstructor):
             return None
         return cast("ActorRef[Never]", ActorRef._create(cell))
 
-    def _registry_for(self, call: str, args: str, ref: ActorRef[Any] | None = None) -> _Registry:
-        """The registry, for ``call(args)``; on ``ref``, if given, a live actor
-        of this system."""
+    def _registry_for(
+        self, call: str, args: str, key: ServiceKey[Any], *refs: ActorRef[Any]
+    ) -> _Registry:
+        """The registry, for ``call(args)`` with ``key``; on ``refs`` (the
+        actor the call offers or subscribes, if it does), a live actor of
+        this system."""
         if not in_trio_thread(self._token):
             raise foreign_thread_error(
                 f"{call} in an actor system", f"trio.from_thread.run_sync(system.{call}, {args})"
             )
-        if ref is not None and self._live.get(ref.name) is not ref._cell:
-            if ref._cell.state is ActorState.STOPPED:
-                raise ref._cell.stopped_error()
-            raise ValueError(f"actor {ref.name!r} is not an actor of this system")
+        if not isinstance(key, ServiceKey):
+            raise TypeError(f"{call} takes a ServiceKey, not {key!r}")
+        for ref in refs:
+            if not isinstance(ref, ActorRef):
+                raise TypeError(f"{call} takes an ActorRef, not {ref!r}")
+            if self._live.get(ref.name) is not ref._cell:
+                if ref._cell.state is ActorState.STOPPED:
+                    raise ref._cell.stopped_error()
+                raise ValueError(f"actor {ref.name!r} is not an actor of this system")
         if self._registry is None:
             self._registry = _Registry()
         return self._registry
@@ -266,16 +274,16 @@ class ActorSystem(metaclass=NoPublicConstructor):
         Raises :class:`~actors.ActorStoppedError` for a stopped actor and
         :class:`ValueError` for another system's. Only from the system's
         Trio thread."""
-        self._registry_for("register", "key, ref", ref).register(key, ref._cell)
+        self._registry_for("register", "key, ref", key, ref).register(key, ref._cell)
 
     def deregister(self, key: ServiceKey[M], ref: ActorRef[M]) -> bool:
         """Withdraw ``ref`` from ``key``; False if it was not there."""
-        return self._registry_for("deregister", "key, ref").deregister(key, ref._cell)
+        return self._registry_for("deregister", "key, ref", key).deregister(key, ref._cell)
 
     def find(self, key: ServiceKey[M]) -> tuple[ActorRef[M], ...]:
         """The actors registered under ``key`` now, in registration order.
         Only from the system's Trio thread."""
-        return self._registry_for("find", "key").find(key)
+        return self._registry_for("find", "key", key).find(key)
 
     def subscribe(self, key: ServiceKey[M], subscriber: ActorRef[Listing[M]]) -> None:
         """Send ``subscriber`` a :class:`~actors.Listing` of ``key`` now, and
@@ -287,14 +295,14 @@ class ActorSystem(metaclass=NoPublicConstructor):
         subscriber that does not keep up gets the newest, and holds one per
         key, not one per change). The subscriber's message type must include
         ``Listing[M]`` (mypy checks it). Raises as :meth:`register`."""
-        self._registry_for("subscribe", "key, subscriber", subscriber).subscribe(
+        self._registry_for("subscribe", "key, subscriber", key, subscriber).subscribe(
             key, subscriber._cell
         )
 
     def unsubscribe(self, key: ServiceKey[M], subscriber: ActorRef[Listing[M]]) -> bool:
         """Stop sending listings of ``key`` to ``subscriber``; False if it was
         not subscribed."""
-        return self._registry_for("unsubscribe", "key, subscriber").unsubscribe(
+        return self._registry_for("unsubscribe", "key, subscriber", key).unsubscribe(
             key, subscriber._cell
         )
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import numbers
 from collections.abc import Hashable
 from heapq import heapify, heappop, heappush
 from typing import Any, Generic, Protocol, TypeVar, final
@@ -235,7 +236,11 @@ def timer_message_taken(links: _Links, envelope: Envelope[Any]) -> bool:
 
 
 def _seconds(value: float, what: str, *, zero: bool) -> float:
-    """``value`` as a finite float, >= 0 (``zero``) or > 0; else ValueError."""
+    """``value`` as a finite float, >= 0 (``zero``) or > 0; else ValueError
+    (TypeError if it is not a number: ``float`` would take ``"5"``)."""
+    given: object = value  # typed float, checked as anything a caller passes
+    if not isinstance(given, numbers.Real):
+        raise TypeError(f"a timer's {what} must be a number of seconds, not {value!r}")
     try:
         seconds = float(value)
     except OverflowError:

@@ -77,6 +77,20 @@ async def test_lookup_of_what_is_neither_a_name_nor_an_address_is_a_type_error(
             system.lookup(key)  # type: ignore[arg-type]
 
 
+async def test_the_registry_refuses_what_is_not_a_service_key() -> None:
+    with pytest.raises(TypeError, match=r"^a service key's name must be a str, not 3$"):
+        ServiceKey(3)  # type: ignore[arg-type]
+    async with actors.open_system() as system:
+        ref = await system.spawn(counter, name="c")
+        with pytest.raises(TypeError, match=r"^register takes a ServiceKey, not 'counters'$"):
+            system.register("counters", ref)  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match=r"^find takes a ServiceKey, not 'counters'$"):
+            system.find("counters")  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match=r"^subscribe takes an ActorRef, not None$"):
+            system.subscribe(COUNTERS, None)  # type: ignore[arg-type]
+        assert system.find(COUNTERS) == ()
+
+
 async def test_find_returns_the_actors_of_a_key_in_registration_order() -> None:
     async with actors.open_system() as system:
         refs = [await system.spawn(counter, name=name) for name in ("b", "a", "c")]

@@ -321,6 +321,20 @@ async def test_a_bad_delay_or_interval_is_refused_and_sets_nothing(
         assert not timed.timers.is_active("m")
 
 
+async def test_a_delay_or_interval_that_is_not_a_number_is_a_type_error() -> None:
+    async with actors.open_system() as system:
+        timed, _ = await spawn_timed(system)
+        with pytest.raises(
+            TypeError, match=r"^a timer's delay must be a number of seconds, not '5'$"
+        ):
+            timed.timers.send_after("5", "m")  # type: ignore[arg-type]
+        with pytest.raises(
+            TypeError, match=r"^a timer's interval must be a number of seconds, not None$"
+        ):
+            timed.timers.send_every(None, "m")  # type: ignore[arg-type]
+        assert not timed.timers.is_active("m")
+
+
 async def test_an_unhashable_message_needs_a_key() -> None:
     async with actors.open_system() as system:
         lists: list[Inbox[list[int]]] = []
