@@ -52,6 +52,12 @@ class ActorState(enum.StrEnum):
     STOPPED = "stopped"
 
 
+def check_capacity(capacity: float) -> None:
+    """Raise :class:`ValueError` unless ``capacity`` is a mailbox's."""
+    if not (capacity == math.inf or (isinstance(capacity, int) and capacity >= 0)):
+        raise ValueError(f"capacity must be a whole number >= 0 or math.inf, not {capacity!r}")
+
+
 @attrs.frozen
 class ActorStatistics:
     """A snapshot of one actor's mailbox, from :meth:`ActorRef.statistics`.
@@ -163,8 +169,7 @@ class _Cell(Generic[M]):
     def open(
         cls, address: Address, capacity: float, tracer: Tracer | None, timekeeper: Timekeeper
     ) -> _Cell[M]:
-        if not (capacity == math.inf or (isinstance(capacity, int) and capacity >= 0)):
-            raise ValueError(f"capacity must be a whole number >= 0 or math.inf, not {capacity!r}")
+        check_capacity(capacity)
         send, receive = trio.open_memory_channel[Envelope[M]](capacity)
         token = trio.lowlevel.current_trio_token()
         return cls(address, send, receive, capacity, tracer, token, timekeeper)
@@ -183,6 +188,16 @@ class _Cell(Generic[M]):
 
     def stopped_error(self) -> ActorStoppedError:
         return ActorStoppedError(f"actor {self.address.name!r} is stopped")
+
+    def not_running_error(self, call: str) -> ActorStoppedError:
+        """The error of ``call``, which belongs to an incarnation (a timer, a
+        monitor), made while none runs: the actor ended, or waits to be
+        restarted (the next incarnation makes its own)."""
+        why = "is stopped" if self.state is ActorState.STOPPED else "waits to be restarted"
+        return ActorStoppedError(
+            f"{call} of actor {self.address.name!r}: the actor {why}, "
+            "and timers and monitors belong to a running incarnation"
+        )
 
     async def put(self, envelope: Envelope[M]) -> None:
         """Put ``envelope`` in the mailbox, waiting for room while it is full.
@@ -224,6 +239,23 @@ class _Cell(Generic[M]):
         ahead = buffered(self.receive_channel) + len(queue)
         queue.append((self.delivered + ahead, envelope))
         return envelope
+
+    def post_latest(self, message: object, supersedes: Callable[[object], bool]) -> None:
+        """:meth:`post` ``message``, first withdrawing the framework message
+        waiting beyond the capacity that it ``supersedes`` (a listing of the
+        same key), if any: what waits there for an actor that does not keep
+        up then holds one of each, however many changes come. Those after
+        it move up one turn; one already in the mailbox is left there."""
+        queue = self.system_queue
+        if queue:
+            for index, (_, envelope) in enumerate(queue):
+                if supersedes(envelope.message):
+                    del queue[index]
+                    for later in range(index, len(queue)):
+                        turn, waiting = queue[later]
+                        queue[later] = (turn - 1, waiting)
+                    break
+        self.post(message)
 
     def take_system(self, closed: bool) -> Envelope[M] | None:
         """The system queue's first envelope if its turn came (or the mailbox is
@@ -391,12 +423,19 @@ async def stop_last_first(entries: dict[Any, T], cell_of: Callable[[T], _Cell[An
     ends. None of them is restarted from here on, and those waiting to be
     restarted stop waiting."""
     for entry in entries.values():
-        cell = cell_of(entry)
-        cell.final = True
-        if not cell.running:
-            cell.scope.cancel()
+        _make_final(cell_of(entry))
     while entries:
         cell = cell_of(next(reversed(entries.values())))
+        # Again: an actor started while the others stop (spawned by one
+        # that drains its mailbox) was not there above.
+        _make_final(cell)
         cell.stop_requested = True
         cell.close_mailbox()
         await cell.wait_ended()
+
+
+def _make_final(cell: _Cell[Any]) -> None:
+    """``cell``'s next end is for good; a wait to be restarted ends now."""
+    cell.final = True
+    if not cell.running:
+        cell.scope.cancel()

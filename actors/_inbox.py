@@ -80,7 +80,9 @@ class Inbox(Generic[M], metaclass=NoPublicConstructor):
 
         The monitors an incarnation makes are its own: when this actor ends,
         or a supervisor restarts it, they are removed (as OTP's die with their
-        process), and the restarted behaviour makes its own again. An actor
+        process), and the restarted behaviour makes its own again; so once
+        this inbox's incarnation is over (the actor ended, or waits to be
+        restarted) it raises :class:`~actors.ActorStoppedError`. An actor
         cannot monitor itself (:class:`ValueError`). Never blocks. Only from
         the Trio thread of the actor's system.
         """
@@ -92,6 +94,8 @@ class Inbox(Generic[M], metaclass=NoPublicConstructor):
             )
         if target._cell is cell:
             raise ValueError(f"actor {cell.address.name!r} cannot monitor itself")
+        if not cell.running:
+            raise cell.not_running_error("monitor")
         return cell.monitor(target._cell)
 
     def demonitor(self, monitor: Monitor) -> bool:

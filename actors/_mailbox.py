@@ -4,6 +4,7 @@ in :mod:`._inbox`; the state both share, the cell, in :mod:`._cell`)."""
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar, TypeVarTuple, final
 
@@ -60,16 +61,19 @@ async def _reply_before(
     raise _timeout_error(cell, timeout, accepted=True)
 
 
-def _seconds(timeout: float) -> float:
-    """An ask's ``timeout`` as a float >= 0 (``-0.0`` as ``0.0``), or
-    :class:`ValueError`."""
+def _seconds(timeout: float, what: str = "ask timeout") -> float:
+    """A ``timeout`` (an ask's, or ``what``) as a float >= 0 (``-0.0`` as
+    ``0.0``), or :class:`ValueError` (:class:`TypeError` if not a number)."""
+    given: object = timeout  # typed float, checked as anything a caller passes
+    if not isinstance(given, numbers.Real):
+        raise TypeError(f"{what} must be None or a number of seconds, not {timeout!r}")
     if not timeout >= 0:
-        raise ValueError(f"ask timeout must be None or a number of seconds >= 0, not {timeout!r}")
+        raise ValueError(f"{what} must be None or a number of seconds >= 0, not {timeout!r}")
     try:
         return abs(float(timeout))
     except OverflowError:
         raise ValueError(
-            "ask timeout must be None or a number of seconds >= 0, not a number too large "
+            f"{what} must be None or a number of seconds >= 0, not a number too large "
             "for a float (math.inf waits as long as it takes)"
         ) from None
 
@@ -315,8 +319,9 @@ class ActorRef(Generic[M_contra], metaclass=NoPublicConstructor):
         why it ended (at once if it already has). Restarts are not ends: under
         a restarting supervisor this waits through them.
 
-        A checkpoint. If cancelled, nothing changes. Only from the Trio thread
-        of the actor's system (from another:
+        A checkpoint. If cancelled, nothing changes. An actor cannot wait for
+        its own end (:class:`~actors.ActorError`: it would wait for good).
+        Only from the Trio thread of the actor's system (from another:
         ``trio.from_thread.run(ref.wait_stopped)``)."""
         cell = self._cell
         if not in_trio_thread(cell.token):
@@ -324,6 +329,8 @@ class ActorRef(Generic[M_contra], metaclass=NoPublicConstructor):
                 f"wait_stopped of actor {cell.address.name!r}",
                 "trio.from_thread.run(ref.wait_stopped)",
             )
+        if current_address.get() == cell.address and cell.state is not ActorState.STOPPED:
+            raise ActorError(f"actor {cell.address.name!r} cannot wait for its own end")
         return await cell.wait_ended()
 
     def statistics(self) -> ActorStatistics:

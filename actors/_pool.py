@@ -210,11 +210,18 @@ async def open_pool(
     host_ref = await system._spawn(
         _supervise_members, (system, strategy, host), name=name, capacity=0, nursery=nursery
     )
-    await host.ready.wait()
-    supervisor = host.supervisor
-    assert supervisor is not None, "the host is ready once its supervisor is"
-    members = [
-        await supervisor.spawn(behaviour, *args, name=f"{name}/{index}", capacity=capacity)
-        for index in range(size)
-    ]
+    try:
+        await host.ready.wait()
+        supervisor = host.supervisor
+        assert supervisor is not None, "the host is ready once its supervisor is"
+        members = [
+            await supervisor.spawn(behaviour, *args, name=f"{name}/{index}", capacity=capacity)
+            for index in range(size)
+        ]
+    except BaseException:
+        # A member's spawn failed (its name is taken, its behaviour raised at
+        # once), or the caller was cancelled: nothing of the pool stays.
+        with trio.CancelScope(shield=True):
+            await host_ref.kill()
+        raise
     return cast("Pool[M]", Pool._create(host_ref, members, routing))

@@ -5,6 +5,9 @@ change.
 An entry lives as long as its actor: it leaves when the actor ends for good
 (a restart keeps it, as it keeps the actor's address). Listings are framework
 messages, like ``Down``: they never wait for room in a subscriber's mailbox.
+A listing waiting beyond a full mailbox is replaced by the next one of its
+key, so a subscriber that does not keep up holds one per key, not one per
+change.
 """
 
 from __future__ import annotations
@@ -31,7 +34,12 @@ class ServiceKey(Generic[M]):
     that: two keys of one name and different types are one key at run time,
     which no type checker can see."""
 
-    name: str
+    name: str = attrs.field()
+
+    @name.validator
+    def _check_name(self, attribute: attrs.Attribute[str], value: str) -> None:
+        if not isinstance(value, str):
+            raise TypeError(f"a service key's name must be a str, not {value!r}")
 
     def __repr__(self) -> str:
         return f"ServiceKey({self.name!r})"
@@ -46,6 +54,11 @@ class Listing(Generic[M]):
 
     key: ServiceKey[M]
     refs: tuple[ActorRef[M], ...]
+
+
+def _listing_of(key: ServiceKey[Any], message: object) -> bool:
+    """Whether ``message`` is a listing of ``key`` (the next one supersedes it)."""
+    return isinstance(message, Listing) and message.key == key
 
 
 def _refs(cells: dict[_Cell[Any], None]) -> tuple[ActorRef[Any], ...]:
@@ -91,7 +104,7 @@ class _Registry:
             subscribers[cell] = None
             self._watch(cell)
             self._subscribed[cell][key] = None
-        cell.post(Listing(key, self.find(key)))
+        cell.post_latest(Listing(key, self.find(key)), functools.partial(_listing_of, key))
 
     def unsubscribe(self, key: ServiceKey[Any], cell: _Cell[Any]) -> bool:
         subscribers = self._subscribers.get(key)
@@ -119,5 +132,6 @@ class _Registry:
         subscribers = self._subscribers.get(key)
         if subscribers:
             listing = Listing(key, self.find(key))
+            supersedes = functools.partial(_listing_of, key)
             for subscriber in subscribers:
-                subscriber.post(listing)
+                subscriber.post_latest(listing, supersedes)

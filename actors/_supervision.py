@@ -26,10 +26,10 @@ import attrs
 import trio
 
 from ._cell import DEFAULT_CAPACITY, ActorState, _Cell, logger, stop_last_first
-from ._envelope import Address
-from ._errors import RestartIntensityError
+from ._envelope import Address, current_address
+from ._errors import ActorError, RestartIntensityError
 from ._inbox import Inbox
-from ._mailbox import ActorRef
+from ._mailbox import ActorRef, _seconds
 from ._monitors import ExitReason, Failed, Stopped
 from ._strategy import (
     Escalate,
@@ -106,11 +106,15 @@ class _Round:
         self.done = True
 
 
-def _reopen(cell: _Cell[Any]) -> None:
-    """``cell`` is to be restarted: a mailbox its behaviour call closed (a
+def _reopen(child: _Child) -> None:
+    """``child`` is to be restarted: a mailbox its behaviour call closed (a
     ``stop()``) opens again now, so it accepts messages while the restart
-    waits. One its scope closed stays closed: the restart only drains it."""
-    if cell.state is ActorState.STOPPING and not cell.final:
+    waits. Called as the call ends, before any wait: a ``stop()`` during the
+    wait closes the new mailbox, for the next call to drain (reopened later,
+    it would have been undone, and the stopper left waiting for good). One
+    its scope or ``terminate_child`` closed stays closed."""
+    cell = child.cell
+    if cell.state is ActorState.STOPPING and not (cell.final or child.terminated):
         cell.stop_requested = False
         cell.reopen_mailbox()
 
@@ -175,6 +179,12 @@ class Supervisor(metaclass=NoPublicConstructor):
                 f"spawn under supervisor {self.address.name!r}",
                 "trio.from_thread.run(supervisor.spawn, behaviour)",
             )
+        if restart not in tuple(Restart):
+            raise ValueError(
+                f"restart must be one of {', '.join(repr(r.value) for r in Restart)}, "
+                f"not {restart!r}"
+            )
+        restart = Restart(restart)
         return await self._system._spawn(
             behaviour,
             args,
@@ -197,8 +207,11 @@ class Supervisor(metaclass=NoPublicConstructor):
         after ``timeout`` seconds is killed (OTP's shutdown time, then
         ``brutal_kill``). Returns once it has stopped; at once if it had.
 
-        Raises :class:`ValueError` if ``ref`` is not a child of this supervisor.
-        A checkpoint. If cancelled, the child still stops; only the wait ends.
+        Raises :class:`ValueError` if ``ref`` is not a child of this
+        supervisor, or for a negative or NaN ``timeout``, and
+        :class:`~actors.ActorError` if the child calls it on itself (it would
+        wait for its own end); each before changing anything. A checkpoint.
+        If cancelled, the child still stops; only the wait ends.
         Only from the system's Trio thread.
         """
         if not in_trio_thread(self._system._token):
@@ -206,6 +219,8 @@ class Supervisor(metaclass=NoPublicConstructor):
                 f"terminate_child of supervisor {self.address.name!r}",
                 "trio.from_thread.run(supervisor.terminate_child, ref)",
             )
+        if timeout is not None:
+            timeout = _seconds(timeout, "terminate_child timeout")
         cell = ref._cell
         child = self._children.get(cell.address.uid)
         if child is None or child.cell is not cell:
@@ -214,6 +229,11 @@ class Supervisor(metaclass=NoPublicConstructor):
                 return
             raise ValueError(
                 f"actor {cell.address.name!r} is not a child of supervisor {self.address.name!r}"
+            )
+        if current_address.get() == cell.address:
+            raise ActorError(
+                f"actor {cell.address.name!r} cannot wait for its own termination; "
+                "close its inbox, or have another task call terminate_child"
             )
         child.terminated = True
         cell.stop_requested = True
@@ -248,6 +268,8 @@ class Supervisor(metaclass=NoPublicConstructor):
         it waits to be restarted ends as :class:`~actors.Stopped`."""
         cell = child.cell
         if child.round is not None:
+            if child.restart is not Restart.TEMPORARY:
+                _reopen(child)
             return await self._take_turn(child, reason)
         if isinstance(self.strategy, Escalate):
             if isinstance(reason, Failed):
@@ -257,6 +279,7 @@ class Supervisor(metaclass=NoPublicConstructor):
             return reason
         if cell.final and not isinstance(reason, Failed):
             return reason
+        _reopen(child)
         if not isinstance(self.strategy, OneForOne):
             while self._round is not None:
                 with self._waiting(child):
@@ -269,7 +292,6 @@ class Supervisor(metaclass=NoPublicConstructor):
         delay = self._backoff(child)
         if isinstance(self.strategy, OneForOne):
             child.why = str(reason)
-            _reopen(child.cell)
             if not await self._wait(child, delay):
                 return Stopped()
             return None
@@ -349,7 +371,6 @@ class Supervisor(metaclass=NoPublicConstructor):
                 if member.cell.running:
                     member.cell.scope.cancel()
                 await round_.parked[member].wait()
-        _reopen(child.cell)
         if not await self._wait(child, delay):
             round_.withdrawn.add(child)
         round_.release_after(0)
@@ -368,7 +389,6 @@ class Supervisor(metaclass=NoPublicConstructor):
             self._withdraw(round_, child)
             return reason
         if child not in round_.withdrawn:
-            _reopen(child.cell)
             with self._waiting(child):
                 await round_.turns[child].wait()
         child.round = None

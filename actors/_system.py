@@ -10,7 +10,7 @@ from typing import Any, Never, TypeVar, TypeVarTuple, Unpack, cast, final
 
 import trio
 
-from ._cell import DEFAULT_CAPACITY, ActorState, _Cell, logger, stop_last_first
+from ._cell import DEFAULT_CAPACITY, ActorState, _Cell, check_capacity, logger, stop_last_first
 from ._determinism import current_seed
 from ._envelope import Address, current_address
 from ._errors import ActorNameError
@@ -20,7 +20,7 @@ from ._monitors import ExitReason, Failed, Killed, Normal, Stopped
 from ._pool import Pool, Routing, open_pool
 from ._registry import Listing, ServiceKey, _Registry
 from ._sequencer import Sequencer
-from ._strategy import Escalate, OneForOne, Strategy
+from ._strategy import Escalate, OneForAll, OneForOne, RestForOne, Strategy
 from ._supervision import Supervisor, _Child, open_supervisor
 from ._timers import Timekeeper
 from ._trace import EventKind, Tracer
@@ -218,7 +218,7 @@ class ActorSystem(metaclass=NoPublicConstructor):
         spawns with ``sup.spawn``. When the block ends, the scope stops its live
         children gracefully, last spawned first, and returns once they stopped.
         """
-        return open_supervisor(self, Escalate() if strategy is None else strategy, name)
+        return open_supervisor(self, Escalate() if strategy is None else _strategy(strategy), name)
 
     def lookup(self, key: str | Address) -> ActorRef[Never] | None:
         """The live actor named ``key``, or at ``key`` (an address: the same
@@ -233,23 +233,36 @@ class ActorSystem(metaclass=NoPublicConstructor):
             raise foreign_thread_error(
                 "lookup in an actor system", "trio.from_thread.run_sync(system.lookup, key)"
             )
-        name = key if isinstance(key, str) else key.name
+        if isinstance(key, str):
+            name = key
+        elif isinstance(key, Address):
+            name = key.name
+        else:
+            raise TypeError(f"lookup takes a name or an Address, not {key!r}")
         cell = self._live.get(name)
         if cell is None or (isinstance(key, Address) and cell.address != key):
             return None
         return cast("ActorRef[Never]", ActorRef._create(cell))
 
-    def _registry_for(self, call: str, args: str, ref: ActorRef[Any] | None = None) -> _Registry:
-        """The registry, for ``call(args)``; on ``ref``, if given, a live actor
-        of this system."""
+    def _registry_for(
+        self, call: str, args: str, key: ServiceKey[Any], *refs: ActorRef[Any]
+    ) -> _Registry:
+        """The registry, for ``call(args)`` with ``key``; on ``refs`` (the
+        actor the call offers or subscribes, if it does), a live actor of
+        this system."""
         if not in_trio_thread(self._token):
             raise foreign_thread_error(
                 f"{call} in an actor system", f"trio.from_thread.run_sync(system.{call}, {args})"
             )
-        if ref is not None and self._live.get(ref.name) is not ref._cell:
-            if ref._cell.state is ActorState.STOPPED:
-                raise ref._cell.stopped_error()
-            raise ValueError(f"actor {ref.name!r} is not an actor of this system")
+        if not isinstance(key, ServiceKey):
+            raise TypeError(f"{call} takes a ServiceKey, not {key!r}")
+        for ref in refs:
+            if not isinstance(ref, ActorRef):
+                raise TypeError(f"{call} takes an ActorRef, not {ref!r}")
+            if self._live.get(ref.name) is not ref._cell:
+                if ref._cell.state is ActorState.STOPPED:
+                    raise ref._cell.stopped_error()
+                raise ValueError(f"actor {ref.name!r} is not an actor of this system")
         if self._registry is None:
             self._registry = _Registry()
         return self._registry
@@ -261,33 +274,35 @@ class ActorSystem(metaclass=NoPublicConstructor):
         Raises :class:`~actors.ActorStoppedError` for a stopped actor and
         :class:`ValueError` for another system's. Only from the system's
         Trio thread."""
-        self._registry_for("register", "key, ref", ref).register(key, ref._cell)
+        self._registry_for("register", "key, ref", key, ref).register(key, ref._cell)
 
     def deregister(self, key: ServiceKey[M], ref: ActorRef[M]) -> bool:
         """Withdraw ``ref`` from ``key``; False if it was not there."""
-        return self._registry_for("deregister", "key, ref").deregister(key, ref._cell)
+        return self._registry_for("deregister", "key, ref", key).deregister(key, ref._cell)
 
     def find(self, key: ServiceKey[M]) -> tuple[ActorRef[M], ...]:
         """The actors registered under ``key`` now, in registration order.
         Only from the system's Trio thread."""
-        return self._registry_for("find", "key").find(key)
+        return self._registry_for("find", "key", key).find(key)
 
     def subscribe(self, key: ServiceKey[M], subscriber: ActorRef[Listing[M]]) -> None:
         """Send ``subscriber`` a :class:`~actors.Listing` of ``key`` now, and
         another after each change of its actors, until it ends or
         :meth:`unsubscribe`. Subscribing again sends the current listing and
         changes nothing else. Listings are framework messages: like ``Down``
-        they go beyond a full mailbox, after what it held, and never wait.
-        The subscriber's message type must include ``Listing[M]`` (mypy checks
-        it). Raises as :meth:`register`."""
-        self._registry_for("subscribe", "key, subscriber", subscriber).subscribe(
+        they go beyond a full mailbox, after what it held, and never wait;
+        one waiting there is replaced by the next listing of ``key`` (a
+        subscriber that does not keep up gets the newest, and holds one per
+        key, not one per change). The subscriber's message type must include
+        ``Listing[M]`` (mypy checks it). Raises as :meth:`register`."""
+        self._registry_for("subscribe", "key, subscriber", key, subscriber).subscribe(
             key, subscriber._cell
         )
 
     def unsubscribe(self, key: ServiceKey[M], subscriber: ActorRef[Listing[M]]) -> bool:
         """Stop sending listings of ``key`` to ``subscriber``; False if it was
         not subscribed."""
-        return self._registry_for("unsubscribe", "key, subscriber").unsubscribe(
+        return self._registry_for("unsubscribe", "key, subscriber", key).unsubscribe(
             key, subscriber._cell
         )
 
@@ -312,7 +327,10 @@ class ActorSystem(metaclass=NoPublicConstructor):
         that fails is restarted on its own mailbox; the message it was handling
         is lost (an ask of it fails with :class:`~actors.ActorFailedError`).
         Stopping the pool (or the system) stops the members gracefully.
-        Raises :class:`ValueError` if ``size`` is below 1. Only from the
+        Raises :class:`ValueError` if ``size`` is below 1, for a bad
+        ``capacity`` or ``routing``, and whatever a member's spawn raised (its
+        name is taken, say) or a cancellation, having ended what it had
+        started: a pool that is not returned leaves no actor. Only from the
         system's Trio thread."""
         if not in_trio_thread(self._token):
             raise foreign_thread_error(
@@ -320,6 +338,14 @@ class ActorSystem(metaclass=NoPublicConstructor):
             )
         if not (isinstance(size, int) and size >= 1):
             raise ValueError(f"a pool's size must be a whole number >= 1, not {size!r}")
+        check_capacity(capacity)
+        if strategy is not None:
+            _strategy(strategy)
+        if routing not in tuple(Routing):
+            raise ValueError(
+                f"a pool's routing must be one of {', '.join(repr(r.value) for r in Routing)}, "
+                f"not {routing!r}"
+            )
         if name is None:
             name = f"{getattr(behaviour, '__name__', 'actor')}-pool-{next(self._uids)}"
         return await open_pool(
@@ -327,7 +353,7 @@ class ActorSystem(metaclass=NoPublicConstructor):
             behaviour,
             args,
             size=size,
-            routing=routing,
+            routing=Routing(routing),
             name=name,
             capacity=capacity,
             strategy=OneForOne(intensity=size, period=5) if strategy is None else strategy,
@@ -341,7 +367,9 @@ class ActorSystem(metaclass=NoPublicConstructor):
         ``room: Sequencer[Said] = system.sequencer(name="room")``).
 
         Raises :class:`ValueError`, and builds nothing, if an actor is listed
-        twice (it would receive every message twice). Only from the system's
+        twice (it would receive every message twice), and
+        :class:`~actors.ActorStoppedError` if one's mailbox is closed (as
+        :meth:`~actors.Sequencer.join` does). Only from the system's
         Trio thread, like :meth:`spawn`.
         """
         if not in_trio_thread(self._token):
@@ -356,13 +384,16 @@ class ActorSystem(metaclass=NoPublicConstructor):
                 raise ValueError(
                     f"sequencer {name!r}: actor {cell.address.name!r} is listed twice as a member"
                 )
+            if cell.state is not ActorState.RUNNING:
+                raise cell.stopped_error()  # as sequencer.join refuses it
             listed.add(cell)
         sequencer = Sequencer._create(self._allocate(name), cells, self.tracer, self._token)
         return cast("Sequencer[M]", sequencer)
 
     def cancel(self) -> None:
-        """Cancel every actor of the system now, without a graceful stop: when
-        the ``open_system`` block ends, it ends at once. Messages still queued
+        """Cancel every actor of the system now, without a graceful stop, those
+        spawned into another ``nursery`` too: when the ``open_system`` block
+        ends, it ends at once. Messages still queued
         are reported as dropped. Idempotent. Only from the system's Trio
         thread (from another: ``trio.from_thread.run_sync(system.cancel)``)."""
         if not in_trio_thread(self._token):
@@ -370,9 +401,28 @@ class ActorSystem(metaclass=NoPublicConstructor):
                 "cancel of an actor system", "trio.from_thread.run_sync(system.cancel)"
             )
         self._nursery.cancel_scope.cancel()
+        self._cancel_live()
+
+    def _cancel_live(self) -> None:
+        """Cancel every live actor, and none restarts: those in the system's
+        nursery are cancelled with it, but an actor spawned with
+        ``nursery=`` lives elsewhere and would outlive its system."""
+        for cell in self._live.values():
+            cell.final = True
+            cell.scope.cancel()
 
     async def _stop_all(self) -> None:
         await stop_last_first(self._live, lambda cell: cell)
+
+
+def _strategy(strategy: Strategy) -> Strategy:
+    """``strategy``, or :class:`TypeError` if it is not one."""
+    if not isinstance(strategy, Escalate | OneForOne | OneForAll | RestForOne):
+        raise TypeError(
+            "a supervisor's strategy must be an instance of Escalate, OneForOne, OneForAll "
+            f"or RestForOne, not {strategy!r}"
+        )
+    return strategy
 
 
 @asynccontextmanager
@@ -399,4 +449,6 @@ async def open_system(
             if not nursery.cancel_scope.cancel_called:
                 await system._stop_all()
         finally:
+            # After a cancel or an error: actors spawned elsewhere end too.
+            system._cancel_live()
             system._timekeeper.close()

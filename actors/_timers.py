@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import numbers
 from collections.abc import Hashable
 from heapq import heapify, heappop, heappush
 from typing import Any, Generic, Protocol, TypeVar, final
@@ -201,6 +202,12 @@ class _Timer:
             later = when + interval * (math.floor((now - when) / interval) + 1)
             if later <= now:  # rounding
                 later += interval
+            if later <= now:
+                # An interval below the clock's resolution at ``now`` (1e-20
+                # at 1000 s) adds nothing: the next beat is the clock's next
+                # value, or the task would fire this timer again and again
+                # without ever sleeping, and the run would hang.
+                later = math.nextafter(now, math.inf)
             timekeeper.schedule(later, self)
 
     def orphaned(self) -> None:
@@ -229,7 +236,11 @@ def timer_message_taken(links: _Links, envelope: Envelope[Any]) -> bool:
 
 
 def _seconds(value: float, what: str, *, zero: bool) -> float:
-    """``value`` as a finite float, >= 0 (``zero``) or > 0; else ValueError."""
+    """``value`` as a finite float, >= 0 (``zero``) or > 0; else ValueError
+    (TypeError if it is not a number: ``float`` would take ``"5"``)."""
+    given: object = value  # typed float, checked as anything a caller passes
+    if not isinstance(given, numbers.Real):
+        raise TypeError(f"a timer's {what} must be a number of seconds, not {value!r}")
     try:
         seconds = float(value)
     except OverflowError:
@@ -261,7 +272,9 @@ class Timers(Generic[M], metaclass=NoPublicConstructor):
       one already in the mailbox (it is discarded as it is taken).
     * Timers belong to the incarnation that set them: a restart cancels them
       (the new incarnation never receives their messages), and so does the
-      actor's end. Once the mailbox is closed (``ref.stop()``,
+      actor's end; setting one once the incarnation is over (the actor
+      ended, or waits to be restarted) raises
+      :class:`~actors.ActorStoppedError`. Once the mailbox is closed (``ref.stop()``,
       ``inbox.close()``), timers deliver nothing more; a message already
       posted is delivered with the rest.
 
@@ -346,14 +359,24 @@ class Timers(Generic[M], metaclass=NoPublicConstructor):
         self, call: str, message: M, key: Hashable | None, delay: float, interval: float | None
     ) -> None:
         self._timers(call, "delay, message")
-        if key is None:
-            if not isinstance(message, Hashable):
+        cell = self._cell
+        if not cell.running:
+            raise cell.not_running_error(f"timers.{call}")
+        try:
+            hash(message if key is None else key)
+        except TypeError:
+            # Not hashable, or an instance of a hashable class holding one
+            # that is not (a frozen attrs message with a list field).
+            if key is None:
                 raise TypeError(
                     f"timers.{call}: a message of type {type(message).__name__!r} is not "
                     "hashable, so it cannot be its own key; pass key="
-                )
+                ) from None
+            raise TypeError(
+                f"timers.{call}: a key of type {type(key).__name__!r} is not hashable"
+            ) from None
+        if key is None:
             key = message
-        cell = self._cell
         links = cell.linked()
         timers = links.timers
         if timers is None:

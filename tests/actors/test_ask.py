@@ -282,6 +282,17 @@ async def test_a_timeout_too_large_for_a_float_is_refused_before_anything_is_sen
         assert ref.statistics().delivered == 0
 
 
+async def test_a_timeout_that_is_not_a_number_is_a_type_error_and_sends_nothing() -> None:
+    async with actors.open_system() as system:
+        ref = await system.spawn(counter)
+        with pytest.raises(
+            TypeError, match=r"^ask timeout must be None or a number of seconds, not '5'$"
+        ):
+            await ref.ask(Total, timeout="5")  # type: ignore[arg-type]
+        await ref.stop()
+        assert ref.statistics().delivered == 0
+
+
 async def test_the_largest_float_timeout_waits_for_the_reply() -> None:
     async with actors.open_system() as system:
         ref = await system.spawn(counter)

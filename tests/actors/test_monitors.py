@@ -307,6 +307,48 @@ async def test_an_actor_cannot_monitor_itself() -> None:
     assert errors == ["actor 'narcissist' cannot monitor itself"]
 
 
+async def test_an_ended_watchers_inbox_makes_no_monitor_and_leaves_nothing_on_the_target() -> None:
+    inboxes: list[Inbox[Down]] = []
+
+    async def watcher(inbox: Inbox[Down]) -> None:
+        inboxes.append(inbox)
+
+    async with actors.open_system() as system:
+        target = await system.spawn(counter, name="target")
+        await (await system.spawn(watcher, name="w")).wait_stopped()
+        message = (
+            r"^monitor of actor 'w': the actor is stopped, "
+            r"and timers and monitors belong to a running incarnation$"
+        )
+        with pytest.raises(actors.ActorStoppedError, match=message):
+            inboxes[0].monitor(target)
+        assert target._cell.links is None or not target._cell.links.watchers
+
+
+async def test_an_inbox_between_incarnations_makes_no_monitor_for_the_next_one() -> None:
+    inboxes: list[Inbox[Down | str]] = []
+
+    async def crashing(inbox: Inbox[Down | str]) -> None:
+        inboxes.append(inbox)
+        async for _ in inbox:
+            raise ValueError("crash")
+
+    backoff = actors.Backoff(minimum=5, maximum=5, jitter=0)
+    async with (
+        actors.open_system() as system,
+        system.open_supervisor(OneForOne(intensity=2, backoff=backoff)) as supervisor,
+    ):
+        target = await system.spawn(counter, name="target")
+        ref = await supervisor.spawn(crashing, name="crashing")
+        await ref.tell("crash")
+        await trio.testing.wait_all_tasks_blocked()  # it waits 5 s to restart
+        message = r"^monitor of actor 'crashing': the actor waits to be restarted, "
+        with pytest.raises(actors.ActorStoppedError, match=message):
+            inboxes[0].monitor(target)
+        assert target._cell.links is None or not target._cell.links.watchers
+        await supervisor.terminate_child(ref)
+
+
 def test_a_watcher_whose_messages_exclude_down_is_refused_by_the_type_checker() -> None:
     def watch(inbox: Inbox[int], target: ActorRef[int]) -> Monitor:
         return inbox.monitor(target)  # type: ignore[misc]
@@ -333,6 +375,24 @@ async def test_wait_stopped_waits_for_the_end_without_stopping_and_returns_its_r
             await ref.kill()
         assert reasons == [Killed()]
         assert await ref.wait_stopped() == Killed()  # at once, once it has ended
+
+
+async def test_an_actor_cannot_wait_for_its_own_end() -> None:
+    errors: list[str] = []
+
+    async def waits_for_itself(inbox: Inbox[str]) -> None:
+        async for _ in inbox:
+            try:
+                await inbox.ref.wait_stopped()
+            except actors.ActorError as error:
+                errors.append(str(error))
+
+    async with actors.open_system() as system:
+        ref = await system.spawn(waits_for_itself, name="w")
+        await ref.tell("wait")
+        await trio.testing.wait_all_tasks_blocked()
+        assert ref.statistics().state is actors.ActorState.RUNNING
+    assert errors == ["actor 'w' cannot wait for its own end"]
 
 
 async def test_wait_stopped_waits_through_restarts() -> None:

@@ -173,6 +173,52 @@ async def test_a_bad_pool_size_is_refused(size: int) -> None:
         assert system.lookup("counter-pool-0") is None
 
 
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"capacity": -1}, "capacity must be a whole number >= 0 or math.inf, not -1"),
+        (
+            {"routing": "fastest"},
+            "a pool's routing must be one of 'round-robin', 'least-loaded', not 'fastest'",
+        ),
+    ],
+    ids=["negative capacity", "unknown routing"],
+)
+async def test_a_bad_pool_capacity_or_routing_is_refused_and_starts_nothing(
+    options: dict[str, object], message: str
+) -> None:
+    async with actors.open_system() as system:
+        with pytest.raises(ValueError, match=f"^{message}$"):
+            await system.pool(counter, size=2, name="p", **options)  # type: ignore[arg-type]
+        assert list(system._live) == []
+
+
+async def test_a_pool_whose_member_cannot_start_ends_what_it_started() -> None:
+    async with actors.open_system() as system:
+        squatter = await system.spawn(counter, name="p/1")
+        with pytest.raises(
+            actors.ActorNameError, match=r"^an actor named 'p/1' is already running$"
+        ):
+            await system.pool(counter, size=3, name="p")
+        assert list(system._live) == ["p/1"]
+        assert squatter.statistics().state is actors.ActorState.RUNNING
+
+
+async def test_a_pool_cancelled_while_it_starts_its_members_ends_what_it_started() -> None:
+    async def cancels_its_starter(inbox: Inbox[int], starter: trio.CancelScope) -> None:
+        starter.cancel()  # the first member runs while the pool starts the next
+        async for _ in inbox:
+            pass
+
+    async with actors.open_system() as system:
+        returned = False
+        with trio.CancelScope() as starter:
+            await system.pool(cancels_its_starter, starter, size=3, name="p")
+            returned = True
+        assert not returned
+        assert list(system._live) == []
+
+
 async def test_a_pool_refuses_a_foreign_thread(autojump_clock: trio.testing.MockClock) -> None:
     async with actors.open_system() as system:
         pool = await system.pool(counter, size=1, name="p")

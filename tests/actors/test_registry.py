@@ -67,6 +67,30 @@ async def test_a_sequencers_address_looks_up_nothing() -> None:
         assert system.lookup(sequencer.address) is None
 
 
+@pytest.mark.parametrize("key", [3, None, ("m", 0)], ids=["int", "none", "tuple"])
+async def test_lookup_of_what_is_neither_a_name_nor_an_address_is_a_type_error(
+    key: object,
+) -> None:
+    async with actors.open_system() as system:
+        await system.spawn(counter, name="m")
+        with pytest.raises(TypeError, match=r"^lookup takes a name or an Address, not "):
+            system.lookup(key)  # type: ignore[arg-type]
+
+
+async def test_the_registry_refuses_what_is_not_a_service_key() -> None:
+    with pytest.raises(TypeError, match=r"^a service key's name must be a str, not 3$"):
+        ServiceKey(3)  # type: ignore[arg-type]
+    async with actors.open_system() as system:
+        ref = await system.spawn(counter, name="c")
+        with pytest.raises(TypeError, match=r"^register takes a ServiceKey, not 'counters'$"):
+            system.register("counters", ref)  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match=r"^find takes a ServiceKey, not 'counters'$"):
+            system.find("counters")  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match=r"^subscribe takes an ActorRef, not None$"):
+            system.subscribe(COUNTERS, None)  # type: ignore[arg-type]
+        assert system.find(COUNTERS) == ()
+
+
 async def test_find_returns_the_actors_of_a_key_in_registration_order() -> None:
     async with actors.open_system() as system:
         refs = [await system.spawn(counter, name=name) for name in ("b", "a", "c")]
@@ -137,10 +161,42 @@ async def test_listings_reach_a_full_subscriber_without_waiting() -> None:
         await subscriber.tell(1)  # full now
         ref = await system.spawn(counter, name="c")
         system.subscribe(COUNTERS, subscriber)
-        system.register(COUNTERS, ref)
-        assert subscriber.statistics().queued == 3
+        system.register(COUNTERS, ref)  # replaces the listing that waits
+        assert subscriber.statistics().queued == 2
         release.set()
-    assert seen == [[], ["c"], []]  # the last: "c" stopped before "busy" did
+        await trio.testing.wait_all_tasks_blocked()
+    assert seen == [["c"], []]  # the last: "c" stopped before "busy" did
+
+
+async def test_a_stuck_subscriber_holds_one_listing_per_key_and_gets_the_newest() -> None:
+    seen: list[tuple[int, list[str]]] = []
+    release = trio.Event()
+
+    async def stuck(inbox: Inbox[Listing[CounterMessage] | int]) -> None:
+        async for envelope in inbox:
+            match envelope.message:
+                case Listing(refs=refs):
+                    seen.append((envelope.seq, [ref.name for ref in refs]))
+                case _:
+                    await release.wait()
+
+    async with actors.open_system() as system:
+        subscriber = await system.spawn(stuck, name="stuck", capacity=1)
+        await subscriber.tell(0)  # taken: it waits
+        await subscriber.tell(1)  # full now
+        system.subscribe(COUNTERS, subscriber)
+        kept = await system.spawn(counter, name="kept")
+        system.register(COUNTERS, kept)
+        for index in range(100):
+            ref = await system.spawn(counter, name=f"c{index}")
+            system.register(COUNTERS, ref)
+            await ref.stop()
+        assert subscriber.statistics().queued == 2  # 1, and one listing
+        release.set()
+        await trio.testing.wait_all_tasks_blocked()
+        assert [names for _, names in seen] == [["kept"]]
+        # After message 1, with the newest stamp: it took the newest's turn.
+        assert seen[0][0] > 2
 
 
 async def test_a_subscription_ends_with_its_subscriber() -> None:

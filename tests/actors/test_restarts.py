@@ -201,6 +201,32 @@ async def test_a_stop_while_a_child_waits_to_restart_is_drained_by_the_restart()
         assert (trio.current_time(), ref.statistics().restarts) == (10, 2)
 
 
+async def test_a_stop_while_a_child_waits_for_its_group_to_restart_is_not_undone() -> None:
+    async def slow_to_die(inbox: Inbox[str]) -> None:
+        try:
+            async for _ in inbox:
+                pass
+        finally:
+            with trio.CancelScope(shield=True):
+                await trio.sleep(1)  # the round waits for this end
+
+    async with (
+        actors.open_system() as system,
+        system.open_supervisor(OneForAll(intensity=5)) as supervisor,
+    ):
+        a = await supervisor.spawn(logged, "a", [], name="a")
+        await supervisor.spawn(slow_to_die, name="b")
+        await a.tell("fail")
+        await trio.testing.wait_all_tasks_blocked()  # a waits for b to end
+        assert a.statistics().state is actors.ActorState.RUNNING
+        await a.stop()  # the next call drains the closed mailbox and returns
+        assert trio.current_time() == 1
+        await trio.testing.wait_all_tasks_blocked()
+        # A permanent child: restarted again after the stop, on a new mailbox.
+        assert a.statistics().state is actors.ActorState.RUNNING
+        await a.tell("x")
+
+
 async def test_a_killed_child_restarts_on_the_same_mailbox_with_its_queued_messages() -> None:
     async with (
         actors.open_system() as system,
@@ -265,6 +291,75 @@ async def test_terminate_child_refuses_an_actor_of_another_scope() -> None:
             await supervisor.terminate_child(stranger)
 
 
+@pytest.mark.parametrize(
+    ("bad", "shown"),
+    [(-1, "-1"), (float("nan"), "nan"), (10**400, "a number too large")],
+    ids=["negative", "nan", "too large"],
+)
+async def test_terminate_child_refuses_a_bad_timeout_and_leaves_the_child_running(
+    bad: float, shown: str
+) -> None:
+    async with (
+        actors.open_system() as system,
+        system.open_supervisor(OneForOne(intensity=1)) as supervisor,
+    ):
+        ref = await supervisor.spawn(counter, name="c")
+        message = rf"^terminate_child timeout must be None or a number of seconds >= 0, not {shown}"
+        with pytest.raises(ValueError, match=message):
+            await supervisor.terminate_child(ref, timeout=bad)
+        assert ref.statistics().state is actors.ActorState.RUNNING
+        await ref.tell(Add(1))
+        assert await ref.ask(Total) == 1
+
+
+async def test_a_child_cannot_terminate_itself_and_runs_on() -> None:
+    errors: list[str] = []
+
+    async def resigning(inbox: Inbox[str], supervisor: actors.Supervisor) -> None:
+        async for envelope in inbox:
+            try:
+                await supervisor.terminate_child(inbox.ref)
+            except actors.ActorError as error:
+                errors.append(f"{envelope.message}: {error}")
+
+    async with (
+        actors.open_system() as system,
+        system.open_supervisor(OneForOne(intensity=1)) as supervisor,
+    ):
+        ref = await supervisor.spawn(resigning, supervisor, name="c")
+        await ref.tell("resign")
+        await ref.tell("again")
+        await trio.testing.wait_all_tasks_blocked()
+        assert ref.statistics().state is actors.ActorState.RUNNING
+    message = (
+        "actor 'c' cannot wait for its own termination; "
+        "close its inbox, or have another task call terminate_child"
+    )
+    assert errors == [f"resign: {message}", f"again: {message}"]
+
+
+async def test_an_unknown_restart_type_is_refused_and_spawns_nothing() -> None:
+    async with (
+        actors.open_system() as system,
+        system.open_supervisor(OneForOne(intensity=1)) as supervisor,
+    ):
+        message = r"^restart must be one of 'permanent', 'transient', 'temporary', not 'sometimes'$"
+        with pytest.raises(ValueError, match=message):
+            await supervisor.spawn(counter, name="c", restart="sometimes")  # type: ignore[arg-type]
+        assert supervisor.children == ()
+        assert system.lookup("c") is None
+
+
+async def test_a_restart_type_given_by_its_value_is_that_type() -> None:
+    async with (
+        actors.open_system() as system,
+        system.open_supervisor(OneForOne(intensity=1)) as supervisor,
+    ):
+        ref = await supervisor.spawn(counter, name="c", restart="transient")  # type: ignore[arg-type]
+        await ref.stop()  # a transient child is not restarted after a stop
+        assert await ref.wait_stopped() == Stopped()
+
+
 async def test_terminate_child_with_a_timeout_kills_a_child_that_does_not_drain() -> None:
     async with (
         actors.open_system() as system,
@@ -287,6 +382,24 @@ async def test_terminate_child_ends_a_child_waiting_out_its_backoff_at_once() ->
         await trio.testing.wait_all_tasks_blocked()
         await supervisor.terminate_child(ref)
         assert (await ref.wait_stopped(), trio.current_time()) == (Stopped(), 0)
+
+
+async def test_a_child_spawned_while_its_scope_drains_is_stopped_for_good_too() -> None:
+    async with actors.open_system() as system:
+        async with system.open_supervisor(OneForOne(intensity=5)) as supervisor:
+
+            async def dispatcher(inbox: Inbox[int]) -> None:
+                async for envelope in inbox:
+                    await supervisor.spawn(counter, name=f"worker-{envelope.message}")
+
+            ref = await supervisor.spawn(dispatcher, name="dispatcher")
+            await ref.tell(1)
+            await trio.testing.wait_all_tasks_blocked()
+            await ref.tell(2)  # taken while the scope drains: worker-2 starts then
+        assert trio.current_time() == 0  # the block ended, at once
+        worker = system.lookup("worker-2")
+        assert worker is None
+        assert supervisor.children == ()
 
 
 async def test_a_failure_while_a_scope_drains_is_restarted_to_deliver_the_rest() -> None:

@@ -156,6 +156,16 @@ async def test_a_closed_sequencer_refuses_broadcasts() -> None:
         assert member.statistics().delivered == 0
 
 
+async def test_a_stopped_member_is_refused_and_nothing_is_built() -> None:
+    async with actors.open_system() as system:
+        live = await system.spawn(stamp_recorder, [], name="live")
+        stopped = await system.spawn(stamp_recorder, [], name="gone")
+        await stopped.stop()
+        with pytest.raises(actors.ActorStoppedError, match=r"^actor 'gone' is stopped$"):
+            system.sequencer([live, stopped], name="seq")
+        assert live._cell.links is None or live._cell.links.on_end == []
+
+
 async def test_a_member_listed_twice_is_refused_and_nothing_is_built() -> None:
     async with actors.open_system() as system:
         member = await system.spawn(stamp_recorder, [], name="f")

@@ -39,6 +39,20 @@ def test_a_bad_strategy_is_refused(intensity: int, period: float) -> None:
         OneForOne(intensity=intensity, period=period)
 
 
+@pytest.mark.parametrize("strategy", ["one-for-one", OneForOne], ids=["a string", "the class"])
+async def test_a_supervisor_refuses_what_is_not_a_strategy(strategy: object) -> None:
+    async with actors.open_system() as system:
+        message = (
+            r"^a supervisor's strategy must be an instance of Escalate, OneForOne, OneForAll "
+            r"or RestForOne, not "
+        )
+        with pytest.raises(TypeError, match=message):
+            system.open_supervisor(strategy)  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match=message):
+            await system.pool(counter, size=1, strategy=strategy)  # type: ignore[arg-type]
+        assert list(system._live) == []
+
+
 async def test_one_for_one_restarts_only_the_failed_actor_on_the_same_mailbox() -> None:
     trace = actors.Trace()
     async with (

@@ -110,3 +110,25 @@ async def test_a_cancelled_system_ends_at_once_and_reports_queued_messages() -> 
         (EventKind.DROPPED, 1),
         (EventKind.STOPPED, None),
     ]
+
+
+async def test_a_cancelled_system_ends_its_actors_living_in_a_nursery_passed_in() -> None:
+    async with trio.open_nursery() as outer:
+        async with actors.open_system() as system:
+            ref = await system.spawn(counter, name="outside", nursery=outer)
+            system.cancel()
+        assert await ref.wait_stopped() == actors.Killed()
+        assert system.lookup("outside") is None
+    assert trio.current_time() == 0
+
+
+async def test_a_failing_system_ends_its_actors_living_in_a_nursery_passed_in() -> None:
+    async with trio.open_nursery() as outer:
+        with pytest.RaisesGroup(pytest.RaisesExc(ValueError, match=r"^boom\n")):
+            async with actors.open_system() as system:
+                ref = await system.spawn(counter, name="outside", nursery=outer)
+                failing = await system.spawn(counter, name="failing")
+                await failing.tell(Boom())
+                await trio.sleep_forever()
+        assert await ref.wait_stopped() == actors.Killed()
+    assert trio.current_time() == 0

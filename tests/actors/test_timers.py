@@ -253,6 +253,27 @@ async def test_a_closed_mailbox_takes_no_more_timer_messages_but_delivers_those_
         assert timed.log == [(0, Hold(release)), (4, "posted")]
 
 
+async def test_an_interval_below_the_clocks_resolution_ticks_once_per_clock_value() -> None:
+    ticks: list[float] = []
+    three = trio.Event()
+
+    async def ticking(inbox: Inbox[Tick]) -> None:
+        # At 1000 s, 1e-20 s is below a float's resolution: now + 1e-20 == now.
+        inbox.timers.send_every(1e-20, Tick())
+        async for _ in inbox:
+            ticks.append(trio.current_time())
+            if len(ticks) == 3:
+                inbox.timers.cancel(Tick())
+                three.set()
+
+    async with actors.open_system() as system:
+        await trio.sleep(1000)
+        await system.spawn(ticking, name="ticking")
+        await three.wait()
+        assert ticks[0] == 1000
+        assert ticks[0] < ticks[1] < ticks[2] == math.nextafter(ticks[1], math.inf)
+
+
 @pytest.mark.parametrize(
     ("start", "message"),
     [
@@ -300,6 +321,20 @@ async def test_a_bad_delay_or_interval_is_refused_and_sets_nothing(
         assert not timed.timers.is_active("m")
 
 
+async def test_a_delay_or_interval_that_is_not_a_number_is_a_type_error() -> None:
+    async with actors.open_system() as system:
+        timed, _ = await spawn_timed(system)
+        with pytest.raises(
+            TypeError, match=r"^a timer's delay must be a number of seconds, not '5'$"
+        ):
+            timed.timers.send_after("5", "m")  # type: ignore[arg-type]
+        with pytest.raises(
+            TypeError, match=r"^a timer's interval must be a number of seconds, not None$"
+        ):
+            timed.timers.send_every(None, "m")  # type: ignore[arg-type]
+        assert not timed.timers.is_active("m")
+
+
 async def test_an_unhashable_message_needs_a_key() -> None:
     async with actors.open_system() as system:
         lists: list[Inbox[list[int]]] = []
@@ -318,6 +353,67 @@ async def test_an_unhashable_message_needs_a_key() -> None:
             lists[0].timers.send_after(1, [1, 2])
         lists[0].timers.send_after(1, [1, 2], key="list")
         assert lists[0].timers.is_active("list")
+
+
+async def test_a_key_that_is_not_hashable_is_refused_and_sets_nothing() -> None:
+    @attrs.frozen
+    class Batch:
+        items: list[int]  # frozen, but its hash fails
+
+    async with actors.open_system() as system:
+        timed, _ = await spawn_timed(system)
+        with pytest.raises(
+            TypeError, match=r"^timers\.send_after: a key of type 'list' is not hashable$"
+        ):
+            timed.timers.send_after(1, "m", key=[1])  # type: ignore[arg-type]
+        message = (
+            r"^timers\.send_every: a message of type 'Batch' is not hashable, "
+            r"so it cannot be its own key; pass key=$"
+        )
+        with pytest.raises(TypeError, match=message):
+            timed.timers.send_every(1, Batch([1]))  # type: ignore[arg-type]
+        assert repr(timed.timers) == "<Timers of actor 'timed': 0 active>"
+
+
+async def test_a_timer_set_once_its_actor_ended_is_refused_and_holds_nothing() -> None:
+    async with actors.open_system() as system:
+        timed, ref = await spawn_timed(system)
+        await ref.stop()
+        message = (
+            r"^timers\.send_after of actor 'timed': the actor is stopped, "
+            r"and timers and monitors belong to a running incarnation$"
+        )
+        with pytest.raises(actors.ActorStoppedError, match=message):
+            timed.timers.send_after(100, "late")
+        with pytest.raises(actors.ActorStoppedError):
+            timed.timers.send_every(1, Tick())
+        assert not timed.timers.is_active("late")
+        assert system._timekeeper._heap == []
+
+
+async def test_a_timer_set_while_its_actor_waits_to_restart_is_refused() -> None:
+    incarnations: list[Inbox[TimedMessage]] = []
+
+    async def crashing(inbox: Inbox[TimedMessage]) -> None:
+        incarnations.append(inbox)
+        async for _ in inbox:
+            raise ValueError("crash")
+
+    backoff = actors.Backoff(minimum=5, maximum=5, jitter=0)
+    async with (
+        actors.open_system() as system,
+        system.open_supervisor(OneForOne(intensity=2, backoff=backoff)) as supervisor,
+    ):
+        ref = await supervisor.spawn(crashing, name="crashing")
+        await ref.tell("crash")
+        await trio.testing.wait_all_tasks_blocked()  # it waits 5 s to restart
+        message = r"^timers\.send_after of actor 'crashing': the actor waits to be restarted, "
+        with pytest.raises(actors.ActorStoppedError, match=message):
+            incarnations[0].timers.send_after(6, "for the next one")
+        await trio.sleep(10)
+        assert len(incarnations) == 2
+        assert ref.statistics().queued == 0  # no message of the refused timer
+        await supervisor.terminate_child(ref)
 
 
 async def tickers() -> list[actors.TraceEvent]:
