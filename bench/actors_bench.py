@@ -33,7 +33,9 @@ Rows:
   takes, timed from the cancel until it has all n. Compare with ``actors
   tell`` (time per message), and with ``actors end N=n``: the same without
   the watcher, timed until the n actors ended (what the ``Down`` adds is the
-  difference of the times per op).
+  difference of the times per op), and ``trio tasks cancelled N=n``: n bare
+  tasks parked on a memory channel, cancelled the same way (what trio's own
+  cancellation of n parked tasks costs).
 
 Not rows: :func:`idle_actor_memory` (bytes per idle actor, with tracemalloc),
 which ``bench/run.py`` prints after the table, and the same figure for an
@@ -316,6 +318,34 @@ def make_ends(monitored: bool) -> BenchFn:
     return bench
 
 
+def bare_task_ends(n: int) -> tuple[int, float]:
+    """The bare-trio reference of ``actors end``: n tasks parked on a
+    capacity-64 memory channel each, in a nursery of their own, which is
+    cancelled; timed until they all ended."""
+
+    async def main() -> float:
+        emptied = trio.Event()
+        async with trio.open_nursery() as outer:
+            doomed: trio.Nursery = await outer.start(_nursery_of_its_own, emptied)
+            channels = []
+            for _ in range(n):
+                send, receive = trio.open_memory_channel[int](64)
+                channels.append(send)
+                doomed.start_soon(_drain, receive)
+            await trio.testing.wait_all_tasks_blocked()
+            t0 = time.perf_counter()
+            doomed.cancel_scope.cancel()
+            await emptied.wait()
+            return time.perf_counter() - t0
+
+    return n, trio.run(main)
+
+
+async def _drain(receive: trio.MemoryReceiveChannel[int]) -> None:
+    async for _ in receive:
+        pass
+
+
 # --------------------------------------------------------------------------
 # Memory per idle actor (not a row)
 # --------------------------------------------------------------------------
@@ -512,6 +542,13 @@ def actors_benchmarks() -> list[Any]:
         Bench(
             f"actors end N={DOWN_ACTORS}",
             make_ends(monitored=False),
+            DOWN_ACTORS,
+            DOWN_ACTORS // QUICK,
+            "end",
+        ),
+        Bench(
+            f"trio tasks cancelled N={DOWN_ACTORS}",
+            bare_task_ends,
             DOWN_ACTORS,
             DOWN_ACTORS // QUICK,
             "end",
