@@ -32,6 +32,24 @@ PAIRS = [
     ),
     ("barrier rounds", "trio rendezvous (Event)"),
     ("compute frontier advances one waiting", "compute frontier advances none waiting"),
+    # Issue 11: hydration against the dict-of-lists limit (goal >= 0.25x); a
+    # write's frontier at the controller in raw round trips (goal <= 4, so a
+    # ratio >= 0.25).
+    *((f"index hydration W={w} N=100000", "dict of lists N=100000") for w in (1, 2)),
+    ("compute write to controller frontier W=2 two runtimes", "trio ping-pong"),
+    # Issue 12: an ask with a timeout against one without (goal >= 0.9) and
+    # against ping-pong (goal >= 1.0); a timer firing against a sleep loop's
+    # wake-up (cost at most 2x: ratio >= 0.5); a Down against a tell (at most
+    # 2x: ratio >= 0.5), against an actor's end, and an actor's end against
+    # trio's cancellation of a parked task.
+    ("actors ask timeout=5", "actors ask"),
+    ("actors timers N=10000", "trio sleep loops N=10000"),
+    ("actors Down N=10000", "actors tell"),
+    ("actors Down N=10000", "actors end N=10000"),
+    ("actors end N=10000", "trio tasks cancelled N=10000"),
+    # Issue 13: an explored run against a plain seeded run (overhead at most
+    # 3x: ratio >= 0.33).
+    ("explore dfs recreate W=1", "spec seeded runs recreate W=1"),
 ]
 
 
