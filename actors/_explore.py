@@ -74,7 +74,10 @@ StrategyName = Literal["random", "pct", "dfs"]
 STRATEGIES: tuple[StrategyName, ...] = ("random", "pct", "dfs")
 # Steps shown before a failure in its report.
 TRACE_TAIL = 12
-_SCHEDULE = re.compile(r"1:((?:\d+=\d+)(?:,\d+=\d+)*)?")
+# ASCII digits only (``\d`` would take ``١``), at most this many each: a
+# choice point or a pick past it is no run's.
+_SCHEDULE = re.compile(r"1:((?:[0-9]+=[0-9]+)(?:,[0-9]+=[0-9]+)*)?")
+MAX_SCHEDULE_DIGITS = 18
 
 
 class ScheduleError(ValueError):
@@ -97,7 +100,11 @@ class Schedule:
     @classmethod
     def parse(cls, text: str) -> Schedule:
         """Read a schedule string (``"1:12=1,40=2"``; ``"1:"`` is the default
-        schedule). :class:`ScheduleError` for anything else."""
+        schedule, whitespace around it is ignored). :class:`ScheduleError` for
+        anything else: a text that is not a ``str``, digits other than ASCII
+        0-9, a number of more than 18 digits."""
+        if not isinstance(text, str):
+            raise ScheduleError(f"a schedule is a str, not {type(text).__name__}: {text!r:.80}")
         match = _SCHEDULE.fullmatch(text.strip())
         if match is None:
             raise ScheduleError(
@@ -105,7 +112,11 @@ class Schedule:
                 "as '1:12=1,40=2')"
             )
         pairs = []
-        for part in (match.group(1) or "").split(",") if match.group(1) else []:
+        for part in match.group(1).split(",") if match.group(1) else []:
+            if any(len(n.lstrip("0")) > MAX_SCHEDULE_DIGITS for n in part.split("=")):
+                raise ScheduleError(
+                    f"schedule {text[:80]!r}: a number of more than {MAX_SCHEDULE_DIGITS} digits"
+                )
             point, choice = (int(n) for n in part.split("="))
             pairs.append((point, choice))
         points = [point for point, _ in pairs]

@@ -207,7 +207,27 @@ def test_a_failing_schedule_is_minimised_to_the_choices_that_matter() -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["", "1", "2:", "1:x=1", "1:3=0", "1:5=1,2=1", "1:1=1,1=2", "1:-1=1", "1:1=1,"],
+    [
+        "",
+        "1",
+        "2:",
+        "1:x=1",
+        "1:3=0",
+        "1:5=1,2=1",
+        "1:1=1,1=2",
+        "1:-1=1",
+        "1:1=1,",
+        "1: 1=1",
+        "1:\u0661=\u0661",
+        "1:\uff11=1",
+        "1:1=" + "9" * 19,
+        "1:" + "9" * 5000 + "=1",
+        "1:" + ",".join(f"{point}=1" for point in range(3000)) + ",0=1",
+        b"1:",
+        ["1:"],
+        12,
+    ],
+    ids=repr,
 )
 def test_a_string_that_is_not_a_schedule_is_refused(text: str) -> None:
     ran: list[int] = []
@@ -218,6 +238,12 @@ def test_a_string_that_is_not_a_schedule_is_refused(text: str) -> None:
     with pytest.raises(ScheduleError):
         explore(main, replay=text)
     assert ran == []
+
+
+def test_thousands_of_pairs_and_leading_zeros_parse_and_print_canonically() -> None:
+    pairs = ",".join(f"{point}=1" for point in range(3000))
+    assert str(Schedule.parse(f"1:{pairs}")) == f"1:{pairs}"
+    assert str(Schedule.parse("1:007=02")) == "1:7=2"
 
 
 def test_a_schedule_that_does_not_fit_the_program_is_refused() -> None:
