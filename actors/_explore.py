@@ -27,8 +27,10 @@ Strategies (the shape of shuttle's ``check_random``, ``check_pct`` and
 - ``pct``: probabilistic concurrency testing (Burckhardt, Kothari, Musuvathi,
   Nagarakatte, ASPLOS 2010). Each task gets a random priority when first
   seen; every choice point runs the highest-priority task of the batch; at
-  ``depth - 1`` steps drawn uniformly from the run's length (learnt from the
-  runs before) the running task's priority drops below every initial one.
+  ``depth - 1`` distinct steps drawn uniformly from the run's length (learnt
+  from the runs before; fewer when that is shorter) the running task's
+  priority drops below every initial one (at the first choice point at or
+  after the step: a step that is no choice point has nothing to reorder).
   For a program of at most n tasks and k steps, one run finds a given bug of
   depth d with probability at least 1 / (n k^(d-1)) *among the schedules
   Trio can produce* (the scheduler here chooses only within batches).
@@ -367,7 +369,7 @@ class _Pct(_Strategy):
     def next_run(self, index: int) -> Decide:
         rng = random.Random(f"pct/{self._seed}/{index}")
         depth = self._depth
-        changes = {rng.randint(1, self._steps): depth - 1 - i for i in range(depth - 1)}
+        changes = self.change_points(rng)
         priority: dict[int, float] = {}
 
         def decide(point: int, ids: list[int], step: int) -> int:
@@ -375,13 +377,23 @@ class _Pct(_Strategy):
                 if task not in priority:
                     priority[task] = depth + rng.random()
             best = max(range(len(ids)), key=lambda i: priority[ids[i]])
-            lowered = changes.pop(step, None)
-            if lowered is not None:
+            # A change point on a step without a choice (a batch of one)
+            # applies at the next choice point.
+            while changes and changes[-1][0] <= step:
+                _, lowered = changes.pop()
                 priority[ids[best]] = lowered + rng.random() / 2
                 best = max(range(len(ids)), key=lambda i: priority[ids[i]])
             return best
 
         return decide
+
+    def change_points(self, rng: random.Random) -> list[tuple[int, int]]:
+        """(step, lowered priority) of one run, latest step first: distinct
+        steps (a repeated draw would lose a change point), at most one per
+        step of the longest run so far; the i-th drawn lowers to
+        ``depth - 1 - i``."""
+        drawn = rng.sample(range(1, self._steps + 1), min(self._depth - 1, self._steps))
+        return sorted(((step, self._depth - 1 - i) for i, step in enumerate(drawn)), reverse=True)
 
     def after(self, run: _Run) -> None:
         self._steps = max(self._steps, run.steps)

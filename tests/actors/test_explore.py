@@ -424,3 +424,28 @@ async def test_inside_a_trio_run_explore_refuses_to_start() -> None:
 def test_main_must_be_callable() -> None:
     with pytest.raises(TypeError, match="main must be an async function"):
         explore(42)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("steps", "depth"), [(2, 3), (5, 3), (40, 10), (3, 10**9)])
+def test_pct_draws_depth_minus_one_distinct_change_points_or_one_per_step(
+    steps: int, depth: int
+) -> None:
+    import random
+
+    from actors._explore import _Pct
+
+    for seed in range(30):
+        pct = _Pct(seed, depth)
+        pct._steps = steps
+        changes = pct.change_points(random.Random(seed))
+        points = [step for step, _ in changes]
+        assert len(set(points)) == len(points) == min(depth - 1, steps)
+        assert all(1 <= step <= steps for step in points)
+        assert sorted({lowered for _, lowered in changes}) == sorted(
+            depth - 1 - i for i in range(len(points))
+        )
+
+
+def test_pct_with_a_huge_depth_runs() -> None:
+    exploration = explore(checkpointing(2, 2), strategy="pct", depth=10**9, budget=3)
+    assert exploration.runs == 3
