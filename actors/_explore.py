@@ -531,6 +531,10 @@ def explore(
     ):
         if isinstance(value, bool) or not isinstance(value, int) or value < least:
             raise ValueError(f"{name} must be an integer of at least {least}, not {value!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise ValueError(f"seed must be an integer, not {seed!r}")
+    if progress is not None and not callable(progress):
+        raise TypeError(f"progress must be a function of (runs, exploration), not {progress!r}")
     if replay is not None:
         schedule = Schedule.parse(replay)
         only = _run_once(main, _following(schedule, strict=True), seed=seed, max_steps=max_steps)
@@ -540,7 +544,7 @@ def explore(
                 f"{len(only.picks)}: it does not fit this program"
             )
         exploration = _finish(
-            strategy, seed, [only], complete=True, failure=_failure(only, schedule, schedule, 0)
+            strategy, seed, [only], complete=False, failure=_failure(only, schedule, schedule, 0)
         )
         return _outcome(exploration, main, seed, raise_on_failure)
 
@@ -570,7 +574,13 @@ def explore(
             break
         if progress is not None:
             progress(len(runs), _finish(strategy, seed, runs, complete=False, failure=None))
-    complete = isinstance(chosen, _Dfs) and chosen.exhausted and failure is None
+    # A budget spent on the last schedule within the bound is complete too:
+    # whether another is left is known without running it.
+    complete = (
+        isinstance(chosen, _Dfs)
+        and failure is None
+        and (chosen.exhausted or chosen.next_run(len(runs)) is None)
+    )
     exploration = _finish(strategy, seed, runs, complete=complete, failure=failure)
     return _outcome(exploration, main, seed, raise_on_failure)
 

@@ -130,7 +130,7 @@ def _strategy_text(how: ExploreOptions) -> str:
 
 
 def _counts(exploration: Exploration) -> str:
-    complete = ", complete" if exploration.complete and exploration.runs > 1 else ""
+    complete = ", complete" if exploration.complete else ""
     return (
         f"{exploration.runs} runs{complete}, {exploration.interleavings} interleavings, "
         f"{exploration.choice_points} choice points"

@@ -271,6 +271,10 @@ def _first_choice_point() -> int:
         ("bound", -1),
         ("depth", 0),
         ("max_steps", 0),
+        ("seed", "7"),
+        ("seed", 1.5),
+        ("seed", None),
+        ("progress", 5),
     ],
 )
 def test_bad_arguments_are_refused_before_anything_runs(argument: str, value: object) -> None:
@@ -279,7 +283,7 @@ def test_bad_arguments_are_refused_before_anything_runs(argument: str, value: ob
     async def main() -> None:
         ran.append(1)
 
-    with pytest.raises(ValueError, match=argument):
+    with pytest.raises((ValueError, TypeError), match=argument):
         explore(main, **{argument: value})  # type: ignore[arg-type]
     assert ran == []
 
@@ -449,3 +453,33 @@ def test_pct_draws_depth_minus_one_distinct_change_points_or_one_per_step(
 def test_pct_with_a_huge_depth_runs() -> None:
     exploration = explore(checkpointing(2, 2), strategy="pct", depth=10**9, budget=3)
     assert exploration.runs == 3
+
+
+def test_a_replay_never_says_complete() -> None:
+    exploration = explore(two_tasks([]), strategy="dfs", replay="1:")
+    assert not exploration.complete
+    assert "complete" not in exploration.summary()
+
+
+def test_dfs_whose_budget_ends_on_the_last_schedule_within_the_bound_is_complete() -> None:
+    main = checkpointing(tasks=2, steps=1)
+    full = explore(main, strategy="dfs", bound=5, budget=10_000)
+    assert full.complete
+    exact = explore(main, strategy="dfs", bound=5, budget=full.runs)
+    short = explore(main, strategy="dfs", bound=5, budget=full.runs - 1)
+    assert (exact.runs, exact.complete) == (full.runs, True)
+    assert (short.runs, short.complete) == (full.runs - 1, False)
+
+
+def test_a_failure_on_the_last_schedule_is_not_complete() -> None:
+    runs: list[list[str]] = []
+
+    async def main() -> None:
+        seen: list[str] = []
+        runs.append(seen)
+        await two_tasks(seen)()
+        assert seen == ["first", "second"], "second ran first"
+
+    exploration = explore(main, strategy="dfs", bound=1, minimise=False, raise_on_failure=False)
+    assert exploration.failure is not None
+    assert not exploration.complete
