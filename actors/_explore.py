@@ -44,7 +44,9 @@ Strategies (the shape of shuttle's ``check_random``, ``check_pct`` and
   sequences, and without a hash of the program's state (which a generic
   explorer does not have) nothing sound can be skipped.
 
-A failure is any exception out of the function (a hang shows as
+A failure is any exception out of the function but ``KeyboardInterrupt``,
+``SystemExit`` and ``GeneratorExit`` (which end the exploration and pass on;
+a ``trio.Cancelled`` that escapes is a failure) (a hang shows as
 :class:`~actors.DeadlockError` from :func:`actors.run`; a run longer than
 ``max_steps`` as :class:`StepLimitError`). Its schedule is **minimised**
 (delta debugging, Zeller's ddmin, over the non-default choices: a smaller
@@ -59,6 +61,7 @@ A run in which ``shuffle`` was never called raises ``RuntimeError``.
 from __future__ import annotations
 
 import hashlib
+import inspect
 import math
 import random
 import re
@@ -294,7 +297,13 @@ def _run_once(
     async def bounded() -> None:
         with trio.CancelScope() as scope:
             chooser.scope = scope
-            await main()
+            awaitable = main()
+            if not inspect.isawaitable(awaitable):
+                raise _NotAsyncError(
+                    f"main must be an async function of no arguments; {_name(main)}() "
+                    f"returned {awaitable!r:.80}, not an awaitable"
+                )
+            await awaitable
 
     bounded.__qualname__ = bounded.__name__ = _name(main)
     bounded.__module__ = getattr(main, "__module__", bounded.__module__)
@@ -304,8 +313,12 @@ def _run_once(
     error: BaseException | None = None
     try:
         _run_seeded(bounded, seed=seed, clock=MockClock(autojump_threshold=0))
-    except Exception as caught:  # a failure of the program under test
-        error = caught
+    except _NotAsyncError as caught:
+        raise TypeError(str(caught)) from None
+    except BaseException as caught:
+        if _passes_on(caught):
+            raise
+        error = caught  # a failure of the program under test
     finally:
         _trio_run._r = saved
     if chooser.misfit is not None:
@@ -326,6 +339,20 @@ def _run_once(
         tuple(chooser.deviations),
         error,
     )
+
+
+class _NotAsyncError(Exception):
+    """``main()`` returned something that is not awaitable."""
+
+
+# What ends an exploration rather than fails a run: an interrupt, an exit.
+_PASSED_ON = (KeyboardInterrupt, SystemExit, GeneratorExit)
+
+
+def _passes_on(error: BaseException) -> bool:
+    if isinstance(error, BaseExceptionGroup):
+        return error.split(_PASSED_ON)[0] is not None
+    return isinstance(error, _PASSED_ON)
 
 
 def _following(schedule: Schedule, *, strict: bool) -> Decide:

@@ -9,6 +9,7 @@ import types
 import attrs
 import pytest
 import trio
+import trio._core._run as trio_run
 
 import actors
 from actors import ActorRef, DeadlockError, Inbox, Reply
@@ -483,3 +484,80 @@ def test_a_failure_on_the_last_schedule_is_not_complete() -> None:
     exploration = explore(main, strategy="dfs", bound=1, minimise=False, raise_on_failure=False)
     assert exploration.failure is not None
     assert not exploration.complete
+
+
+def test_a_cancelled_that_escapes_main_is_a_failure_of_the_run() -> None:
+    async def main() -> None:
+        # No scope of the run's was cancelled: it escapes trio.run.
+        raise trio.Cancelled._create()  # type: ignore[attr-defined]
+
+    exploration = explore(main, budget=3, raise_on_failure=False)
+    assert exploration.failure is not None
+    assert isinstance(exploration.failure.error, trio.Cancelled)
+    _assert_trio_is_restored()
+
+
+@pytest.mark.parametrize(
+    "main",
+    [lambda: None, lambda: 5, lambda: iter(()), types.SimpleNamespace],
+    ids=["none", "int", "iterator", "class"],
+)
+def test_a_main_that_returns_no_awaitable_is_a_type_error_not_a_failure(
+    main: types.FunctionType,
+) -> None:
+    with pytest.raises(TypeError, match=r"^main must be an async function of no arguments; "):
+        explore(main, budget=5)
+    _assert_trio_is_restored()
+
+
+def test_a_partial_or_a_lambda_of_an_async_function_is_a_main() -> None:
+    import functools
+
+    seen: list[str] = []
+    assert explore(functools.partial(two_tasks(seen)), replay="1:").failure is None
+    assert explore(lambda: two_tasks(seen)(), replay="1:").failure is None
+    assert seen == ["first", "second"] * 2
+
+
+@pytest.mark.parametrize("error", [KeyboardInterrupt, SystemExit])
+def test_an_interrupt_or_exit_in_main_ends_the_exploration_and_restores_trio(
+    error: type[BaseException],
+) -> None:
+    runs: list[int] = []
+
+    async def main() -> None:
+        runs.append(1)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(trio.lowlevel.checkpoint)
+        raise error
+
+    with pytest.raises(error):
+        explore(main, budget=5)
+    assert runs == [1]
+    _assert_trio_is_restored()
+
+
+def test_trio_is_restored_after_a_run_past_the_step_limit() -> None:
+    async def main() -> None:
+        while True:
+            await trio.lowlevel.checkpoint()
+
+    explore(main, max_steps=1, budget=2, raise_on_failure=False)
+    _assert_trio_is_restored()
+
+
+# Trio's scheduler state as this module found it (pytest-trio sets the flag).
+_TRIO_R = trio_run._r
+_TRIO_FLAG = trio_run._ALLOW_DETERMINISTIC_SCHEDULING
+
+
+def _assert_trio_is_restored() -> None:
+    assert trio_run._r is _TRIO_R
+    assert trio_run._ALLOW_DETERMINISTIC_SCHEDULING is _TRIO_FLAG
+    # A plain run afterwards schedules as trio does.
+    assert trio.run(_returns_seven) == 7
+
+
+async def _returns_seven() -> int:
+    await trio.lowlevel.checkpoint()
+    return 7
