@@ -50,7 +50,13 @@ a ``trio.Cancelled`` that escapes is a failure) (a hang shows as
 :class:`~actors.DeadlockError` from :func:`actors.run`; a run longer than
 ``max_steps`` as :class:`StepLimitError`). Its schedule is **minimised**
 (delta debugging, Zeller's ddmin, over the non-default choices: a smaller
-set that fails with the same exception type) before it is reported.
+set that fails with the same exception type), then replayed once more to
+confirm it, before it is reported.
+
+The program must be deterministic for a schedule and a seed; each run is
+checked against the runs before (the same picks so far must give the same
+options at the next choice point; the same schedule the same steps) and a
+difference is :class:`NondeterminismError`, not a silent lie.
 
 This leans on Trio internals, pinned in ``pyproject.toml`` and tested
 (``tests/actors/test_explore.py``): ``trio._core._run._r`` and its
@@ -79,7 +85,7 @@ StrategyName = Literal["random", "pct", "dfs"]
 STRATEGIES: tuple[StrategyName, ...] = ("random", "pct", "dfs")
 # Steps shown before a failure in its report.
 TRACE_TAIL = 12
-# ASCII digits only (``\d`` would take ``١``), at most this many each: a
+# ASCII digits only (``\d`` would take an Arabic-Indic one), at most this many each: a
 # choice point or a pick past it is no run's.
 _SCHEDULE = re.compile(r"1:((?:[0-9]+=[0-9]+)(?:,[0-9]+=[0-9]+)*)?")
 MAX_SCHEDULE_DIGITS = 18
@@ -93,6 +99,12 @@ class ScheduleError(ValueError):
 class StepLimitError(Exception):
     """A run took more than ``max_steps`` task steps (a livelock, or a limit
     set too low)."""
+
+
+class NondeterminismError(RuntimeError):
+    """The program ran differently under the same schedule and seed (real
+    I/O, threads, an unseeded ``random``, ``time.time()``, ``id()``...): its
+    schedules cannot be explored, and a printed replay would not reproduce."""
 
 
 @final
@@ -355,6 +367,12 @@ def _passes_on(error: BaseException) -> bool:
     return isinstance(error, _PASSED_ON)
 
 
+_NONDETERMINISTIC = (
+    "the program ran differently under the same schedule and seed (real I/O, threads, "
+    "an unseeded random, time.time() or id()?): a replay would not reproduce it"
+)
+
+
 def _following(schedule: Schedule, *, strict: bool) -> Decide:
     wanted = dict(schedule.choices)
 
@@ -550,16 +568,21 @@ def explore(
         raise TypeError(f"main must be an async function of no arguments, not {main!r}")
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}, not {strategy!r}")
+    least: int | None
     for name, value, least in (
         ("budget", budget, 1),
         ("bound", bound, 0),
         ("depth", depth, 1),
         ("max_steps", max_steps, 1),
+        ("seed", seed, None),
     ):
-        if isinstance(value, bool) or not isinstance(value, int) or value < least:
-            raise ValueError(f"{name} must be an integer of at least {least}, not {value!r}")
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise ValueError(f"seed must be an integer, not {seed!r}")
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int)
+            or (least is not None and value < least)
+        ):
+            at_least = "" if least is None else f" of at least {least}"
+            raise ValueError(f"{name} must be an integer{at_least}, not {value!r}")
     if progress is not None and not callable(progress):
         raise TypeError(f"progress must be a function of (runs, exploration), not {progress!r}")
     if replay is not None:
@@ -583,12 +606,18 @@ def explore(
     else:
         chosen = _Dfs(bound)
     runs: list[_Run] = []
+    seen = _SeenRuns()
     failure: Failure | None = None
     for index in range(budget):
         decide = chosen.next_run(index)
         if decide is None:
             break
-        run = _run_once(main, decide, seed=seed, max_steps=max_steps)
+        try:
+            run = _run_once(main, decide, seed=seed, max_steps=max_steps)
+        except ScheduleError as error:
+            # dfs picks only options an earlier run of the same prefix had.
+            raise NondeterminismError(f"{_NONDETERMINISTIC}: {error}") from None
+        seen.check(run, index)
         runs.append(run)
         chosen.after(run)
         if run.error is not None:
@@ -598,6 +627,8 @@ def explore(
                 if minimise
                 else _failure(run, found, found, 0)
             )
+            assert failure is not None, "a run with an error is a failure"
+            _confirm(main, failure, seed=seed, max_steps=max_steps)
             break
         if progress is not None:
             progress(len(runs), _finish(strategy, seed, runs, complete=False, failure=None))
@@ -610,6 +641,40 @@ def explore(
     )
     exploration = _finish(strategy, seed, runs, complete=complete, failure=failure)
     return _outcome(exploration, main, seed, raise_on_failure)
+
+
+class _SeenRuns:
+    """What the runs so far had after each prefix of picks: a deterministic
+    program has the same options at the next choice point (or ends) after
+    the same picks, and the same steps for the same schedule."""
+
+    def __init__(self) -> None:
+        # A hash of a prefix of picks -> the options at the next choice
+        # point, 0 where the run ended.
+        self._options: dict[int, int] = {}
+        self._digests: dict[tuple[int, ...], str] = {}
+
+    def check(self, run: _Run, index: int) -> None:
+        key = 0
+        for point, options in enumerate((*run.options, 0)):
+            before = self._options.setdefault(key, options)
+            if before != options:
+                raise NondeterminismError(
+                    f"{_NONDETERMINISTIC}: after the picks of schedule "
+                    f"{Schedule.from_picks(run.picks[:point])}, choice point {point} had "
+                    f"{_ended(before)} in an earlier run and {_ended(options)} in run {index + 1}"
+                )
+            if point < len(run.picks):
+                key = hash((key, run.picks[point]))
+        if self._digests.setdefault(run.picks, run.digest) != run.digest:
+            raise NondeterminismError(
+                f"{_NONDETERMINISTIC}: schedule {Schedule.from_picks(run.picks)} ran steps "
+                f"{self._digests[run.picks][:12]} once and {run.digest[:12]} in run {index + 1}"
+            )
+
+
+def _ended(options: int) -> str:
+    return f"{options} options" if options else "none (the run ended)"
 
 
 def _in_trio_run() -> bool:
@@ -626,7 +691,9 @@ def _minimised(
     assert run.error is not None
     kind = type(run.error)
     tried = 0
-    last: dict[tuple[tuple[int, int], ...], _Run] = {}
+    # The found run is the found schedule's: not run again (a program that
+    # fails only sometimes would fail it, and ddmin start from no failure).
+    last: dict[tuple[tuple[int, int], ...], _Run] = {found.choices: run}
 
     def fails(choices: list[tuple[int, int]]) -> bool:
         nonlocal tried
@@ -661,6 +728,23 @@ def _minimised(
         final.deviations,
         final.digest,
     )
+
+
+def _confirm(
+    main: Callable[[], Awaitable[object]], failure: Failure, *, seed: int, max_steps: int
+) -> None:
+    """Replay the failing schedule once more: the same steps and the same
+    exception type, or :class:`NondeterminismError` (no replay to print)."""
+    again = _run_once(
+        main, _following(failure.schedule, strict=False), seed=seed, max_steps=max_steps
+    )
+    if again.digest != failure.trace_hash or type(again.error) is not type(failure.error):
+        raise NondeterminismError(
+            f"{_NONDETERMINISTIC}: schedule {failure.schedule} failed with "
+            f"{failure.error!r} (steps {failure.trace_hash[:12]}), then replayed "
+            f"{'with ' + repr(again.error) if again.error else 'with no failure'} "
+            f"(steps {again.digest[:12]})"
+        ) from failure.error
 
 
 def _failure(run: _Run, schedule: Schedule, found: Schedule, tried: int) -> Failure | None:

@@ -5,6 +5,7 @@ ordering bugs a single seeded run misses and the explorer finds on purpose."""
 from __future__ import annotations
 
 import types
+from collections.abc import Callable
 
 import attrs
 import pytest
@@ -15,6 +16,7 @@ import actors
 from actors import ActorRef, DeadlockError, Inbox, Reply
 from actors.testing import (
     ExplorationFailure,
+    NondeterminismError,
     Schedule,
     ScheduleError,
     StepLimitError,
@@ -489,7 +491,7 @@ def test_a_failure_on_the_last_schedule_is_not_complete() -> None:
 def test_a_cancelled_that_escapes_main_is_a_failure_of_the_run() -> None:
     async def main() -> None:
         # No scope of the run's was cancelled: it escapes trio.run.
-        raise trio.Cancelled._create()  # type: ignore[attr-defined]
+        raise trio.Cancelled._create()
 
     exploration = explore(main, budget=3, raise_on_failure=False)
     assert exploration.failure is not None
@@ -561,3 +563,54 @@ def _assert_trio_is_restored() -> None:
 async def _returns_seven() -> int:
     await trio.lowlevel.checkpoint()
     return 7
+
+
+# Programs that run differently under the same schedule: refused, not lied about.
+
+
+def changing(calls: list[int], tasks_of_call: Callable[[int], int]) -> types.FunctionType:
+    async def main() -> None:
+        calls.append(1)
+        async with trio.open_nursery() as nursery:
+            for _ in range(tasks_of_call(len(calls))):
+                nursery.start_soon(trio.lowlevel.checkpoint)
+
+    return main  # type: ignore[return-value]
+
+
+def test_a_program_that_fails_only_sometimes_is_a_nondeterminism_error() -> None:
+    calls: list[int] = []
+
+    async def main() -> None:
+        calls.append(1)
+        await two_tasks([])()
+        if len(calls) % 2:
+            raise AssertionError("odd call")
+
+    expected = (
+        r"^the program ran differently under the same schedule and seed .*: schedule 1: "
+        r"failed with AssertionError\('odd call'\) \(steps \w+\), then replayed with no failure "
+    )
+    for minimise in (True, False):
+        with pytest.raises(NondeterminismError, match=expected):
+            explore(main, strategy="dfs", minimise=minimise)
+        calls.clear()
+    _assert_trio_is_restored()
+
+
+@pytest.mark.parametrize("strategy", ["dfs", "random", "pct"])
+def test_a_program_whose_runs_differ_under_one_schedule_is_a_nondeterminism_error(
+    strategy: StrategyName,
+) -> None:
+    calls: list[int] = []
+    main = changing(calls, lambda call: 1 + call % 3)
+    with pytest.raises(NondeterminismError, match=r"^the program ran differently"):
+        explore(main, strategy=strategy, bound=2, budget=200)
+    _assert_trio_is_restored()
+
+
+def test_a_deterministic_program_explores_without_a_nondeterminism_error() -> None:
+    calls: list[int] = []
+    exploration = explore(changing(calls, lambda call: 3), strategy="random", budget=50)
+    assert exploration.failure is None
+    assert exploration.interleavings < exploration.runs  # schedules did repeat
