@@ -85,6 +85,8 @@ StrategyName = Literal["random", "pct", "dfs"]
 STRATEGIES: tuple[StrategyName, ...] = ("random", "pct", "dfs")
 # Steps shown before a failure in its report.
 TRACE_TAIL = 12
+# The step limit of a run unless explore is given another.
+DEFAULT_MAX_STEPS = 1_000_000
 # ASCII digits only (``\d`` would take an Arabic-Indic one), at most this many each: a
 # choice point or a pick past it is no run's.
 _SCHEDULE = re.compile(r"1:((?:[0-9]+=[0-9]+)(?:,[0-9]+=[0-9]+)*)?")
@@ -172,6 +174,8 @@ class Failure:
     deviations: tuple[str, ...]
     # The hash of the failing run's steps: a replay has the same.
     trace_hash: str
+    # The step limit of its runs: a replay needs the same.
+    max_steps: int = DEFAULT_MAX_STEPS
 
     @property
     def replay(self) -> str:
@@ -537,7 +541,7 @@ def explore(
     depth: int = 3,
     replay: str | None = None,
     minimise: bool = True,
-    max_steps: int = 1_000_000,
+    max_steps: int = DEFAULT_MAX_STEPS,
     raise_on_failure: bool = True,
     progress: Callable[[int, Exploration], None] | None = None,
 ) -> Exploration:
@@ -594,7 +598,11 @@ def explore(
                 f"{len(only.picks)}: it does not fit this program"
             )
         exploration = _finish(
-            strategy, seed, [only], complete=False, failure=_failure(only, schedule, schedule, 0)
+            strategy,
+            seed,
+            [only],
+            complete=False,
+            failure=_failure(only, schedule, schedule, 0, max_steps),
         )
         return _outcome(exploration, main, seed, raise_on_failure)
 
@@ -625,7 +633,7 @@ def explore(
             failure = (
                 _minimised(main, run, found, seed=seed, max_steps=max_steps)
                 if minimise
-                else _failure(run, found, found, 0)
+                else _failure(run, found, found, 0, max_steps)
             )
             assert failure is not None, "a run with an error is a failure"
             _confirm(main, failure, seed=seed, max_steps=max_steps)
@@ -727,6 +735,7 @@ def _minimised(
         final.tail,
         final.deviations,
         final.digest,
+        max_steps,
     )
 
 
@@ -747,10 +756,14 @@ def _confirm(
         ) from failure.error
 
 
-def _failure(run: _Run, schedule: Schedule, found: Schedule, tried: int) -> Failure | None:
+def _failure(
+    run: _Run, schedule: Schedule, found: Schedule, tried: int, max_steps: int
+) -> Failure | None:
     if run.error is None:
         return None
-    return Failure(run.error, schedule, found, tried, run.tail, run.deviations, run.digest)
+    return Failure(
+        run.error, schedule, found, tried, run.tail, run.deviations, run.digest, max_steps
+    )
 
 
 def _finish(
@@ -787,12 +800,13 @@ def failure_report(exploration: Exploration, *, name: str = "main") -> str:
     """The lines that describe an exploration's failure."""
     failure = exploration.failure
     assert failure is not None, "a report of a failure"
+    limit = "" if failure.max_steps == DEFAULT_MAX_STEPS else f", max_steps={failure.max_steps}"
     lines = [
         f"{exploration.strategy} exploration found a failing schedule in run "
         f"{exploration.runs}: {failure.error!r}",
         f"schedule: {failure.schedule} ({len(failure.schedule)} non-default choices; "
         f"minimised from {len(failure.found)} in {failure.minimise_runs} runs)",
-        f'replay: explore({name}, seed={exploration.seed}, replay="{failure.schedule}")',
+        f'replay: explore({name}, seed={exploration.seed}, replay="{failure.schedule}"{limit})',
         *(f"choice {deviation}" for deviation in failure.deviations),
         "last steps: " + " > ".join(failure.trace_tail),
     ]

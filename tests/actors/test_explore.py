@@ -614,3 +614,18 @@ def test_a_deterministic_program_explores_without_a_nondeterminism_error() -> No
     exploration = explore(changing(calls, lambda call: 3), strategy="random", budget=50)
     assert exploration.failure is None
     assert exploration.interleavings < exploration.runs  # schedules did repeat
+
+
+def test_the_replay_line_of_a_run_past_a_lowered_step_limit_names_the_limit() -> None:
+    async def main() -> None:
+        while True:
+            await trio.lowlevel.checkpoint()
+
+    with pytest.raises(ExplorationFailure) as raised:
+        explore(main, max_steps=300, budget=2)
+    failure = raised.value.exploration.failure
+    assert failure is not None
+    assert 'replay: explore(main, seed=0, replay="1:", max_steps=300)\n' in str(raised.value)
+    again = explore(main, replay=str(failure.schedule), max_steps=300, raise_on_failure=False)
+    assert again.failure is not None
+    assert again.failure.trace_hash == failure.trace_hash
