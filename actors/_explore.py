@@ -325,6 +325,11 @@ def _run_once(
     bounded.__module__ = getattr(main, "__module__", bounded.__module__)
 
     saved = _trio_run._r
+    if isinstance(saved, _Chooser):
+        raise RuntimeError(  # noqa: TRY004 (a state: a run in progress)
+            "another exploration's run is in progress in this process (a thread of its "
+            "program?): explore is not reentrant, one run at a time"
+        )
     _trio_run._r = chooser
     error: BaseException | None = None
     try:

@@ -4,6 +4,7 @@ ordering bugs a single seeded run misses and the explorer finds on purpose."""
 
 from __future__ import annotations
 
+import functools
 import types
 from collections.abc import Callable
 
@@ -513,7 +514,6 @@ def test_a_main_that_returns_no_awaitable_is_a_type_error_not_a_failure(
 
 
 def test_a_partial_or_a_lambda_of_an_async_function_is_a_main() -> None:
-    import functools
 
     seen: list[str] = []
     assert explore(functools.partial(two_tasks(seen)), replay="1:").failure is None
@@ -629,3 +629,23 @@ def test_the_replay_line_of_a_run_past_a_lowered_step_limit_names_the_limit() ->
     again = explore(main, replay=str(failure.schedule), max_steps=300, raise_on_failure=False)
     assert again.failure is not None
     assert again.failure.trace_hash == failure.trace_hash
+
+
+def test_an_explore_from_a_thread_of_a_run_being_explored_is_refused() -> None:
+    refused: list[str] = []
+
+    async def inner() -> None:
+        await trio.lowlevel.checkpoint()
+
+    async def main() -> None:
+        try:
+            await trio.to_thread.run_sync(functools.partial(explore, inner, budget=2))
+        except RuntimeError as error:
+            refused.append(str(error))
+
+    explore(main, replay="1:")
+    assert refused == [
+        "another exploration's run is in progress in this process (a thread of its "
+        "program?): explore is not reentrant, one run at a time"
+    ]
+    _assert_trio_is_restored()
