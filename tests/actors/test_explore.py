@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import types
 from collections.abc import Callable
+from typing import Any
 
 import attrs
 import pytest
@@ -649,3 +650,74 @@ def test_an_explore_from_a_thread_of_a_run_being_explored_is_refused() -> None:
         "program?): explore is not reentrant, one run at a time"
     ]
     _assert_trio_is_restored()
+
+
+def _every_schedule_by_brute_force(main: types.FunctionType, bound: int) -> set[tuple[int, ...]]:
+    """Every full sequence of picks with at most ``bound`` non-default ones,
+    branching on every option at every choice point, one run per node."""
+    from actors._explore import _following, _run_once
+
+    found: set[tuple[int, ...]] = set()
+
+    def walk(prefix: tuple[int, ...]) -> None:
+        run = _run_once(
+            main, _following(Schedule.from_picks(prefix), strict=True), seed=0, max_steps=10**6
+        )
+        if len(prefix) == len(run.options):
+            found.add(run.picks)
+            return
+        left = bound - sum(pick != 0 for pick in prefix)
+        for pick in range(run.options[len(prefix)] if left else 1):
+            walk((*prefix, pick))
+
+    walk(())
+    return found
+
+
+async def uneven() -> None:
+    # Task k takes k steps; the first to run starts k more tasks: the choice
+    # points a run has depend on its picks.
+    done = trio.Event()
+
+    async def work(steps: int) -> None:
+        if not done.is_set():
+            done.set()
+            for _ in range(steps):
+                nursery.start_soon(trio.lowlevel.checkpoint)
+        for _ in range(steps):
+            await trio.lowlevel.checkpoint()
+
+    async with trio.open_nursery() as nursery:
+        for steps in range(3):
+            nursery.start_soon(work, steps)
+
+
+@pytest.mark.parametrize(
+    ("main", "bound"),
+    [
+        (checkpointing(2, 2), 1),
+        (checkpointing(2, 2), 3),
+        (checkpointing(3, 1), 2),
+        (checkpointing(3, 2), 2),
+        (uneven, 2),
+    ],
+)
+def test_dfs_runs_exactly_the_schedules_a_brute_force_enumeration_finds(
+    monkeypatch: pytest.MonkeyPatch, main: types.FunctionType, bound: int
+) -> None:
+    import actors._explore as explore_module
+
+    expected = _every_schedule_by_brute_force(main, bound)
+    ran: list[tuple[int, ...]] = []
+    run_once = explore_module._run_once
+
+    def recording(*args: Any, **kwargs: Any) -> Any:
+        run = run_once(*args, **kwargs)
+        ran.append(run.picks)
+        return run
+
+    monkeypatch.setattr(explore_module, "_run_once", recording)
+    exploration = explore(main, strategy="dfs", bound=bound, budget=100_000)
+    assert exploration.complete
+    assert len(ran) == len(set(ran)) == exploration.runs
+    assert set(ran) == expected
