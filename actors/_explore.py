@@ -564,7 +564,9 @@ def explore(
     :class:`ExplorationFailure` whose message has the replay string;
     otherwise returns the :class:`Exploration` with its ``failure``.
 
-    ``progress(runs, exploration so far)`` is called after each run.
+    ``progress(runs, exploration so far)`` is called after each run of the
+    strategy, the failing one too (not the runs minimising takes, nor a
+    replay); what it raises ends the exploration and passes on.
     Bad arguments raise ``ValueError`` before anything runs. Not reentrant:
     one exploration (or :func:`actors.run`) at a time per process.
     """
@@ -633,6 +635,8 @@ def explore(
         seen.check(run, index)
         runs.append(run)
         chosen.after(run)
+        if progress is not None:
+            progress(len(runs), _finish(strategy, seed, runs, complete=False, failure=None))
         if run.error is not None:
             found = Schedule.from_picks(run.picks)
             failure = (
@@ -643,8 +647,6 @@ def explore(
             assert failure is not None, "a run with an error is a failure"
             _confirm(main, failure, seed=seed, max_steps=max_steps)
             break
-        if progress is not None:
-            progress(len(runs), _finish(strategy, seed, runs, complete=False, failure=None))
     # A budget spent on the last schedule within the bound is complete too:
     # whether another is left is known without running it.
     complete = (

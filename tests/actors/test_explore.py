@@ -721,3 +721,33 @@ def test_dfs_runs_exactly_the_schedules_a_brute_force_enumeration_finds(
     assert exploration.complete
     assert len(ran) == len(set(ran)) == exploration.runs
     assert set(ran) == expected
+
+
+def test_progress_is_called_after_every_run_the_failing_one_too() -> None:
+    calls: list[tuple[int, int]] = []
+
+    async def main() -> None:
+        order: list[str] = []
+        await two_tasks(order)()
+        assert order == ["first", "second"]
+
+    exploration = explore(
+        main,
+        strategy="dfs",
+        bound=1,
+        raise_on_failure=False,
+        progress=lambda runs, so_far: calls.append((runs, so_far.runs)),
+    )
+    assert exploration.failure is not None
+    assert calls == [(n, n) for n in range(1, exploration.runs + 1)]
+
+
+def test_a_progress_that_raises_ends_the_exploration_with_trio_restored() -> None:
+    def progress(runs: int, so_far: object) -> None:
+        if runs == 2:
+            raise ZeroDivisionError
+
+    with pytest.raises(ZeroDivisionError):
+        explore(checkpointing(2, 2), strategy="random", budget=10, progress=progress)
+    _assert_trio_is_restored()
+    assert explore(checkpointing(2, 2), strategy="random", budget=3).runs == 3
