@@ -134,3 +134,26 @@ def test_a_spec_that_runs_differently_under_one_schedule_fails_with_no_replay(
         re.M,
     ), out
     assert "replay:" not in out
+
+
+def test_ctrl_c_during_an_exploration_exits_130_with_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import trio._core._run as trio_run
+
+    import replica.driver._explore as explore_module
+
+    before = (trio_run._r, trio_run._ALLOW_DETERMINISTIC_SCHEDULING)
+    calls: list[int] = []
+
+    async def interrupted(spec: Spec, topology: Topology, trace: None) -> SpecRun:
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return await _run(spec, topology, trace)
+
+    monkeypatch.setattr(explore_module, "_run", interrupted)
+    assert main(["explore", RECREATE, "--strategy", "random", "--budget", "10"]) == 130
+    assert capsys.readouterr() == ("", f"{ERROR[: -len('error: ')]}interrupted\n")
+    assert (trio_run._r, trio_run._ALLOW_DETERMINISTIC_SCHEDULING) == before
+    assert len(calls) == 3
