@@ -567,7 +567,8 @@ def explore(
     ``progress(runs, exploration so far)`` is called after each run of the
     strategy, the failing one too (not the runs minimising takes, nor a
     replay); what it raises ends the exploration and passes on.
-    Bad arguments raise ``ValueError`` before anything runs. Not reentrant:
+    Bad arguments raise ``ValueError`` (``TypeError`` for a ``main`` or a
+    ``progress`` that is not callable) before anything runs. Not reentrant:
     one exploration (or :func:`actors.run`) at a time per process.
     """
     if _in_trio_run():
