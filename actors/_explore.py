@@ -459,13 +459,17 @@ class _Dfs(_Strategy):
     (as CHESS's iterative context bounding), each level depth-first in
     lexicographic order. A deeper level walks the tree through the runs of
     the levels before, kept (the same schedule is the same run), and runs
-    only the schedules it adds."""
+    only the schedules it adds. A level that adds none ends it whatever the
+    bound: a schedule of one more non-default choice extends one of this
+    level's."""
 
     def __init__(self, bound: int) -> None:
         self._bound = bound
         self._level = 0
         self._prefix: list[int] | None = []
         self._known: dict[tuple[tuple[int, int], ...], _Run] = {}
+        # Whether this level ran a schedule (level 0 runs the default one).
+        self._added = True
 
     @property
     def exhausted(self) -> bool:
@@ -475,13 +479,17 @@ class _Dfs(_Strategy):
         while True:
             prefix = self._prefix
             if prefix is None:
+                if not self._added:
+                    self._bound = self._level
                 if self._level >= self._bound:
                     return None
                 self._level += 1
                 self._prefix = []
+                self._added = False
                 continue
             known = self._known.get(Schedule.from_picks(prefix).choices)
             if known is None:
+                self._added = True
                 return lambda point, ids, step: prefix[point] if point < len(prefix) else 0
             self._advance(known)
 

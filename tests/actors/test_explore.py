@@ -700,6 +700,7 @@ async def uneven() -> None:
         (checkpointing(3, 1), 2),
         (checkpointing(3, 2), 2),
         (uneven, 2),
+        (uneven, 10**9),
     ],
 )
 def test_dfs_runs_exactly_the_schedules_a_brute_force_enumeration_finds(
@@ -751,3 +752,12 @@ def test_a_progress_that_raises_ends_the_exploration_with_trio_restored() -> Non
         explore(checkpointing(2, 2), strategy="random", budget=10, progress=progress)
     _assert_trio_is_restored()
     assert explore(checkpointing(2, 2), strategy="random", budget=3).runs == 3
+
+
+def test_dfs_with_a_bound_past_every_schedule_ends_when_a_level_adds_none() -> None:
+    main = checkpointing(tasks=2, steps=1)
+    enough = explore(main, strategy="dfs", bound=5, budget=10_000)
+    huge = explore(main, strategy="dfs", bound=10**9, budget=10_000)
+    assert (huge.runs, huge.complete) == (enough.runs, True)
+    exact = explore(main, strategy="dfs", bound=10**9, budget=enough.runs)
+    assert (exact.runs, exact.complete) == (enough.runs, True)
