@@ -65,9 +65,29 @@ PUBLIC = {
 }
 
 
+def test_the_testing_module_names_are_pinned_and_report_it_as_their_module() -> None:
+    import actors.testing
+
+    names = {name for name in vars(actors.testing) if not name.startswith("_")}
+    assert names == {
+        "STRATEGIES",
+        "Exploration",
+        "ExplorationFailure",
+        "Failure",
+        "Schedule",
+        "ScheduleError",
+        "StepLimitError",
+        "StrategyName",
+        "explore",
+        "failure_report",
+    }
+    for name in names - {"STRATEGIES", "StrategyName"}:
+        assert getattr(actors.testing, name).__module__ == "actors.testing", name
+
+
 def test_the_public_names_are_pinned() -> None:
     names = {name for name in vars(actors) if not name.startswith("_")}
-    names -= {"compute", "driver"}  # the subpackages, once imported
+    names -= {"testing"}  # the submodule, once imported
     assert names == PUBLIC
     assert {name for name in vars(barrier) if not name.startswith("_")} == {
         "ArrivalRegressionError",
