@@ -27,8 +27,10 @@ Strategies (the shape of shuttle's ``check_random``, ``check_pct`` and
 - ``pct``: probabilistic concurrency testing (Burckhardt, Kothari, Musuvathi,
   Nagarakatte, ASPLOS 2010). Each task gets a random priority when first
   seen; every choice point runs the highest-priority task of the batch; at
-  ``depth - 1`` steps drawn uniformly from the run's length (learnt from the
-  runs before) the running task's priority drops below every initial one.
+  ``depth - 1`` distinct steps drawn uniformly from the run's length (learnt
+  from the runs before; fewer when that is shorter) the running task's
+  priority drops below every initial one (at the first choice point at or
+  after the step: a step that is no choice point has nothing to reorder).
   For a program of at most n tasks and k steps, one run finds a given bug of
   depth d with probability at least 1 / (n k^(d-1)) *among the schedules
   Trio can produce* (the scheduler here chooses only within batches).
@@ -42,11 +44,19 @@ Strategies (the shape of shuttle's ``check_random``, ``check_pct`` and
   sequences, and without a hash of the program's state (which a generic
   explorer does not have) nothing sound can be skipped.
 
-A failure is any exception out of the function (a hang shows as
+A failure is any exception out of the function but ``KeyboardInterrupt``,
+``SystemExit`` and ``GeneratorExit`` (which end the exploration and pass on;
+a ``trio.Cancelled`` that escapes is a failure) (a hang shows as
 :class:`~actors.DeadlockError` from :func:`actors.run`; a run longer than
 ``max_steps`` as :class:`StepLimitError`). Its schedule is **minimised**
 (delta debugging, Zeller's ddmin, over the non-default choices: a smaller
-set that fails with the same exception type) before it is reported.
+set that fails with the same exception type), then replayed once more to
+confirm it, before it is reported.
+
+The program must be deterministic for a schedule and a seed; each run is
+checked against the runs before (the same picks so far must give the same
+options at the next choice point; the same schedule the same steps) and a
+difference is :class:`NondeterminismError`, not a silent lie.
 
 This leans on Trio internals, pinned in ``pyproject.toml`` and tested
 (``tests/actors/test_explore.py``): ``trio._core._run._r`` and its
@@ -57,6 +67,7 @@ A run in which ``shuffle`` was never called raises ``RuntimeError``.
 from __future__ import annotations
 
 import hashlib
+import inspect
 import math
 import random
 import re
@@ -74,7 +85,12 @@ StrategyName = Literal["random", "pct", "dfs"]
 STRATEGIES: tuple[StrategyName, ...] = ("random", "pct", "dfs")
 # Steps shown before a failure in its report.
 TRACE_TAIL = 12
-_SCHEDULE = re.compile(r"1:((?:\d+=\d+)(?:,\d+=\d+)*)?")
+# The step limit of a run unless explore is given another.
+DEFAULT_MAX_STEPS = 1_000_000
+# ASCII digits only (``\d`` would take an Arabic-Indic one), at most this many each: a
+# choice point or a pick past it is no run's.
+_SCHEDULE = re.compile(r"1:((?:[0-9]+=[0-9]+)(?:,[0-9]+=[0-9]+)*)?")
+MAX_SCHEDULE_DIGITS = 18
 
 
 class ScheduleError(ValueError):
@@ -87,6 +103,12 @@ class StepLimitError(Exception):
     set too low)."""
 
 
+class NondeterminismError(RuntimeError):
+    """The program ran differently under the same schedule and seed (real
+    I/O, threads, an unseeded ``random``, ``time.time()``, ``id()``...): its
+    schedules cannot be explored, and a printed replay would not reproduce."""
+
+
 @final
 @attrs.frozen
 class Schedule:
@@ -97,7 +119,11 @@ class Schedule:
     @classmethod
     def parse(cls, text: str) -> Schedule:
         """Read a schedule string (``"1:12=1,40=2"``; ``"1:"`` is the default
-        schedule). :class:`ScheduleError` for anything else."""
+        schedule, whitespace around it is ignored). :class:`ScheduleError` for
+        anything else: a text that is not a ``str``, digits other than ASCII
+        0-9, a number of more than 18 digits."""
+        if not isinstance(text, str):
+            raise ScheduleError(f"a schedule is a str, not {type(text).__name__}: {text!r:.80}")
         match = _SCHEDULE.fullmatch(text.strip())
         if match is None:
             raise ScheduleError(
@@ -105,7 +131,11 @@ class Schedule:
                 "as '1:12=1,40=2')"
             )
         pairs = []
-        for part in (match.group(1) or "").split(",") if match.group(1) else []:
+        for part in match.group(1).split(",") if match.group(1) else []:
+            if any(len(n.lstrip("0")) > MAX_SCHEDULE_DIGITS for n in part.split("=")):
+                raise ScheduleError(
+                    f"schedule {text[:80]!r}: a number of more than {MAX_SCHEDULE_DIGITS} digits"
+                )
             point, choice = (int(n) for n in part.split("="))
             pairs.append((point, choice))
         points = [point for point, _ in pairs]
@@ -144,6 +174,8 @@ class Failure:
     deviations: tuple[str, ...]
     # The hash of the failing run's steps: a replay has the same.
     trace_hash: str
+    # The step limit of its runs: a replay needs the same.
+    max_steps: int = DEFAULT_MAX_STEPS
 
     @property
     def replay(self) -> str:
@@ -281,18 +313,33 @@ def _run_once(
     async def bounded() -> None:
         with trio.CancelScope() as scope:
             chooser.scope = scope
-            await main()
+            awaitable = main()
+            if not inspect.isawaitable(awaitable):
+                raise _NotAsyncError(
+                    f"main must be an async function of no arguments; {_name(main)}() "
+                    f"returned {awaitable!r:.80}, not an awaitable"
+                )
+            await awaitable
 
     bounded.__qualname__ = bounded.__name__ = _name(main)
     bounded.__module__ = getattr(main, "__module__", bounded.__module__)
 
     saved = _trio_run._r
+    if isinstance(saved, _Chooser):
+        raise RuntimeError(  # noqa: TRY004 (a state: a run in progress)
+            "another exploration's run is in progress in this process (a thread of its "
+            "program?): explore is not reentrant, one run at a time"
+        )
     _trio_run._r = chooser
     error: BaseException | None = None
     try:
         _run_seeded(bounded, seed=seed, clock=MockClock(autojump_threshold=0))
-    except Exception as caught:  # a failure of the program under test
-        error = caught
+    except _NotAsyncError as caught:
+        raise TypeError(str(caught)) from None
+    except BaseException as caught:
+        if _passes_on(caught):
+            raise
+        error = caught  # a failure of the program under test
     finally:
         _trio_run._r = saved
     if chooser.misfit is not None:
@@ -313,6 +360,26 @@ def _run_once(
         tuple(chooser.deviations),
         error,
     )
+
+
+class _NotAsyncError(Exception):
+    """``main()`` returned something that is not awaitable."""
+
+
+# What ends an exploration rather than fails a run: an interrupt, an exit.
+_PASSED_ON = (KeyboardInterrupt, SystemExit, GeneratorExit)
+
+
+def _passes_on(error: BaseException) -> bool:
+    if isinstance(error, BaseExceptionGroup):
+        return error.split(_PASSED_ON)[0] is not None
+    return isinstance(error, _PASSED_ON)
+
+
+_NONDETERMINISTIC = (
+    "the program ran differently under the same schedule and seed (real I/O, threads, "
+    "an unseeded random, time.time() or id()?): a replay would not reproduce it"
+)
 
 
 def _following(schedule: Schedule, *, strict: bool) -> Decide:
@@ -356,7 +423,7 @@ class _Pct(_Strategy):
     def next_run(self, index: int) -> Decide:
         rng = random.Random(f"pct/{self._seed}/{index}")
         depth = self._depth
-        changes = {rng.randint(1, self._steps): depth - 1 - i for i in range(depth - 1)}
+        changes = self.change_points(rng)
         priority: dict[int, float] = {}
 
         def decide(point: int, ids: list[int], step: int) -> int:
@@ -364,13 +431,23 @@ class _Pct(_Strategy):
                 if task not in priority:
                     priority[task] = depth + rng.random()
             best = max(range(len(ids)), key=lambda i: priority[ids[i]])
-            lowered = changes.pop(step, None)
-            if lowered is not None:
+            # A change point on a step without a choice (a batch of one)
+            # applies at the next choice point.
+            while changes and changes[-1][0] <= step:
+                _, lowered = changes.pop()
                 priority[ids[best]] = lowered + rng.random() / 2
                 best = max(range(len(ids)), key=lambda i: priority[ids[i]])
             return best
 
         return decide
+
+    def change_points(self, rng: random.Random) -> list[tuple[int, int]]:
+        """(step, lowered priority) of one run, latest step first: distinct
+        steps (a repeated draw would lose a change point), at most one per
+        step of the longest run so far; the i-th drawn lowers to
+        ``depth - 1 - i``."""
+        drawn = rng.sample(range(1, self._steps + 1), min(self._depth - 1, self._steps))
+        return sorted(((step, self._depth - 1 - i) for i, step in enumerate(drawn)), reverse=True)
 
     def after(self, run: _Run) -> None:
         self._steps = max(self._steps, run.steps)
@@ -382,13 +459,17 @@ class _Dfs(_Strategy):
     (as CHESS's iterative context bounding), each level depth-first in
     lexicographic order. A deeper level walks the tree through the runs of
     the levels before, kept (the same schedule is the same run), and runs
-    only the schedules it adds."""
+    only the schedules it adds. A level that adds none ends it whatever the
+    bound: a schedule of one more non-default choice extends one of this
+    level's."""
 
     def __init__(self, bound: int) -> None:
         self._bound = bound
         self._level = 0
         self._prefix: list[int] | None = []
         self._known: dict[tuple[tuple[int, int], ...], _Run] = {}
+        # Whether this level ran a schedule (level 0 runs the default one).
+        self._added = True
 
     @property
     def exhausted(self) -> bool:
@@ -398,13 +479,17 @@ class _Dfs(_Strategy):
         while True:
             prefix = self._prefix
             if prefix is None:
+                if not self._added:
+                    self._bound = self._level
                 if self._level >= self._bound:
                     return None
                 self._level += 1
                 self._prefix = []
+                self._added = False
                 continue
             known = self._known.get(Schedule.from_picks(prefix).choices)
             if known is None:
+                self._added = True
                 return lambda point, ids, step: prefix[point] if point < len(prefix) else 0
             self._advance(known)
 
@@ -469,7 +554,7 @@ def explore(
     depth: int = 3,
     replay: str | None = None,
     minimise: bool = True,
-    max_steps: int = 1_000_000,
+    max_steps: int = DEFAULT_MAX_STEPS,
     raise_on_failure: bool = True,
     progress: Callable[[int, Exploration], None] | None = None,
 ) -> Exploration:
@@ -487,8 +572,11 @@ def explore(
     :class:`ExplorationFailure` whose message has the replay string;
     otherwise returns the :class:`Exploration` with its ``failure``.
 
-    ``progress(runs, exploration so far)`` is called after each run.
-    Bad arguments raise ``ValueError`` before anything runs. Not reentrant:
+    ``progress(runs, exploration so far)`` is called after each run of the
+    strategy, the failing one too (not the runs minimising takes, nor a
+    replay); what it raises ends the exploration and passes on.
+    Bad arguments raise ``ValueError`` (``TypeError`` for a ``main`` or a
+    ``progress`` that is not callable) before anything runs. Not reentrant:
     one exploration (or :func:`actors.run`) at a time per process.
     """
     if _in_trio_run():
@@ -500,14 +588,23 @@ def explore(
         raise TypeError(f"main must be an async function of no arguments, not {main!r}")
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}, not {strategy!r}")
+    least: int | None
     for name, value, least in (
         ("budget", budget, 1),
         ("bound", bound, 0),
         ("depth", depth, 1),
         ("max_steps", max_steps, 1),
+        ("seed", seed, None),
     ):
-        if isinstance(value, bool) or not isinstance(value, int) or value < least:
-            raise ValueError(f"{name} must be an integer of at least {least}, not {value!r}")
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int)
+            or (least is not None and value < least)
+        ):
+            at_least = "" if least is None else f" of at least {least}"
+            raise ValueError(f"{name} must be an integer{at_least}, not {value!r}")
+    if progress is not None and not callable(progress):
+        raise TypeError(f"progress must be a function of (runs, exploration), not {progress!r}")
     if replay is not None:
         schedule = Schedule.parse(replay)
         only = _run_once(main, _following(schedule, strict=True), seed=seed, max_steps=max_steps)
@@ -517,7 +614,11 @@ def explore(
                 f"{len(only.picks)}: it does not fit this program"
             )
         exploration = _finish(
-            strategy, seed, [only], complete=True, failure=_failure(only, schedule, schedule, 0)
+            strategy,
+            seed,
+            [only],
+            complete=False,
+            failure=_failure(only, schedule, schedule, 0, max_steps),
         )
         return _outcome(exploration, main, seed, raise_on_failure)
 
@@ -529,27 +630,75 @@ def explore(
     else:
         chosen = _Dfs(bound)
     runs: list[_Run] = []
+    seen = _SeenRuns()
     failure: Failure | None = None
     for index in range(budget):
         decide = chosen.next_run(index)
         if decide is None:
             break
-        run = _run_once(main, decide, seed=seed, max_steps=max_steps)
+        try:
+            run = _run_once(main, decide, seed=seed, max_steps=max_steps)
+        except ScheduleError as error:
+            # dfs picks only options an earlier run of the same prefix had.
+            raise NondeterminismError(f"{_NONDETERMINISTIC}: {error}") from None
+        seen.check(run, index)
         runs.append(run)
         chosen.after(run)
+        if progress is not None:
+            progress(len(runs), _finish(strategy, seed, runs, complete=False, failure=None))
         if run.error is not None:
             found = Schedule.from_picks(run.picks)
             failure = (
                 _minimised(main, run, found, seed=seed, max_steps=max_steps)
                 if minimise
-                else _failure(run, found, found, 0)
+                else _failure(run, found, found, 0, max_steps)
             )
+            assert failure is not None, "a run with an error is a failure"
+            _confirm(main, failure, seed=seed, max_steps=max_steps)
             break
-        if progress is not None:
-            progress(len(runs), _finish(strategy, seed, runs, complete=False, failure=None))
-    complete = isinstance(chosen, _Dfs) and chosen.exhausted and failure is None
+    # A budget spent on the last schedule within the bound is complete too:
+    # whether another is left is known without running it.
+    complete = (
+        isinstance(chosen, _Dfs)
+        and failure is None
+        and (chosen.exhausted or chosen.next_run(len(runs)) is None)
+    )
     exploration = _finish(strategy, seed, runs, complete=complete, failure=failure)
     return _outcome(exploration, main, seed, raise_on_failure)
+
+
+class _SeenRuns:
+    """What the runs so far had after each prefix of picks: a deterministic
+    program has the same options at the next choice point (or ends) after
+    the same picks, and the same steps for the same schedule."""
+
+    def __init__(self) -> None:
+        # A hash of a prefix of picks -> the options at the next choice
+        # point, 0 where the run ended.
+        self._options: dict[int, int] = {}
+        self._digests: dict[tuple[int, ...], str] = {}
+
+    def check(self, run: _Run, index: int) -> None:
+        key = 0
+        for point, options in enumerate((*run.options, 0)):
+            before = self._options.setdefault(key, options)
+            if before != options:
+                raise NondeterminismError(
+                    f"{_NONDETERMINISTIC}: after the picks of schedule "
+                    f"{Schedule.from_picks(run.picks[:point])}, choice point {point} had "
+                    f"{_ended(before)} in an earlier run and {_ended(options)} in run {index + 1}"
+                )
+            if point < len(run.picks):
+                key = hash((key, run.picks[point]))
+        if self._digests.setdefault(run.picks, run.digest) != run.digest:
+            raise NondeterminismError(
+                f"{_NONDETERMINISTIC}: schedule {Schedule.from_picks(run.picks)} ran steps "
+                f"{self._digests[run.picks][:12]} once and {run.digest[:12]} in run {index + 1}"
+            )
+
+
+def _ended(options: int) -> str:
+    return f"{options} options" if options else "none (the run ended)"
 
 
 def _in_trio_run() -> bool:
@@ -566,7 +715,9 @@ def _minimised(
     assert run.error is not None
     kind = type(run.error)
     tried = 0
-    last: dict[tuple[tuple[int, int], ...], _Run] = {}
+    # The found run is the found schedule's: not run again (a program that
+    # fails only sometimes would fail it, and ddmin start from no failure).
+    last: dict[tuple[tuple[int, int], ...], _Run] = {found.choices: run}
 
     def fails(choices: list[tuple[int, int]]) -> bool:
         nonlocal tried
@@ -600,13 +751,35 @@ def _minimised(
         final.tail,
         final.deviations,
         final.digest,
+        max_steps,
     )
 
 
-def _failure(run: _Run, schedule: Schedule, found: Schedule, tried: int) -> Failure | None:
+def _confirm(
+    main: Callable[[], Awaitable[object]], failure: Failure, *, seed: int, max_steps: int
+) -> None:
+    """Replay the failing schedule once more: the same steps and the same
+    exception type, or :class:`NondeterminismError` (no replay to print)."""
+    again = _run_once(
+        main, _following(failure.schedule, strict=False), seed=seed, max_steps=max_steps
+    )
+    if again.digest != failure.trace_hash or type(again.error) is not type(failure.error):
+        raise NondeterminismError(
+            f"{_NONDETERMINISTIC}: schedule {failure.schedule} failed with "
+            f"{failure.error!r} (steps {failure.trace_hash[:12]}), then replayed "
+            f"{'with ' + repr(again.error) if again.error else 'with no failure'} "
+            f"(steps {again.digest[:12]})"
+        ) from failure.error
+
+
+def _failure(
+    run: _Run, schedule: Schedule, found: Schedule, tried: int, max_steps: int
+) -> Failure | None:
     if run.error is None:
         return None
-    return Failure(run.error, schedule, found, tried, run.tail, run.deviations, run.digest)
+    return Failure(
+        run.error, schedule, found, tried, run.tail, run.deviations, run.digest, max_steps
+    )
 
 
 def _finish(
@@ -643,12 +816,13 @@ def failure_report(exploration: Exploration, *, name: str = "main") -> str:
     """The lines that describe an exploration's failure."""
     failure = exploration.failure
     assert failure is not None, "a report of a failure"
+    limit = "" if failure.max_steps == DEFAULT_MAX_STEPS else f", max_steps={failure.max_steps}"
     lines = [
         f"{exploration.strategy} exploration found a failing schedule in run "
         f"{exploration.runs}: {failure.error!r}",
         f"schedule: {failure.schedule} ({len(failure.schedule)} non-default choices; "
         f"minimised from {len(failure.found)} in {failure.minimise_runs} runs)",
-        f'replay: explore({name}, seed={exploration.seed}, replay="{failure.schedule}")',
+        f'replay: explore({name}, seed={exploration.seed}, replay="{failure.schedule}"{limit})',
         *(f"choice {deviation}" for deviation in failure.deviations),
         "last steps: " + " > ".join(failure.trace_tail),
     ]

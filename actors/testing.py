@@ -16,6 +16,7 @@ from ._explore import STRATEGIES as STRATEGIES
 from ._explore import Exploration as Exploration
 from ._explore import ExplorationFailure as ExplorationFailure
 from ._explore import Failure as Failure
+from ._explore import NondeterminismError as NondeterminismError
 from ._explore import Schedule as Schedule
 from ._explore import ScheduleError as ScheduleError
 from ._explore import StepLimitError as StepLimitError
@@ -23,7 +24,15 @@ from ._explore import StrategyName as StrategyName
 from ._explore import explore as explore
 from ._explore import failure_report as failure_report
 
-for _value in (Exploration, ExplorationFailure, Failure, Schedule, ScheduleError, StepLimitError):
+for _value in (
+    Exploration,
+    ExplorationFailure,
+    Failure,
+    NondeterminismError,
+    Schedule,
+    ScheduleError,
+    StepLimitError,
+):
     _value.__module__ = "actors.testing"
 explore.__module__ = "actors.testing"
 failure_report.__module__ = "actors.testing"

@@ -5,7 +5,9 @@ fails when any stanza differs from its expected block (a read that hangs
 prints its timeout error, so it differs too), when the replica breaks an
 invariant, or when the run deadlocks. The first failing schedule is
 minimised and printed with the spec's mismatches and the command that
-replays it (``--replay``); the exploration of that spec stops there.
+replays it (``--replay``); the exploration of that spec stops there. A spec
+that runs differently under the same schedule (``NondeterminismError``)
+fails too, with no replay to print.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import TextIO
 
 import attrs
 
-from actors.testing import Exploration, StrategyName, explore
+from actors.testing import Exploration, NondeterminismError, StrategyName, explore
 
 from ._report import report, report_violations
 from ._runner import SpecRun, Topology, _run
@@ -80,17 +82,22 @@ def _explore_one(spec: Spec, topology: Topology, how: ExploreOptions, out: TextI
             )
 
     what = _strategy_text(how)
-    exploration = explore(
-        main,
-        strategy=how.strategy,
-        budget=how.budget,
-        seed=how.seed,
-        bound=how.bound,
-        depth=how.depth,
-        replay=how.replay,
-        raise_on_failure=False,
-        progress=progress,
-    )
+    try:
+        exploration = explore(
+            main,
+            strategy=how.strategy,
+            budget=how.budget,
+            seed=how.seed,
+            bound=how.bound,
+            depth=how.depth,
+            replay=how.replay,
+            raise_on_failure=False,
+            progress=progress,
+        )
+    except NondeterminismError as error:
+        # The replica is meant to be deterministic for a schedule: a finding.
+        print(f"FAIL {spec.path}: {what}: {error} ({topology})", file=out)
+        return True
     failure = exploration.failure
     if failure is None:
         print(f"ok {spec.path}: {what}: {_counts(exploration)} ({topology})", file=out)
@@ -130,7 +137,7 @@ def _strategy_text(how: ExploreOptions) -> str:
 
 
 def _counts(exploration: Exploration) -> str:
-    complete = ", complete" if exploration.complete and exploration.runs > 1 else ""
+    complete = ", complete" if exploration.complete else ""
     return (
         f"{exploration.runs} runs{complete}, {exploration.interleavings} interleavings, "
         f"{exploration.choice_points} choice points"

@@ -333,7 +333,8 @@ def _add_explore(commands: Commands) -> None:
         "explore",
         "run specs under schedules chosen on purpose (actors.testing.explore)",
         "no schedule made a stanza differ, an invariant break or the run deadlock",
-        "a schedule did; it is printed minimised, with the command that replays it",
+        "a schedule did; it is printed minimised, with the command that replays it\n"
+        "       (or a spec ran differently under one schedule: no replay then)",
         "A choice point is a pick among the tasks Trio runs in one batch; a schedule is\n"
         "the list of picks other than the default (creation order), as '1:12=1,40=2'.\n"
         "dfs runs every schedule with at most --bound such picks (then says complete);\n"

@@ -4,16 +4,21 @@ ordering bugs a single seeded run misses and the explorer finds on purpose."""
 
 from __future__ import annotations
 
+import functools
 import types
+from collections.abc import Callable
+from typing import Any
 
 import attrs
 import pytest
 import trio
+import trio._core._run as trio_run
 
 import actors
 from actors import ActorRef, DeadlockError, Inbox, Reply
 from actors.testing import (
     ExplorationFailure,
+    NondeterminismError,
     Schedule,
     ScheduleError,
     StepLimitError,
@@ -207,7 +212,27 @@ def test_a_failing_schedule_is_minimised_to_the_choices_that_matter() -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["", "1", "2:", "1:x=1", "1:3=0", "1:5=1,2=1", "1:1=1,1=2", "1:-1=1", "1:1=1,"],
+    [
+        "",
+        "1",
+        "2:",
+        "1:x=1",
+        "1:3=0",
+        "1:5=1,2=1",
+        "1:1=1,1=2",
+        "1:-1=1",
+        "1:1=1,",
+        "1: 1=1",
+        "1:\u0661=\u0661",
+        "1:\uff11=1",
+        "1:1=" + "9" * 19,
+        "1:" + "9" * 5000 + "=1",
+        "1:" + ",".join(f"{point}=1" for point in range(3000)) + ",0=1",
+        b"1:",
+        ["1:"],
+        12,
+    ],
+    ids=repr,
 )
 def test_a_string_that_is_not_a_schedule_is_refused(text: str) -> None:
     ran: list[int] = []
@@ -218,6 +243,12 @@ def test_a_string_that_is_not_a_schedule_is_refused(text: str) -> None:
     with pytest.raises(ScheduleError):
         explore(main, replay=text)
     assert ran == []
+
+
+def test_thousands_of_pairs_and_leading_zeros_parse_and_print_canonically() -> None:
+    pairs = ",".join(f"{point}=1" for point in range(3000))
+    assert str(Schedule.parse(f"1:{pairs}")) == f"1:{pairs}"
+    assert str(Schedule.parse("1:007=02")) == "1:7=2"
 
 
 def test_a_schedule_that_does_not_fit_the_program_is_refused() -> None:
@@ -245,6 +276,10 @@ def _first_choice_point() -> int:
         ("bound", -1),
         ("depth", 0),
         ("max_steps", 0),
+        ("seed", "7"),
+        ("seed", 1.5),
+        ("seed", None),
+        ("progress", 5),
     ],
 )
 def test_bad_arguments_are_refused_before_anything_runs(argument: str, value: object) -> None:
@@ -253,7 +288,7 @@ def test_bad_arguments_are_refused_before_anything_runs(argument: str, value: ob
     async def main() -> None:
         ran.append(1)
 
-    with pytest.raises(ValueError, match=argument):
+    with pytest.raises((ValueError, TypeError), match=argument):
         explore(main, **{argument: value})  # type: ignore[arg-type]
     assert ran == []
 
@@ -398,3 +433,331 @@ async def test_inside_a_trio_run_explore_refuses_to_start() -> None:
 def test_main_must_be_callable() -> None:
     with pytest.raises(TypeError, match="main must be an async function"):
         explore(42)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("steps", "depth"), [(2, 3), (5, 3), (40, 10), (3, 10**9)])
+def test_pct_draws_depth_minus_one_distinct_change_points_or_one_per_step(
+    steps: int, depth: int
+) -> None:
+    import random
+
+    from actors._explore import _Pct
+
+    for seed in range(30):
+        pct = _Pct(seed, depth)
+        pct._steps = steps
+        changes = pct.change_points(random.Random(seed))
+        points = [step for step, _ in changes]
+        assert len(set(points)) == len(points) == min(depth - 1, steps)
+        assert all(1 <= step <= steps for step in points)
+        assert sorted({lowered for _, lowered in changes}) == sorted(
+            depth - 1 - i for i in range(len(points))
+        )
+
+
+def test_pct_with_a_huge_depth_runs() -> None:
+    exploration = explore(checkpointing(2, 2), strategy="pct", depth=10**9, budget=3)
+    assert exploration.runs == 3
+
+
+def test_a_replay_never_says_complete() -> None:
+    exploration = explore(two_tasks([]), strategy="dfs", replay="1:")
+    assert not exploration.complete
+    assert "complete" not in exploration.summary()
+
+
+def test_dfs_whose_budget_ends_on_the_last_schedule_within_the_bound_is_complete() -> None:
+    main = checkpointing(tasks=2, steps=1)
+    full = explore(main, strategy="dfs", bound=5, budget=10_000)
+    assert full.complete
+    exact = explore(main, strategy="dfs", bound=5, budget=full.runs)
+    short = explore(main, strategy="dfs", bound=5, budget=full.runs - 1)
+    assert (exact.runs, exact.complete) == (full.runs, True)
+    assert (short.runs, short.complete) == (full.runs - 1, False)
+
+
+def test_a_failure_on_the_last_schedule_is_not_complete() -> None:
+    runs: list[list[str]] = []
+
+    async def main() -> None:
+        seen: list[str] = []
+        runs.append(seen)
+        await two_tasks(seen)()
+        assert seen == ["first", "second"], "second ran first"
+
+    exploration = explore(main, strategy="dfs", bound=1, minimise=False, raise_on_failure=False)
+    assert exploration.failure is not None
+    assert not exploration.complete
+
+
+def test_a_cancelled_that_escapes_main_is_a_failure_of_the_run() -> None:
+    async def main() -> None:
+        # No scope of the run's was cancelled: it escapes trio.run.
+        raise trio.Cancelled._create()
+
+    exploration = explore(main, budget=3, raise_on_failure=False)
+    assert exploration.failure is not None
+    assert isinstance(exploration.failure.error, trio.Cancelled)
+    _assert_trio_is_restored()
+
+
+@pytest.mark.parametrize(
+    "main",
+    [lambda: None, lambda: 5, lambda: iter(()), types.SimpleNamespace],
+    ids=["none", "int", "iterator", "class"],
+)
+def test_a_main_that_returns_no_awaitable_is_a_type_error_not_a_failure(
+    main: types.FunctionType,
+) -> None:
+    with pytest.raises(TypeError, match=r"^main must be an async function of no arguments; "):
+        explore(main, budget=5)
+    _assert_trio_is_restored()
+
+
+def test_a_partial_or_a_lambda_of_an_async_function_is_a_main() -> None:
+
+    seen: list[str] = []
+    assert explore(functools.partial(two_tasks(seen)), replay="1:").failure is None
+    assert explore(lambda: two_tasks(seen)(), replay="1:").failure is None
+    assert seen == ["first", "second"] * 2
+
+
+@pytest.mark.parametrize("error", [KeyboardInterrupt, SystemExit])
+def test_an_interrupt_or_exit_in_main_ends_the_exploration_and_restores_trio(
+    error: type[BaseException],
+) -> None:
+    runs: list[int] = []
+
+    async def main() -> None:
+        runs.append(1)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(trio.lowlevel.checkpoint)
+        raise error
+
+    with pytest.raises(error):
+        explore(main, budget=5)
+    assert runs == [1]
+    _assert_trio_is_restored()
+
+
+def test_trio_is_restored_after_a_run_past_the_step_limit() -> None:
+    async def main() -> None:
+        while True:
+            await trio.lowlevel.checkpoint()
+
+    explore(main, max_steps=1, budget=2, raise_on_failure=False)
+    _assert_trio_is_restored()
+
+
+# Trio's scheduler state as this module found it (pytest-trio sets the flag).
+_TRIO_R = trio_run._r
+_TRIO_FLAG = trio_run._ALLOW_DETERMINISTIC_SCHEDULING
+
+
+def _assert_trio_is_restored() -> None:
+    assert trio_run._r is _TRIO_R
+    assert trio_run._ALLOW_DETERMINISTIC_SCHEDULING is _TRIO_FLAG
+    # A plain run afterwards schedules as trio does.
+    assert trio.run(_returns_seven) == 7
+
+
+async def _returns_seven() -> int:
+    await trio.lowlevel.checkpoint()
+    return 7
+
+
+# Programs that run differently under the same schedule: refused, not lied about.
+
+
+def changing(calls: list[int], tasks_of_call: Callable[[int], int]) -> types.FunctionType:
+    async def main() -> None:
+        calls.append(1)
+        async with trio.open_nursery() as nursery:
+            for _ in range(tasks_of_call(len(calls))):
+                nursery.start_soon(trio.lowlevel.checkpoint)
+
+    return main  # type: ignore[return-value]
+
+
+def test_a_program_that_fails_only_sometimes_is_a_nondeterminism_error() -> None:
+    calls: list[int] = []
+
+    async def main() -> None:
+        calls.append(1)
+        await two_tasks([])()
+        if len(calls) % 2:
+            raise AssertionError("odd call")
+
+    expected = (
+        r"^the program ran differently under the same schedule and seed .*: schedule 1: "
+        r"failed with AssertionError\('odd call'\) \(steps \w+\), then replayed with no failure "
+    )
+    for minimise in (True, False):
+        with pytest.raises(NondeterminismError, match=expected):
+            explore(main, strategy="dfs", minimise=minimise)
+        calls.clear()
+    _assert_trio_is_restored()
+
+
+@pytest.mark.parametrize("strategy", ["dfs", "random", "pct"])
+def test_a_program_whose_runs_differ_under_one_schedule_is_a_nondeterminism_error(
+    strategy: StrategyName,
+) -> None:
+    calls: list[int] = []
+    main = changing(calls, lambda call: 1 + call % 3)
+    with pytest.raises(NondeterminismError, match=r"^the program ran differently"):
+        explore(main, strategy=strategy, bound=2, budget=200)
+    _assert_trio_is_restored()
+
+
+def test_a_deterministic_program_explores_without_a_nondeterminism_error() -> None:
+    calls: list[int] = []
+    exploration = explore(changing(calls, lambda call: 3), strategy="random", budget=50)
+    assert exploration.failure is None
+    assert exploration.interleavings < exploration.runs  # schedules did repeat
+
+
+def test_the_replay_line_of_a_run_past_a_lowered_step_limit_names_the_limit() -> None:
+    async def main() -> None:
+        while True:
+            await trio.lowlevel.checkpoint()
+
+    with pytest.raises(ExplorationFailure) as raised:
+        explore(main, max_steps=300, budget=2)
+    failure = raised.value.exploration.failure
+    assert failure is not None
+    assert 'replay: explore(main, seed=0, replay="1:", max_steps=300)\n' in str(raised.value)
+    again = explore(main, replay=str(failure.schedule), max_steps=300, raise_on_failure=False)
+    assert again.failure is not None
+    assert again.failure.trace_hash == failure.trace_hash
+
+
+def test_an_explore_from_a_thread_of_a_run_being_explored_is_refused() -> None:
+    refused: list[str] = []
+
+    async def inner() -> None:
+        await trio.lowlevel.checkpoint()
+
+    async def main() -> None:
+        try:
+            await trio.to_thread.run_sync(functools.partial(explore, inner, budget=2))
+        except RuntimeError as error:
+            refused.append(str(error))
+
+    explore(main, replay="1:")
+    assert refused == [
+        "another exploration's run is in progress in this process (a thread of its "
+        "program?): explore is not reentrant, one run at a time"
+    ]
+    _assert_trio_is_restored()
+
+
+def _every_schedule_by_brute_force(main: types.FunctionType, bound: int) -> set[tuple[int, ...]]:
+    """Every full sequence of picks with at most ``bound`` non-default ones,
+    branching on every option at every choice point, one run per node."""
+    from actors._explore import _following, _run_once
+
+    found: set[tuple[int, ...]] = set()
+
+    def walk(prefix: tuple[int, ...]) -> None:
+        run = _run_once(
+            main, _following(Schedule.from_picks(prefix), strict=True), seed=0, max_steps=10**6
+        )
+        if len(prefix) == len(run.options):
+            found.add(run.picks)
+            return
+        left = bound - sum(pick != 0 for pick in prefix)
+        for pick in range(run.options[len(prefix)] if left else 1):
+            walk((*prefix, pick))
+
+    walk(())
+    return found
+
+
+async def uneven() -> None:
+    # Task k takes k steps; the first to run starts k more tasks: the choice
+    # points a run has depend on its picks.
+    done = trio.Event()
+
+    async def work(steps: int) -> None:
+        if not done.is_set():
+            done.set()
+            for _ in range(steps):
+                nursery.start_soon(trio.lowlevel.checkpoint)
+        for _ in range(steps):
+            await trio.lowlevel.checkpoint()
+
+    async with trio.open_nursery() as nursery:
+        for steps in range(3):
+            nursery.start_soon(work, steps)
+
+
+@pytest.mark.parametrize(
+    ("main", "bound"),
+    [
+        (checkpointing(2, 2), 1),
+        (checkpointing(2, 2), 3),
+        (checkpointing(3, 1), 2),
+        (checkpointing(3, 2), 2),
+        (uneven, 2),
+        (uneven, 10**9),
+    ],
+)
+def test_dfs_runs_exactly_the_schedules_a_brute_force_enumeration_finds(
+    monkeypatch: pytest.MonkeyPatch, main: types.FunctionType, bound: int
+) -> None:
+    import actors._explore as explore_module
+
+    expected = _every_schedule_by_brute_force(main, bound)
+    ran: list[tuple[int, ...]] = []
+    run_once = explore_module._run_once
+
+    def recording(*args: Any, **kwargs: Any) -> Any:
+        run = run_once(*args, **kwargs)
+        ran.append(run.picks)
+        return run
+
+    monkeypatch.setattr(explore_module, "_run_once", recording)
+    exploration = explore(main, strategy="dfs", bound=bound, budget=100_000)
+    assert exploration.complete
+    assert len(ran) == len(set(ran)) == exploration.runs
+    assert set(ran) == expected
+
+
+def test_progress_is_called_after_every_run_the_failing_one_too() -> None:
+    calls: list[tuple[int, int]] = []
+
+    async def main() -> None:
+        order: list[str] = []
+        await two_tasks(order)()
+        assert order == ["first", "second"]
+
+    exploration = explore(
+        main,
+        strategy="dfs",
+        bound=1,
+        raise_on_failure=False,
+        progress=lambda runs, so_far: calls.append((runs, so_far.runs)),
+    )
+    assert exploration.failure is not None
+    assert calls == [(n, n) for n in range(1, exploration.runs + 1)]
+
+
+def test_a_progress_that_raises_ends_the_exploration_with_trio_restored() -> None:
+    def progress(runs: int, so_far: object) -> None:
+        if runs == 2:
+            raise ZeroDivisionError
+
+    with pytest.raises(ZeroDivisionError):
+        explore(checkpointing(2, 2), strategy="random", budget=10, progress=progress)
+    _assert_trio_is_restored()
+    assert explore(checkpointing(2, 2), strategy="random", budget=3).runs == 3
+
+
+def test_dfs_with_a_bound_past_every_schedule_ends_when_a_level_adds_none() -> None:
+    main = checkpointing(tasks=2, steps=1)
+    enough = explore(main, strategy="dfs", bound=5, budget=10_000)
+    huge = explore(main, strategy="dfs", bound=10**9, budget=10_000)
+    assert (huge.runs, huge.complete) == (enough.runs, True)
+    exact = explore(main, strategy="dfs", bound=10**9, budget=enough.runs)
+    assert (exact.runs, exact.complete) == (enough.runs, True)

@@ -74,6 +74,7 @@ def test_the_testing_module_names_are_pinned_and_report_it_as_their_module() -> 
         "Exploration",
         "ExplorationFailure",
         "Failure",
+        "NondeterminismError",
         "Schedule",
         "ScheduleError",
         "StepLimitError",

@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 
 from replica.driver import main
+from replica.driver._runner import SpecRun, Topology, _run
+from replica.driver._spec import Spec
 
 SPECS = Path(__file__).resolve().parents[3] / "replica" / "driver" / "specs"
 RECREATE = str(SPECS / "two_runtime_recreate_index.spec")
@@ -106,3 +108,52 @@ def test_a_bad_spec_exits_2_before_anything_runs(
     out, err = capsys.readouterr()
     assert out == ""
     assert err.startswith(f"{bad}:1: ")
+
+
+def test_a_spec_that_runs_differently_under_one_schedule_fails_with_no_replay(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import replica.driver._explore as explore_module
+
+    calls: list[int] = []
+
+    async def flaky(spec: Spec, topology: Topology, trace: None) -> SpecRun:
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("only the first time")
+        return await _run(spec, topology, trace)
+
+    monkeypatch.setattr(explore_module, "_run", flaky)
+    assert main(["explore", RECREATE, "--strategy", "dfs", "--bound", "0"]) == 1
+    out = capsys.readouterr().out
+    assert re.search(
+        rf"^FAIL {re.escape(RECREATE)}: dfs bound 0: the program ran differently under the "
+        r"same schedule and seed .*: schedule 1: failed with RuntimeError\('only the first "
+        r"time'\) .*, then replayed with no failure .* \(P=1 W=1 two runtimes\)$",
+        out,
+        re.M,
+    ), out
+    assert "replay:" not in out
+
+
+def test_ctrl_c_during_an_exploration_exits_130_with_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import trio._core._run as trio_run
+
+    import replica.driver._explore as explore_module
+
+    before = (trio_run._r, trio_run._ALLOW_DETERMINISTIC_SCHEDULING)
+    calls: list[int] = []
+
+    async def interrupted(spec: Spec, topology: Topology, trace: None) -> SpecRun:
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return await _run(spec, topology, trace)
+
+    monkeypatch.setattr(explore_module, "_run", interrupted)
+    assert main(["explore", RECREATE, "--strategy", "random", "--budget", "10"]) == 130
+    assert capsys.readouterr() == ("", f"{ERROR[: -len('error: ')]}interrupted\n")
+    assert (trio_run._r, trio_run._ALLOW_DETERMINISTIC_SCHEDULING) == before
+    assert len(calls) == 3
