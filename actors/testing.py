@@ -12,17 +12,17 @@ fails with the minimised failing schedule and the line that replays it,
 schedules".
 """
 
-from ._explore import STRATEGIES as STRATEGIES
-from ._explore import Exploration as Exploration
-from ._explore import ExplorationFailure as ExplorationFailure
-from ._explore import Failure as Failure
-from ._explore import NondeterminismError as NondeterminismError
-from ._explore import Schedule as Schedule
-from ._explore import ScheduleError as ScheduleError
-from ._explore import StepLimitError as StepLimitError
-from ._explore import StrategyName as StrategyName
 from ._explore import explore as explore
 from ._explore import failure_report as failure_report
+from ._schedule import STRATEGIES as STRATEGIES
+from ._schedule import Exploration as Exploration
+from ._schedule import ExplorationFailure as ExplorationFailure
+from ._schedule import Failure as Failure
+from ._schedule import NondeterminismError as NondeterminismError
+from ._schedule import Schedule as Schedule
+from ._schedule import ScheduleError as ScheduleError
+from ._schedule import StepLimitError as StepLimitError
+from ._schedule import StrategyName as StrategyName
 
 for _value in (
     Exploration,
