@@ -68,9 +68,10 @@ class PartitionedState:
     def absorb(self, part: int, response: Response) -> Response | None:
         """Take ``part``'s response; return the merged response it completes, if any."""
         assert 0 <= part < self.parts, f"part {part} of {self.parts}"
+        if isinstance(response, Frontiers):
+            # The common case first: most responses are frontiers.
+            return self._absorb_frontier(part, response)
         match response:
-            case Frontiers(id, upper):
-                return self._absorb_frontier(part, id, upper)
             case PeekResponse(uuid, result):
                 answers = self._peeks.setdefault(uuid, [None] * self.parts)
                 assert answers[part] is None, f"part {part} answered peek {uuid} twice"
@@ -118,8 +119,11 @@ class PartitionedState:
         lower, merge.lower = merge.lower, upper.time
         return SubscribeBatch(batch.id, lower, upper, tuple(done))
 
-    def _absorb_frontier(self, part: int, id: GlobalId, upper: Frontier) -> Response | None:
-        uppers = self._uppers.setdefault(id, [None] * self.parts)
+    def _absorb_frontier(self, part: int, response: Frontiers) -> Response | None:
+        id, upper = response.id, response.upper
+        uppers = self._uppers.get(id)
+        if uppers is None:
+            uppers = self._uppers[id] = [None] * self.parts
         previous = uppers[part]
         if previous is not None and upper < previous:
             self.regressions.append(
@@ -128,25 +132,22 @@ class PartitionedState:
             return None
         uppers[part] = upper
         merged: Frontier | None = None
-        for p in self._reporting(id):
+        for p in range(self.parts) if self.owners is None else self.owners(id):
             known = uppers[p]
             if known is None:
                 return None
-            if merged is None or (
-                known.time is not None and (merged.time is None or known.time < merged.time)
-            ):
+            if merged is None or known < merged:
                 merged = known
         assert merged is not None, "every id has a part that reports it"
         before = self._merged.get(id)
-        if before is not None and (
-            before.time is None or (merged.time is not None and merged.time <= before.time)
-        ):
+        if before is not None and not before < merged:
             return None
         self._merged[id] = merged
         if merged.is_empty:
             # Dropped everywhere: forget it (ids are not reused on a connection).
             del self._uppers[id], self._merged[id]
-        return Frontiers(id, merged)
+        # This part's own report when it is the minimum: nothing new to build.
+        return response if merged is upper else Frontiers(id, merged)
 
 
 def _combine(answers: list[PeekResult]) -> PeekResult:

@@ -336,8 +336,6 @@ class Arrange(Operator):
     out: Stream = attrs.field(factory=Stream)
 
     def step(self) -> None:
-        self.arrangement.extend(self.queue.take())
         frontier = self.input.frontier
-        if frontier is not None:
-            self.arrangement.advance(frontier)
+        self.arrangement.update(self.queue.take(), frontier)
         self.out.frontier = frontier
