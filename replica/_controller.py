@@ -79,7 +79,8 @@ class Controller:
     _nursery: trio.Nursery
     _session: _Session | None = None
     _uuids: itertools.count[int] = attrs.field(factory=lambda: itertools.count(1))
-    _changed: trio.Event = attrs.field(factory=trio.Event)
+    # Set on the next change, for whoever waits for one; None while nobody does.
+    _changed: trio.Event | None = None
     rejections: list[CommandRejected] = attrs.field(factory=list)
     # Frontiers that went back, as the mergers saw them (a bug if ever non-empty).
     regressions: list[str] = attrs.field(factory=list)
@@ -144,11 +145,11 @@ class Controller:
         waits."""
         await trio.lowlevel.checkpoint_if_cancelled()
         session = self._connected()
-        targets = (
-            session.ends if isinstance(command, Hello | UpdateConfiguration) else session.ends[:1]
-        )
-        for end in targets:
-            end.commands.send_nowait(command)
+        if isinstance(command, Hello | UpdateConfiguration):
+            for end in session.ends:
+                end.commands.send_nowait(command)
+        else:
+            session.ends[0].commands.send_nowait(command)
 
     def frontier(self, id: GlobalId | int) -> Frontier | None:
         """The merged frontier the replica reported for ``id`` on this connection."""
@@ -168,7 +169,7 @@ class Controller:
                 if not parked:
                     await trio.lowlevel.checkpoint()
                 return frontier
-            await self._changed.wait()
+            await self._next_change().wait()
             parked = True
 
     async def await_subscribe(self, id: GlobalId | int, up_to: int) -> list[Update]:
@@ -178,7 +179,7 @@ class Controller:
         session = self._connected()
         subscription = session.subscriptions.setdefault(as_id(id), _Subscription())
         while not subscription.upper.reached(up_to):
-            await self._changed.wait()
+            await self._next_change().wait()
         await trio.lowlevel.checkpoint()
         updates, subscription.updates = subscription.updates, []
         return updates
@@ -249,9 +250,15 @@ class Controller:
             raise ProtocolError("the controller is not connected")
         return self._session
 
+    def _next_change(self) -> trio.Event:
+        if self._changed is None:
+            self._changed = trio.Event()
+        return self._changed
+
     def _notify(self) -> None:
-        self._changed.set()
-        self._changed = trio.Event()
+        if self._changed is not None:
+            self._changed.set()
+            self._changed = None
 
     def _absorb(self, session: _Session, part: int, response: Response) -> None:
         """Process ``part``'s response, in the task that sent it (the

@@ -338,6 +338,8 @@ class ComputeState:
             )
             return
         collection.since = frontier.time
+        if not self.peeks:
+            return
         for uuid, reading in list(self.peeks.items()):
             error = (
                 collection.read_error(reading.peek.timestamp)
@@ -468,17 +470,20 @@ class ComputeState:
         :mod:`replica._reconcile` and :meth:`align_peers`)."""
         self.peeks.clear()
         self.outbox.extend(plan.rejected)
-        for id in plan.retained:
+        kept = plan.kept
+        for id in kept:
             self.reported.pop(id, None)
         for compaction in plan.compactions:
             self._compact(compaction, compaction.id, compaction.frontier, report_drop=False)
         for installed in self.installed:
             if not isinstance(installed, Dataflow):
                 continue
-            as_of = next(
-                (plan.kept[id] for id in installed.description.exports if id in plan.kept), None
-            )
-            if as_of is None:
+            # The as_of it is kept for: that of any of its exports (all alike).
+            for id in installed.description.exports:
+                as_of = kept.get(id)
+                if as_of is not None:
+                    break
+            else:
                 continue
             installed.keep(as_of)
             if not self.align or self.role is not Role.MAINTENANCE:
