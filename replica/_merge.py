@@ -57,13 +57,19 @@ class PartitionedState:
     regressions: list[str] = attrs.field(factory=list)
     # Which parts report an id; every part when None.
     owners: Callable[[GlobalId], frozenset[int]] | None = None
-    _uppers: dict[GlobalId, list[Frontier | None]] = attrs.field(factory=dict)
+    # Per part, the last frontier it reported for each id (one dict per part,
+    # not a list per id: no allocation per collection).
+    _uppers: list[dict[GlobalId, Frontier]] = attrs.field(init=False)
     _merged: dict[GlobalId, Frontier] = attrs.field(factory=dict)
     _subscribes: dict[GlobalId, _Subscribe] = attrs.field(factory=dict)
     _peeks: dict[int, list[PeekResult | None]] = attrs.field(factory=dict)
     # Per rejection, how many times each part reported it: the n-th rejection
     # of the same command is passed on once, when the first part reports it.
     _rejections: dict[tuple[object, str], list[int]] = attrs.field(factory=dict)
+
+    @_uppers.default
+    def _no_uppers(self) -> list[dict[GlobalId, Frontier]]:
+        return [{} for _ in range(self.parts)]
 
     def absorb(self, part: int, response: Response) -> Response | None:
         """Take ``part``'s response; return the merged response it completes, if any."""
@@ -121,19 +127,17 @@ class PartitionedState:
 
     def _absorb_frontier(self, part: int, response: Frontiers) -> Response | None:
         id, upper = response.id, response.upper
-        uppers = self._uppers.get(id)
-        if uppers is None:
-            uppers = self._uppers[id] = [None] * self.parts
-        previous = uppers[part]
+        uppers = self._uppers
+        previous = uppers[part].get(id)
         if previous is not None and upper < previous:
             self.regressions.append(
                 f"part {part} regressed collection {id} from {previous} to {upper}"
             )
             return None
-        uppers[part] = upper
+        uppers[part][id] = upper
         merged: Frontier | None = None
         for p in range(self.parts) if self.owners is None else self.owners(id):
-            known = uppers[p]
+            known = uppers[p].get(id)
             if known is None:
                 return None
             if merged is None or known < merged:
@@ -145,7 +149,9 @@ class PartitionedState:
         self._merged[id] = merged
         if merged.is_empty:
             # Dropped everywhere: forget it (ids are not reused on a connection).
-            del self._uppers[id], self._merged[id]
+            for reported in uppers:
+                reported.pop(id, None)
+            del self._merged[id]
         # This part's own report when it is the minimum: nothing new to build.
         return response if merged is upper else Frontiers(id, merged)
 

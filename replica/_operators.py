@@ -32,8 +32,13 @@ class Queue:
 
     items: list[Update] = attrs.field(factory=list)
 
-    def take(self) -> list[Update]:
-        items, self.items = self.items, []
+    def take(self) -> Sequence[Update]:
+        """What the consumer has not taken yet, and nothing twice (an empty
+        queue hands back its own empty list, to be read only: a dataflow
+        stepped with nothing new allocates nothing)."""
+        items = self.items
+        if items:
+            self.items = []
         return items
 
 

@@ -417,11 +417,16 @@ class ComputeState:
                     self.outbox.append(batch)
             self.batches.clear()
         reported = self.reported
+        # Collections at the same upper share one frontier.
+        frontiers: dict[int, Frontier] = {}
         for id, collection in self.collections.items():
             upper = collection.upper
             if upper is not None and reported.get(id) != upper:
                 reported[id] = upper
-                self.outbox.append(Frontiers(id, Frontier.at(upper)))
+                frontier = frontiers.get(upper)
+                if frontier is None:
+                    frontier = frontiers[upper] = Frontier.at(upper)
+                self.outbox.append(Frontiers(id, frontier))
 
     def _read(self) -> None:
         if not self.peeks:
