@@ -264,10 +264,12 @@ class Controller:
         """Process ``part``'s response, in the task that sent it (the
         connection hands it over at once)."""
         merged = session.merger.absorb(part, response)
+        if isinstance(merged, Frontiers):
+            # The common case first: most responses are frontiers.
+            session.frontiers[merged.id] = merged.upper
+            self._notify()
+            return
         match merged:
-            case Frontiers(id, upper):
-                session.frontiers[id] = upper
-                self._notify()
             case PeekResponse(uuid, result):
                 pending = session.peeks.pop(uuid, None)
                 if pending is not None:

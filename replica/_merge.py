@@ -135,14 +135,9 @@ class PartitionedState:
             )
             return None
         uppers[part][id] = upper
-        merged: Frontier | None = None
-        for p in range(self.parts) if self.owners is None else self.owners(id):
-            known = uppers[p].get(id)
-            if known is None:
-                return None
-            if merged is None or known < merged:
-                merged = known
-        assert merged is not None, "every id has a part that reports it"
+        merged = upper if self.parts == 1 else self._least(id)
+        if merged is None:
+            return None
         before = self._merged.get(id)
         if before is not None and not before < merged:
             return None
@@ -154,6 +149,19 @@ class PartitionedState:
             del self._merged[id]
         # This part's own report when it is the minimum: nothing new to build.
         return response if merged is upper else Frontiers(id, merged)
+
+    def _least(self, id: GlobalId) -> Frontier | None:
+        """The least frontier the parts that report ``id`` reported, once
+        every one of them did."""
+        least: Frontier | None = None
+        for p in range(self.parts) if self.owners is None else self.owners(id):
+            known = self._uppers[p].get(id)
+            if known is None:
+                return None
+            if least is None or known < least:
+                least = known
+        assert least is not None, "every id has a part that reports it"
+        return least
 
 
 def _combine(answers: list[PeekResult]) -> PeekResult:

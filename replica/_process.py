@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import attrs
 import trio
@@ -50,6 +50,8 @@ from ._worker import SequencedCommand
 
 MAINTENANCE = "maintenance"
 INTERACTIVE = "interactive"
+MAINTENANCE_ONLY = (MAINTENANCE,)
+INTERACTIVE_ONLY = (INTERACTIVE,)
 
 
 @attrs.define(eq=False)
@@ -218,7 +220,7 @@ class Process:
             running = ", ".join(self.adapters)
             raise ProtocolError(f"process {self.index} runs no {runtime} runtime (only {running})")
 
-    def _targets(self, command: Command) -> list[str]:
+    def _targets(self, command: Command) -> Sequence[str]:
         """Peeks go to the interactive runtime only (to maintenance when Solo).
         A query dataflow (every export transient) goes to the interactive
         runtime only, and so does every later command naming its ids; a
@@ -226,14 +228,14 @@ class Process:
         (the interactive runtime runs no sink of it). Every other command
         goes to every runtime, maintenance first."""
         if INTERACTIVE not in self.adapters:
-            return [MAINTENANCE]
+            return MAINTENANCE_ONLY
         match command:
             case Peek() | CancelPeek():
-                return [INTERACTIVE]
+                return INTERACTIVE_ONLY
             case CreateDataflow(dataflow):
                 self.claim(dataflow)
                 if self._interactive_only(dataflow):
-                    return [INTERACTIVE]
+                    return INTERACTIVE_ONLY
             case Schedule(id) | AllowWrites(id) | AllowCompaction(id, _):
                 return list(self.owners.get(id, self.adapters))
         return list(self.adapters)

@@ -240,7 +240,7 @@ class Worker:
 
     def _flush(self) -> None:
         nonce = self.nonce
-        if nonce is None:
+        if nonce is None or not self.state.outbox:
             return
         for response in self.state.drain():
             self.respond(nonce, response)
