@@ -181,17 +181,17 @@ class ComputeState:
 
     def running(self) -> list[Running]:
         """The running dataflows, as reconciliation sees them."""
-        return [
-            Running(
-                dataflow.description,
-                {
-                    id: collection.since
-                    for id in dataflow.description.exports
-                    if (collection := self.collections.get(id)) is not None
-                },
-            )
-            for dataflow in self.installed
-        ]
+        collections = self.collections
+        running: list[Running] = []
+        for installed in self.installed:
+            description = installed.description
+            exports = description.exports
+            parts = [collections[id] for id in exports if id in collections]
+            if len(parts) < len(exports):
+                exports = tuple(id for id in exports if id in collections)
+            since = max((part.since for part in parts), default=description.as_of)
+            running.append(Running(description, exports, since))
+        return running
 
     def _create(self, command: CreateDataflow, description: DataflowDescription) -> None:
         reason = self._refusal(description)
