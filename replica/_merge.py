@@ -158,7 +158,10 @@ class PartitionedState:
             known = self._uppers[p].get(id)
             if known is None:
                 return None
-            if least is None or known < least:
+            # known < least, spelled out: this runs for every report.
+            if least is None or (
+                known.time is not None and (least.time is None or known.time < least.time)
+            ):
                 least = known
         assert least is not None, "every id has a part that reports it"
         return least

@@ -417,15 +417,14 @@ class ComputeState:
                     self.outbox.append(batch)
             self.batches.clear()
         reported = self.reported
-        # Collections at the same upper share one frontier.
-        frontiers: dict[int, Frontier] = {}
+        # Collections at the same upper (most often all) share one frontier.
+        frontier: Frontier | None = None
         for id, collection in self.collections.items():
             upper = collection.upper
             if upper is not None and reported.get(id) != upper:
                 reported[id] = upper
-                frontier = frontiers.get(upper)
-                if frontier is None:
-                    frontier = frontiers[upper] = Frontier.at(upper)
+                if frontier is None or frontier.time != upper:
+                    frontier = Frontier.at(upper)
                 self.outbox.append(Frontiers(id, frontier))
 
     def _read(self) -> None:
