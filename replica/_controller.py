@@ -145,7 +145,7 @@ class Controller:
         waits."""
         await trio.lowlevel.checkpoint_if_cancelled()
         session = self._connected()
-        if isinstance(command, Hello | UpdateConfiguration):
+        if isinstance(command, (Hello, UpdateConfiguration)):
             for end in session.ends:
                 end.commands.send_nowait(command)
         else:

@@ -186,10 +186,16 @@ class ComputeState:
         for installed in self.installed:
             description = installed.description
             exports = description.exports
-            parts = [collections[id] for id in exports if id in collections]
-            if len(parts) < len(exports):
+            # Every export's compaction frontier is at least the as_of.
+            since, whole = description.as_of, True
+            for id in exports:
+                part = collections.get(id)
+                if part is None:
+                    whole = False
+                elif part.since > since:
+                    since = part.since
+            if not whole:
                 exports = tuple(id for id in exports if id in collections)
-            since = max((part.since for part in parts), default=description.as_of)
             running.append(Running(description, exports, since))
         return running
 
