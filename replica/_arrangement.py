@@ -93,10 +93,19 @@ class Arrangement:
     def __attrs_post_init__(self) -> None:
         self._key_of = key_function(self.key)
 
-    def extend(self, updates: Sequence[Update]) -> None:
-        """Add updates (at or after ``upper``); wakes the readers."""
-        if not updates:
-            return
+    def update(self, updates: Sequence[Update], upper: int | None) -> None:
+        """Add ``updates`` (at or after the current upper) and move the upper
+        to ``upper`` (if given and later); wakes the readers once if anything
+        changed."""
+        if updates:
+            self._add(updates)
+        moved = upper is not None and (self.upper is None or upper > self.upper)
+        if moved:
+            self.upper = upper
+        if updates or moved:
+            self._wake()
+
+    def _add(self, updates: Sequence[Update]) -> None:
         self.log.extend(updates)
         by_key = self.by_key
         if len(self.key) == 1 and all(len(u[0]) > self.key[0] for u in updates):
@@ -116,15 +125,6 @@ class Arrangement:
                     by_key[key] = [update]
                 else:
                     found.append(update)
-        self._wake()
-
-    def advance(self, upper: int) -> bool:
-        """Every update before ``upper`` has arrived; return whether it moved."""
-        if self.upper is not None and upper <= self.upper:
-            return False
-        self.upper = upper
-        self._wake()
-        return True
 
     def ready(self, ts: int) -> bool:
         return self.upper is not None and self.upper > ts

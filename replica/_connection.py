@@ -58,12 +58,36 @@ class ConnectionOrder:
 
 
 @attrs.define(eq=False)
+class ResponseLine:
+    """The responses of one connection, from the process to the controller.
+
+    A send hands the response to the controller's ``reader`` at once, in the
+    sender's task (as a worker hands its responses to its adapter): no task
+    sits in between, and responses arrive in the order they were sent. Once
+    the controller closed the connection, a send raises
+    ``trio.BrokenResourceError`` (as a memory channel whose receiver is
+    closed does) and the response is lost."""
+
+    reader: Callable[[Response], None]
+    closed: bool = False
+
+    def send_nowait(self, response: Response) -> None:
+        """Hand ``response`` to the controller. Never blocks, never checkpoints."""
+        if self.closed:
+            raise trio.BrokenResourceError("the controller closed the connection")
+        self.reader(response)
+
+    def close(self) -> None:
+        self.closed = True
+
+
+@attrs.define(eq=False)
 class ServerEnd:
     """A process's side of one controller connection."""
 
     nonce: int
     commands: trio.MemoryReceiveChannel[Command]
-    responses: trio.MemorySendChannel[Response]
+    responses: ResponseLine
 
 
 @attrs.define(eq=False)
@@ -72,7 +96,7 @@ class ClientEnd:
 
     nonce: int
     commands: trio.MemorySendChannel[Command]
-    responses: trio.MemoryReceiveChannel[Response]
+    responses: ResponseLine
 
     def close(self) -> None:
         """Close the connection: the process sees the command stream end, and
@@ -81,12 +105,13 @@ class ClientEnd:
         self.responses.close()
 
 
-def open_connection(nonce: int) -> tuple[ClientEnd, ServerEnd]:
+def open_connection(nonce: int, reader: Callable[[Response], None]) -> tuple[ClientEnd, ServerEnd]:
+    """A connection whose responses go to ``reader``, the controller's."""
     command_send, command_receive = trio.open_memory_channel[Command](math.inf)
-    response_send, response_receive = trio.open_memory_channel[Response](math.inf)
+    responses = ResponseLine(reader)
     return (
-        ClientEnd(nonce, command_send, response_receive),
-        ServerEnd(nonce, command_receive, response_send),
+        ClientEnd(nonce, command_send, responses),
+        ServerEnd(nonce, command_receive, responses),
     )
 
 

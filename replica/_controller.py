@@ -9,6 +9,7 @@ so the replica's response sends to it fail from then on.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import AsyncIterator, Collection
 from contextlib import asynccontextmanager
@@ -16,7 +17,7 @@ from contextlib import asynccontextmanager
 import attrs
 import trio
 
-from ._connection import ClientEnd, logger, open_connection, queued
+from ._connection import ClientEnd, logger, open_connection
 from ._errors import PeekCanceledError, PeekFailedError, ProtocolError
 from ._ids import GlobalId, as_id
 from ._merge import PartitionedState
@@ -78,7 +79,8 @@ class Controller:
     _nursery: trio.Nursery
     _session: _Session | None = None
     _uuids: itertools.count[int] = attrs.field(factory=lambda: itertools.count(1))
-    _changed: trio.Event = attrs.field(factory=trio.Event)
+    # Set on the next change, for whoever waits for one; None while nobody does.
+    _changed: trio.Event | None = None
     rejections: list[CommandRejected] = attrs.field(factory=list)
     # Frontiers that went back, as the mergers saw them (a bug if ever non-empty).
     regressions: list[str] = attrs.field(factory=list)
@@ -105,19 +107,17 @@ class Controller:
                 pending.result = PeekError("connection closed before the peek was answered")
                 pending.done.set()
         nonce = self.replica.system.random.getrandbits(63)
-        ends: list[ClientEnd] = []
-        for process in self.replica.processes:
-            client, server = open_connection(nonce)
+        processes = self.replica.processes
+        session = _Session(nonce, [], PartitionedState(len(processes), self.regressions))
+        for part, process in enumerate(processes):
+            client, server = open_connection(nonce, functools.partial(self._absorb, session, part))
             process.accept(server)
-            ends.append(client)
-        session = _Session(nonce, ends, PartitionedState(len(ends), self.regressions))
+            session.ends.append(client)
         self._session = session
-        for part, end in enumerate(ends):
-            self._nursery.start_soon(self._read_responses, session, part, end)
         self._notify()
         await trio.lowlevel.checkpoint()
-        late = self.replica.faults.delay_hello(len(ends))
-        for part, end in enumerate(ends):
+        late = self.replica.faults.delay_hello(len(session.ends))
+        for part, end in enumerate(session.ends):
             if part in lose_hello_at:
                 continue
             if part in late:
@@ -145,11 +145,11 @@ class Controller:
         waits."""
         await trio.lowlevel.checkpoint_if_cancelled()
         session = self._connected()
-        targets = (
-            session.ends if isinstance(command, Hello | UpdateConfiguration) else session.ends[:1]
-        )
-        for end in targets:
-            end.commands.send_nowait(command)
+        if isinstance(command, (Hello, UpdateConfiguration)):
+            for end in session.ends:
+                end.commands.send_nowait(command)
+        else:
+            session.ends[0].commands.send_nowait(command)
 
     def frontier(self, id: GlobalId | int) -> Frontier | None:
         """The merged frontier the replica reported for ``id`` on this connection."""
@@ -158,14 +158,19 @@ class Controller:
     async def await_frontier(self, id: GlobalId | int, ts: int) -> Frontier:
         """Wait until the replica reported a frontier for ``id`` that reached
         ``ts`` (every time before ``ts`` complete); return it. Parks on changes,
-        never polls; use a cancel scope for a timeout."""
+        never polls; use a cancel scope for a timeout. A checkpoint: parking
+        is one, so it checkpoints again only if it never parked (one
+        scheduling turn fewer for a waiter that was woken)."""
         id = as_id(id)
+        parked = False
         while True:
             frontier = self._connected().frontiers.get(id)
             if frontier is not None and frontier.reached(ts):
-                await trio.lowlevel.checkpoint()
+                if not parked:
+                    await trio.lowlevel.checkpoint()
                 return frontier
-            await self._changed.wait()
+            await self._next_change().wait()
+            parked = True
 
     async def await_subscribe(self, id: GlobalId | int, up_to: int) -> list[Update]:
         """Wait until subscribe ``id``'s upper reached ``up_to``; return (and
@@ -174,7 +179,7 @@ class Controller:
         session = self._connected()
         subscription = session.subscriptions.setdefault(as_id(id), _Subscription())
         while not subscription.upper.reached(up_to):
-            await self._changed.wait()
+            await self._next_change().wait()
         await trio.lowlevel.checkpoint()
         updates, subscription.updates = subscription.updates, []
         return updates
@@ -245,24 +250,26 @@ class Controller:
             raise ProtocolError("the controller is not connected")
         return self._session
 
-    def _notify(self) -> None:
-        self._changed.set()
-        self._changed = trio.Event()
+    def _next_change(self) -> trio.Event:
+        if self._changed is None:
+            self._changed = trio.Event()
+        return self._changed
 
-    async def _read_responses(self, session: _Session, part: int, end: ClientEnd) -> None:
-        try:
-            async for first in end.responses:
-                for response in [first, *queued(end.responses)]:
-                    self._absorb(session, part, response)
-        except trio.ClosedResourceError:
-            return
+    def _notify(self) -> None:
+        if self._changed is not None:
+            self._changed.set()
+            self._changed = None
 
     def _absorb(self, session: _Session, part: int, response: Response) -> None:
+        """Process ``part``'s response, in the task that sent it (the
+        connection hands it over at once)."""
         merged = session.merger.absorb(part, response)
+        if isinstance(merged, Frontiers):
+            # The common case first: most responses are frontiers.
+            session.frontiers[merged.id] = merged.upper
+            self._notify()
+            return
         match merged:
-            case Frontiers(id, upper):
-                session.frontiers[id] = upper
-                self._notify()
             case PeekResponse(uuid, result):
                 pending = session.peeks.pop(uuid, None)
                 if pending is not None:

@@ -57,7 +57,9 @@ class PartitionedState:
     regressions: list[str] = attrs.field(factory=list)
     # Which parts report an id; every part when None.
     owners: Callable[[GlobalId], frozenset[int]] | None = None
-    _uppers: dict[GlobalId, list[Frontier | None]] = attrs.field(factory=dict)
+    # Per part, the last frontier it reported for each id (one dict per part,
+    # not a list per id: no allocation per collection).
+    _uppers: list[dict[GlobalId, Frontier]] = attrs.field(init=False)
     _merged: dict[GlobalId, Frontier] = attrs.field(factory=dict)
     _subscribes: dict[GlobalId, _Subscribe] = attrs.field(factory=dict)
     _peeks: dict[int, list[PeekResult | None]] = attrs.field(factory=dict)
@@ -65,12 +67,17 @@ class PartitionedState:
     # of the same command is passed on once, when the first part reports it.
     _rejections: dict[tuple[object, str], list[int]] = attrs.field(factory=dict)
 
+    @_uppers.default
+    def _no_uppers(self) -> list[dict[GlobalId, Frontier]]:
+        return [{} for _ in range(self.parts)]
+
     def absorb(self, part: int, response: Response) -> Response | None:
         """Take ``part``'s response; return the merged response it completes, if any."""
         assert 0 <= part < self.parts, f"part {part} of {self.parts}"
+        if isinstance(response, Frontiers):
+            # The common case first: most responses are frontiers.
+            return self._absorb_frontier(part, response)
         match response:
-            case Frontiers(id, upper):
-                return self._absorb_frontier(part, id, upper)
             case PeekResponse(uuid, result):
                 answers = self._peeks.setdefault(uuid, [None] * self.parts)
                 assert answers[part] is None, f"part {part} answered peek {uuid} twice"
@@ -118,35 +125,46 @@ class PartitionedState:
         lower, merge.lower = merge.lower, upper.time
         return SubscribeBatch(batch.id, lower, upper, tuple(done))
 
-    def _absorb_frontier(self, part: int, id: GlobalId, upper: Frontier) -> Response | None:
-        uppers = self._uppers.setdefault(id, [None] * self.parts)
-        previous = uppers[part]
+    def _absorb_frontier(self, part: int, response: Frontiers) -> Response | None:
+        id, upper = response.id, response.upper
+        uppers = self._uppers
+        previous = uppers[part].get(id)
         if previous is not None and upper < previous:
             self.regressions.append(
                 f"part {part} regressed collection {id} from {previous} to {upper}"
             )
             return None
-        uppers[part] = upper
-        merged: Frontier | None = None
-        for p in self._reporting(id):
-            known = uppers[p]
-            if known is None:
-                return None
-            if merged is None or (
-                known.time is not None and (merged.time is None or known.time < merged.time)
-            ):
-                merged = known
-        assert merged is not None, "every id has a part that reports it"
+        uppers[part][id] = upper
+        merged = upper if self.parts == 1 else self._least(id)
+        if merged is None:
+            return None
         before = self._merged.get(id)
-        if before is not None and (
-            before.time is None or (merged.time is not None and merged.time <= before.time)
-        ):
+        if before is not None and not before < merged:
             return None
         self._merged[id] = merged
         if merged.is_empty:
             # Dropped everywhere: forget it (ids are not reused on a connection).
-            del self._uppers[id], self._merged[id]
-        return Frontiers(id, merged)
+            for reported in uppers:
+                reported.pop(id, None)
+            del self._merged[id]
+        # This part's own report when it is the minimum: nothing new to build.
+        return response if merged is upper else Frontiers(id, merged)
+
+    def _least(self, id: GlobalId) -> Frontier | None:
+        """The least frontier the parts that report ``id`` reported, once
+        every one of them did."""
+        least: Frontier | None = None
+        for p in range(self.parts) if self.owners is None else self.owners(id):
+            known = self._uppers[p].get(id)
+            if known is None:
+                return None
+            # known < least, spelled out: this runs for every report.
+            if least is None or (
+                known.time is not None and (least.time is None or known.time < least.time)
+            ):
+                least = known
+        assert least is not None, "every id has a part that reports it"
+        return least
 
 
 def _combine(answers: list[PeekResult]) -> PeekResult:

@@ -32,8 +32,13 @@ class Queue:
 
     items: list[Update] = attrs.field(factory=list)
 
-    def take(self) -> list[Update]:
-        items, self.items = self.items, []
+    def take(self) -> Sequence[Update]:
+        """What the consumer has not taken yet, and nothing twice (an empty
+        queue hands back its own empty list, to be read only: a dataflow
+        stepped with nothing new allocates nothing)."""
+        items = self.items
+        if items:
+            self.items = []
         return items
 
 
@@ -336,8 +341,6 @@ class Arrange(Operator):
     out: Stream = attrs.field(factory=Stream)
 
     def step(self) -> None:
-        self.arrangement.extend(self.queue.take())
         frontier = self.input.frontier
-        if frontier is not None:
-            self.arrangement.advance(frontier)
+        self.arrangement.update(self.queue.take(), frontier)
         self.out.frontier = frontier

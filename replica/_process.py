@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import attrs
 import trio
@@ -50,6 +50,8 @@ from ._worker import SequencedCommand
 
 MAINTENANCE = "maintenance"
 INTERACTIVE = "interactive"
+MAINTENANCE_ONLY = (MAINTENANCE,)
+INTERACTIVE_ONLY = (INTERACTIVE,)
 
 
 @attrs.define(eq=False)
@@ -71,10 +73,11 @@ class ChannelAdapter:
     stash: list[tuple[int, Response]] = attrs.field(factory=list)
     seen: set[int] = attrs.field(factory=set)
     # The connection served now (None between connections), why the adapter
-    # left it (a failed response send), and the event that says it left.
+    # left it (a failed response send), and the scope its task serves it in
+    # (leaving cancels it).
     current: RuntimeConnection | None = None
     _failed: bool = False
-    _left: trio.Event = attrs.field(factory=trio.Event)
+    _serving: trio.CancelScope | None = None
 
     def accept(self, nonce: int, response: Response) -> None:
         """A response of this adapter's worker, tagged with its connection's
@@ -94,7 +97,8 @@ class ChannelAdapter:
 
     def _leave(self, *, failed: bool) -> None:
         self.current, self._failed = None, failed
-        self._left.set()
+        if self._serving is not None:
+            self._serving.cancel()
 
     async def run(self) -> None:
         async for connection in self.connections:
@@ -102,7 +106,7 @@ class ChannelAdapter:
             await self._serve(connection)
 
     async def _serve(self, connection: RuntimeConnection) -> None:
-        self.current, self._failed, self._left = connection, False, trio.Event()
+        self.current, self._failed = connection, False
         stashed, self.stash = self.stash, []
         for nonce, response in stashed:
             if self.current is not None and nonce == connection.nonce:
@@ -111,23 +115,22 @@ class ChannelAdapter:
             elif nonce not in self.seen:
                 self.stash.append((nonce, response))
         if self.current is not None:
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(self._until_left, nursery)
+            # In this task, until the connection's commands end or the adapter
+            # leaves (which cancels the scope): no task of its own per connection.
+            with trio.CancelScope() as self._serving:
                 if self.sequencer is not None:
-                    nursery.start_soon(self._forward_commands, connection, nursery)
+                    await self._forward_commands(connection)
                 else:
-                    nursery.start_soon(self._await_end, connection, nursery)
+                    await connection.ended.wait()
+                self.current = None
+            self._serving = None
         # The first reason to leave wins: a failed response send drops the queue
         # of commands, which only global worker 0's adapter reads.
         failed = self._failed and self.current is None
         self.current = None
         connection.leave(drop_queued=failed and self.sequencer is not None)
 
-    async def _until_left(self, nursery: trio.Nursery) -> None:
-        await self._left.wait()
-        nursery.cancel_scope.cancel()
-
-    async def _forward_commands(self, connection: RuntimeConnection, nursery: trio.Nursery) -> None:
+    async def _forward_commands(self, connection: RuntimeConnection) -> None:
         assert self.sequencer is not None, "only global worker 0's adapter sequences"
         assert self.leader_order is not None, "the leader reads process 0's order"
         nonce = connection.nonce
@@ -141,13 +144,6 @@ class ChannelAdapter:
                 await self.sequencer.broadcast_many(
                     [SequencedCommand(nonce, position, command) for command in batch]
                 )
-        self.current = None
-        nursery.cancel_scope.cancel()
-
-    async def _await_end(self, connection: RuntimeConnection, nursery: trio.Nursery) -> None:
-        await connection.ended.wait()
-        self.current = None
-        nursery.cancel_scope.cancel()
 
 
 @attrs.define(eq=False)
@@ -224,7 +220,7 @@ class Process:
             running = ", ".join(self.adapters)
             raise ProtocolError(f"process {self.index} runs no {runtime} runtime (only {running})")
 
-    def _targets(self, command: Command) -> list[str]:
+    def _targets(self, command: Command) -> Sequence[str]:
         """Peeks go to the interactive runtime only (to maintenance when Solo).
         A query dataflow (every export transient) goes to the interactive
         runtime only, and so does every later command naming its ids; a
@@ -232,14 +228,14 @@ class Process:
         (the interactive runtime runs no sink of it). Every other command
         goes to every runtime, maintenance first."""
         if INTERACTIVE not in self.adapters:
-            return [MAINTENANCE]
+            return MAINTENANCE_ONLY
         match command:
             case Peek() | CancelPeek():
-                return [INTERACTIVE]
+                return INTERACTIVE_ONLY
             case CreateDataflow(dataflow):
                 self.claim(dataflow)
                 if self._interactive_only(dataflow):
-                    return [INTERACTIVE]
+                    return INTERACTIVE_ONLY
             case Schedule(id) | AllowWrites(id) | AllowCompaction(id, _):
                 return list(self.owners.get(id, self.adapters))
         return list(self.adapters)

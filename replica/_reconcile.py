@@ -70,23 +70,20 @@ DIFFERENT_INSTANCE = "instance configuration differs from the running instance"
 @attrs.frozen
 class Running:
     """What reconciliation needs to know of a running dataflow: its
-    description, and the compaction frontier of each export still running
-    (a sink's is its ``as_of``)."""
+    description, its exports still running, and how far it was compacted:
+    the greatest compaction frontier over those exports (a sink's is its
+    ``as_of``; a dataflow is uncompacted past an ``as_of`` only if every
+    export is). Plain numbers and the description's own tuple in the usual
+    case: a reconnect replaying n dataflows builds no more than it must."""
 
     description: DataflowDescription
-    sinces: dict[GlobalId, int]
-
-    @property
-    def since(self) -> int:
-        """How far the dataflow was compacted: the greatest compaction
-        frontier over its exports (a dataflow is uncompacted past an ``as_of``
-        only if every export is)."""
-        return max(self.sinces.values(), default=self.description.as_of)
+    exports: tuple[GlobalId, ...]
+    since: int
 
     @property
     def whole(self) -> bool:
         """Whether every export still runs (none was dropped on its own)."""
-        return len(self.sinces) == len(self.description.exports)
+        return len(self.exports) == len(self.description.exports)
 
 
 @attrs.frozen
@@ -131,42 +128,35 @@ def plan_reconcile(
             old = unclaimed.get(command.dataflow.exports)
             if old is not None and _keeps(old, command.dataflow):
                 matched[command.dataflow.exports] = command.dataflow
-    # A dataflow is kept only if every index it imports is kept too: one
-    # rebuilt under it would leave it reading the old arrangement.
-    while True:
-        exported = {id for exports in matched for id in exports}
-        orphans = [
-            exports
-            for exports, description in matched.items()
-            if any(index.id not in exported for index in description.index_imports)
-        ]
-        if not orphans:
-            break
-        for exports in orphans:
-            del matched[exports]
+    _unmatch_orphans(matched)
     kept: dict[GlobalId, int] = {}
     compactions: list[AllowCompaction] = []
     creates: list[Command] = []
     rest: list[Command] = []
     rejected: list[CommandRejected] = []
+    # One frontier per new as_of, shared by the compactions to it.
+    frontiers: dict[int, Frontier] = {}
     for command in new:
-        match command:
-            case CreateDataflow(dataflow) if (
-                dataflow.exports in matched and dataflow.exports in unclaimed
-            ):
-                # Kept by its first create; a repeat is created (and refused).
-                old = unclaimed.pop(dataflow.exports)
-                for id in old.sinces:
-                    kept[id] = dataflow.as_of
-                    compactions.append(AllowCompaction(id, Frontier.at(dataflow.as_of)))
-            case CreateDataflow():
+        if isinstance(command, CreateDataflow):
+            dataflow = command.dataflow
+            # Kept by its first create; a repeat is created (and refused).
+            old = unclaimed.pop(dataflow.exports, None) if dataflow.exports in matched else None
+            if old is None:
                 creates.append(command)
-            case CreateInstance(config) if instance is not None:
-                if config != instance:
-                    rejected.append(CommandRejected(command, DIFFERENT_INSTANCE))
-            case _:
-                rest.append(command)
-    dropped = [id for dataflow in unclaimed.values() for id in dataflow.sinces]
+                continue
+            as_of = dataflow.as_of
+            frontier = frontiers.get(as_of)
+            if frontier is None:
+                frontier = frontiers[as_of] = Frontier.at(as_of)
+            for id in old.exports:
+                kept[id] = as_of
+                compactions.append(AllowCompaction(id, frontier))
+        elif isinstance(command, CreateInstance) and instance is not None:
+            if command.config != instance:
+                rejected.append(CommandRejected(command, DIFFERENT_INSTANCE))
+        else:
+            rest.append(command)
+    dropped = [id for dataflow in unclaimed.values() for id in dataflow.exports]
     compactions += [AllowCompaction(id, Frontier.empty()) for id in dropped]
     return ReconcilePlan(
         compactions=tuple(compactions),
@@ -177,10 +167,32 @@ def plan_reconcile(
     )
 
 
+def _unmatch_orphans(matched: dict[tuple[GlobalId, ...], DataflowDescription]) -> None:
+    """A dataflow is kept only if every index it imports is kept too: one
+    rebuilt under it would leave it reading the old arrangement. Removes the
+    others from ``matched`` (until none is left: removing one may orphan
+    another)."""
+    importers = [exports for exports, description in matched.items() if description.index_imports]
+    while importers:
+        exported = {id for exports in matched for id in exports}
+        orphans = [
+            exports
+            for exports in importers
+            if any(index.id not in exported for index in matched[exports].index_imports)
+        ]
+        if not orphans:
+            break
+        for exports in orphans:
+            del matched[exports]
+        importers = [exports for exports in importers if exports in matched]
+
+
 def _keeps(old: Running, new: DataflowDescription) -> bool:
     """Compatible, uncompacted, and no subscribe (a subscribe always starts
     afresh with its new controller)."""
-    if any(isinstance(sink.connection, Subscribe) for sink in new.sink_exports):
+    if new.sink_exports and any(
+        isinstance(sink.connection, Subscribe) for sink in new.sink_exports
+    ):
         return False
     if not old.whole:
         return False  # an export was dropped: rebuild it all

@@ -181,17 +181,23 @@ class ComputeState:
 
     def running(self) -> list[Running]:
         """The running dataflows, as reconciliation sees them."""
-        return [
-            Running(
-                dataflow.description,
-                {
-                    id: collection.since
-                    for id in dataflow.description.exports
-                    if (collection := self.collections.get(id)) is not None
-                },
-            )
-            for dataflow in self.installed
-        ]
+        collections = self.collections
+        running: list[Running] = []
+        for installed in self.installed:
+            description = installed.description
+            exports = description.exports
+            # Every export's compaction frontier is at least the as_of.
+            since, whole = description.as_of, True
+            for id in exports:
+                part = collections.get(id)
+                if part is None:
+                    whole = False
+                elif part.since > since:
+                    since = part.since
+            if not whole:
+                exports = tuple(id for id in exports if id in collections)
+            running.append(Running(description, exports, since))
+        return running
 
     def _create(self, command: CreateDataflow, description: DataflowDescription) -> None:
         reason = self._refusal(description)
@@ -338,6 +344,8 @@ class ComputeState:
             )
             return
         collection.since = frontier.time
+        if not self.peeks:
+            return
         for uuid, reading in list(self.peeks.items()):
             error = (
                 collection.read_error(reading.peek.timestamp)
@@ -415,11 +423,15 @@ class ComputeState:
                     self.outbox.append(batch)
             self.batches.clear()
         reported = self.reported
+        # Collections at the same upper (most often all) share one frontier.
+        frontier: Frontier | None = None
         for id, collection in self.collections.items():
             upper = collection.upper
             if upper is not None and reported.get(id) != upper:
                 reported[id] = upper
-                self.outbox.append(Frontiers(id, Frontier.at(upper)))
+                if frontier is None or frontier.time != upper:
+                    frontier = Frontier.at(upper)
+                self.outbox.append(Frontiers(id, frontier))
 
     def _read(self) -> None:
         if not self.peeks:
@@ -468,17 +480,20 @@ class ComputeState:
         :mod:`replica._reconcile` and :meth:`align_peers`)."""
         self.peeks.clear()
         self.outbox.extend(plan.rejected)
-        for id in plan.retained:
+        kept = plan.kept
+        for id in kept:
             self.reported.pop(id, None)
         for compaction in plan.compactions:
             self._compact(compaction, compaction.id, compaction.frontier, report_drop=False)
         for installed in self.installed:
             if not isinstance(installed, Dataflow):
                 continue
-            as_of = next(
-                (plan.kept[id] for id in installed.description.exports if id in plan.kept), None
-            )
-            if as_of is None:
+            # The as_of it is kept for: that of any of its exports (all alike).
+            for id in installed.description.exports:
+                as_of = kept.get(id)
+                if as_of is not None:
+                    break
+            else:
                 continue
             installed.keep(as_of)
             if not self.align or self.role is not Role.MAINTENANCE:

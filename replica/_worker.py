@@ -142,7 +142,13 @@ class Worker:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._step_dataflows)
             async for envelope in inbox:
-                await self._take(inbox, envelope.seq, envelope.message)
+                seq, sequenced = envelope.seq, envelope.message
+                commands = self._take(inbox, seq, sequenced)
+                if commands is not None:
+                    # InitializationComplete: reconcile what the connection sent.
+                    await self._reconcile(inbox, seq, commands)
+                    self.reconciled = self.position
+                    self._apply(seq, sequenced.command)
                 self._flush()
             nursery.cancel_scope.cancel()
 
@@ -154,9 +160,12 @@ class Worker:
             await self._work.wait()
             self._work = trio.Event()
 
-    async def _take(
+    def _take(
         self, inbox: Inbox[SequencedCommand], seq: int, sequenced: SequencedCommand
-    ) -> None:
+    ) -> list[Command] | None:
+        """Apply or buffer one command (synchronous: the loop awaits only to
+        reconcile); return the connection's buffered commands when it is
+        ``InitializationComplete`` that ends them."""
         if sequenced.position != self.position:
             assert sequenced.position > self.position, (
                 f"worker {self.index}: position went back from {self.position} "
@@ -171,11 +180,10 @@ class Worker:
             self._apply(seq, command)
         elif isinstance(command, InitializationComplete):
             commands, self.buffer = self.buffer, None
-            await self._reconcile(inbox, seq, commands)
-            self.reconciled = self.position
-            self._apply(seq, command)
+            return commands
         else:
             self.buffer.append(command)
+        return None
 
     async def _reconcile(
         self, inbox: Inbox[SequencedCommand], seq: int, commands: list[Command]
@@ -240,7 +248,7 @@ class Worker:
 
     def _flush(self) -> None:
         nonce = self.nonce
-        if nonce is None:
+        if nonce is None or not self.state.outbox:
             return
         for response in self.state.drain():
             self.respond(nonce, response)

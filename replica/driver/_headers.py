@@ -354,4 +354,5 @@ def as_id(value: Value) -> GlobalId:
 def as_list(value: Value) -> tuple[int, ...]:
     """A validated argument known to be a list of numbers."""
     assert isinstance(value, tuple), f"{value!r} is not a list"
+    assert not isinstance(value, GlobalId), f"{value!r} is not a list"
     return value
