@@ -36,6 +36,7 @@ PUBLIC = {
     "Killed",
     "Listing",
     "Monitor",
+    "NodeDown",
     "Normal",
     "OneForAll",
     "OneForOne",
