@@ -186,7 +186,8 @@ class Node(metaclass=NoPublicConstructor):
                                 with trio.move_on_after(self._close_timeout):
                                     await stream.send_all(data)
                             who = f"node {conn.peer or '?'} closed it: " if by_peer else ""
-                            raise HandshakeError(f"handshake with {role_of(conn)}: {who}{reason}")
+                            why = reason.removeprefix("handshake: ")
+                            raise HandshakeError(f"handshake with {role_of(conn)}: {who}{why}")
                         case _:  # pragma: no cover (nothing else comes before Authenticated)
                             pass
         conn.close("handshake timed out")

@@ -190,8 +190,9 @@ class PeerRefused:
 @final
 @attrs.frozen
 class ConnectionClosed:
-    """The connection is over: ``by_peer`` if the peer closed it (a ``Close``
-    frame, or the end of the stream), else we closed it for ``reason``."""
+    """The connection is over: ``by_peer`` if the peer closed it with a
+    ``Close`` frame giving ``reason``; else we closed it, or the stream
+    ended without one."""
 
     reason: str
     by_peer: bool
@@ -417,7 +418,7 @@ class Connection:
         events: list[Event] = []
         if not data:
             self.state = State.CLOSED
-            events.append(ConnectionClosed("the peer closed the connection", by_peer=True))
+            events.append(ConnectionClosed("the stream ended without a Close frame", by_peer=False))
             return events
         buffer = self._in
         buffer += data

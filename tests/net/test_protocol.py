@@ -255,7 +255,7 @@ def test_a_peer_that_sends_past_its_credit_is_closed() -> None:
 def test_the_end_of_the_stream_closes_the_connection() -> None:
     _client, server = opened()
     assert server.receive_data(b"") == [
-        ConnectionClosed("the peer closed the connection", by_peer=True)
+        ConnectionClosed("the stream ended without a Close frame", by_peer=False)
     ]
     with pytest.raises(
         ConnectionStateError,
