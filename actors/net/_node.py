@@ -112,9 +112,13 @@ class Node(metaclass=NoPublicConstructor):
         return peer
 
     async def _serve(self, stream: trio.abc.Stream) -> None:
-        """A listener's handler: a refused connection is logged, not raised."""
+        """A listener's handler: serves the connection until it ends (the
+        listener closes the stream when this returns); a refused connection
+        is logged, not raised."""
+        if self._ssl_context is not None:
+            stream = trio.SSLStream(stream, self._ssl_context, server_side=True)
         try:
-            await self.accept(stream)
+            await self._run_peer(stream, Role.SERVER, task_status=trio.TASK_STATUS_IGNORED)
         except HandshakeError as error:
             logger.warning("node %r refused a connection: %s", self.name, error)
         except (trio.BrokenResourceError, trio.ClosedResourceError) as error:
@@ -150,9 +154,8 @@ class Node(metaclass=NoPublicConstructor):
                     logger.info("node %r: peer %r is down: %s", self.name, peer.node, peer.reason)
         except trio.BrokenResourceError as error:
             if conn.state is not State.OPEN:
-                raise HandshakeError(
-                    f"the connection broke during the handshake: {error}"
-                ) from None
+                why = str(error).strip() or repr(error.__cause__ or error)
+                raise HandshakeError(f"the connection broke during the handshake: {why}") from None
             raise
 
     async def _handshake(
