@@ -16,6 +16,7 @@ from __future__ import annotations
 import collections
 import functools
 import logging
+import os
 from collections.abc import Callable
 from typing import Any, Never, TypeVar, cast, final
 
@@ -168,6 +169,16 @@ class Peer(metaclass=NoPublicConstructor):
         # behind one that was), in order. Invariant: at most the window.
         self._inbound: collections.deque[MessageReceived] = collections.deque()
         self._numbers = 0
+        # Invariant: True exactly while the writer's send_all is under way;
+        # then nothing else writes (what is queued waits for the writer).
+        self._sending = False
+        # Bytes a non-blocking write left over: the writer sends them first.
+        self._leftover = b""
+        # The socket's descriptor, for non-blocking writes from any task
+        # (see _flush); None for other streams (TLS, memory).
+        self._fd: int | None = None
+        if os.name == "posix" and isinstance(stream, trio.SocketStream):
+            self._fd = stream.socket.fileno()
         self.closed = trio.Event()
         self.reason: str | None = None
         """Why the connection ended, once it did."""
@@ -316,16 +327,19 @@ class Peer(metaclass=NoPublicConstructor):
         """Send what the connection queued, a burst per ``send_all``; after
         the connection closed, flush the rest (within the close timeout)
         and end the peer."""
-        conn = self._conn
         stream = self._stream
         try:
             while self.reason is None:
-                data = conn.data_to_send()
+                data = self._take_output()
                 if data:
-                    await stream.send_all(data)
+                    self._sending = True
+                    try:
+                        await stream.send_all(data)
+                    finally:
+                        self._sending = False
                 else:
                     await self._writer_lot.park()
-            data = conn.data_to_send()
+            data = self._take_output()
             if data:
                 with trio.move_on_after(self._close_timeout):
                     await stream.send_all(data)
@@ -333,6 +347,34 @@ class Peer(metaclass=NoPublicConstructor):
             self._down(f"the connection broke: {error or type(error).__name__}")
         assert self._nursery is not None
         self._nursery.cancel_scope.cancel()
+
+    def _take_output(self) -> bytes:
+        """What is to be written next: what a write left over, then what
+        the connection queued since."""
+        data = self._leftover + self._conn.data_to_send()
+        self._leftover = b""
+        return data
+
+    def _flush(self) -> None:
+        """Write what the connection queued now, from the calling task,
+        when that cannot block: on a plain socket whose writes are not under
+        way, one non-blocking ``send`` (what the kernel takes leaves at once,
+        saving the writer's wake-up; the rest is the writer's). Otherwise
+        wake the writer. Never blocks, never checkpoints."""
+        fd = self._fd
+        if fd is None or self._sending or self._leftover or self.reason is not None:
+            self._writer_lot.unpark()
+            return
+        data = self._conn.data_to_send()
+        if not data:
+            return
+        try:
+            sent = os.write(fd, data)
+        except OSError:  # full (EAGAIN), or broken: the writer finds out which
+            sent = 0
+        if sent < len(data):
+            self._leftover = data[sent:]
+            self._writer_lot.unpark()
 
     async def _reader(self) -> None:
         conn = self._conn
@@ -345,9 +387,7 @@ class Peer(metaclass=NoPublicConstructor):
                 return
             for event in conn.receive_data(data):
                 self._handle(event)
-            if not self._inbound:
-                conn.delivered(0, flush=True)
-            self._writer_lot.unpark()
+            self._flush()
 
     def _lost(self, reason: str) -> None:
         self._conn.close(reason)
@@ -362,7 +402,7 @@ class Peer(metaclass=NoPublicConstructor):
             event = inbound[0]
             await self._deliver(event)
             inbound.popleft()
-            self._conn.delivered(1, flush=not inbound)
+            self._conn.delivered(1)
             self._writer_lot.unpark()
 
     async def _forward(self, uid: int, cell: _Cell[Any]) -> None:
@@ -393,7 +433,7 @@ class Peer(metaclass=NoPublicConstructor):
                     envelope = receive.receive_nowait()
                 except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
                     break
-            self._writer_lot.unpark()
+            self._flush()
 
     def _send(self, uid: int, cell: _Cell[Any], envelope: Envelope[Any]) -> None:
         """Put one envelope a reference accepted on the connection."""
@@ -575,7 +615,7 @@ class Peer(metaclass=NoPublicConstructor):
             assert isinstance(result, outcome.Error)
             error = result.error
             self._conn.send_failure(number, type(error).__name__, str(error))
-        self._writer_lot.unpark()
+        self._flush()
 
     def _undeliverable(self, event: MessageReceived) -> None:
         """``event``'s target is not an actor the peer looked up, or it
