@@ -16,9 +16,9 @@ Rows:
   answer, which the client reads whole. The goal of issue 14: the ask row
   at least 0.7x of this one.
 * ``net tell (loopback tcp)``: tells of ``Add(i)`` in bursts (``tell_nowait``
-  until the reference's mailbox is full, then one ``await tell``) from node a
-  to a counting actor on node b, timed until it has taken all of them: one
-  op is one message. The forwarder batches them: one write per burst.
+  until the peer's credit is spent, then one ``await tell``) from node a to a
+  counting actor on node b, timed until it has taken all of them: one op is
+  one message. The node's writer sends each burst in one write.
 * ``tcp frames raw``: the same frames (the ``Send`` frame of each ``Add(i)``)
   written with one ``send_all`` each to a server task that reads and splits
   them, timed until it has all of them. The goal: the tell row at least 0.5x
@@ -226,9 +226,7 @@ def net_tell(n: int) -> tuple[int, float]:
             done = trio.Event()
             await system_b.spawn(count_to, n, done, name="counter", capacity=1024)
             async with (
-                open_node(
-                    system_a, name="a", secret=SECRET, codec=_codec(), listen=None, capacity=1024
-                ) as a,
+                open_node(system_a, name="a", secret=SECRET, codec=_codec(), listen=None) as a,
                 open_node(system_b, name="b", secret=SECRET, codec=_codec()) as b,
             ):
                 assert b.address is not None

@@ -49,7 +49,6 @@ class Node(metaclass=NoPublicConstructor):
         codec: Codec,
         window: int,
         max_frame: int,
-        capacity: int,
         handshake_timeout: float,
         close_timeout: float,
         ssl_context: ssl.SSLContext | None,
@@ -61,7 +60,6 @@ class Node(metaclass=NoPublicConstructor):
         self._secret = secret
         self._window = window
         self._max_frame = max_frame
-        self._capacity = capacity
         self._handshake_timeout = handshake_timeout
         self._close_timeout = close_timeout
         self._ssl_context = ssl_context
@@ -179,7 +177,6 @@ class Node(metaclass=NoPublicConstructor):
                                 conn,
                                 stream,
                                 self.codec,
-                                self._capacity,
                                 self._close_timeout,
                             )
                             return peer, events[index + 1 :]
@@ -216,7 +213,6 @@ async def open_node(
     ssl_context: ssl.SSLContext | None = None,
     window: int = DEFAULT_WINDOW,
     max_frame: int = DEFAULT_MAX_FRAME,
-    capacity: int = 64,
     handshake_timeout: float = 10.0,
     close_timeout: float = 5.0,
 ) -> AsyncIterator[Node]:
@@ -232,20 +228,18 @@ async def open_node(
 
     ``window`` is how many messages a peer may send before this node
     grants more (credit); ``max_frame`` the largest frame accepted (bytes;
-    a larger one closes the connection); ``capacity`` the mailbox of each
-    reference to a remote actor.
+    a larger one closes the connection). A reference to a remote actor has
+    no mailbox of its own: the peer's credit is its capacity.
 
     Leaving the block closes every connection (peers read ``node closing``)
     and ends the node's tasks; references to remote actors end with
     :class:`~actors.NodeDown`. Raises :class:`ValueError` for a bad
-    ``secret``, ``window``, ``max_frame``, ``capacity`` or timeout, before
+    ``secret``, ``window``, ``max_frame`` or timeout, before
     anything starts."""
     if not isinstance(secret, bytes) or len(secret) < 16:
         raise ValueError("a node's secret must be bytes, at least 16 of them")
     if not (isinstance(window, int) and window >= 2):
         raise ValueError(f"a node's window must be a whole number >= 2, not {window!r}")
-    if not (isinstance(capacity, int) and capacity >= 1):
-        raise ValueError(f"a node's capacity must be a whole number >= 1, not {capacity!r}")
     handshake_timeout = _seconds(handshake_timeout, "handshake_timeout")
     close_timeout = _seconds(close_timeout, "close_timeout")
     Connection(role=Role.CLIENT, node=name, secret=secret, codec=codec, max_frame=max_frame)
@@ -258,7 +252,6 @@ async def open_node(
             codec=codec,
             window=window,
             max_frame=max_frame,
-            capacity=capacity,
             handshake_timeout=handshake_timeout,
             close_timeout=close_timeout,
             ssl_context=ssl_context,

@@ -58,10 +58,6 @@ logger = logging.getLogger("actors.net")
 
 M = TypeVar("M")
 
-FORWARD_BATCH = 256
-"""Messages a forwarder moves from a remote reference's mailbox onto the
-connection before it lets other tasks run (and the writer send them)."""
-
 RECEIVE_SIZE = 65536
 
 
@@ -96,6 +92,78 @@ class _Request:
     done: trio.Event = attrs.field(factory=trio.Event)
     actors: tuple[tuple[str, int], ...] = ()
     error: NodeDownError | None = None
+
+
+@final
+@attrs.frozen
+class _OutboxStatistics:
+    """What ``ActorRef.statistics`` reads of a mailbox: a remote reference
+    holds nothing (what it accepted is in the connection's output)."""
+
+    current_buffer_used: int = 0
+
+
+@final
+class _Outbox:
+    """The mailbox of a reference to a remote actor: the sending half of a
+    memory channel as the core uses it (``send_nowait``, ``send``,
+    ``close``, ``statistics``), writing onto the connection instead.
+
+    The peer's credit is its capacity: ``send_nowait`` raises
+    :class:`trio.WouldBlock` without credit, ``send`` waits for it. An ask
+    is written at once (its asker waits for the answer); tells are left to
+    the writer, which sends a burst of them in one write. Closing it
+    (``ref.stop()``) asks the peer to stop the actor; the reference ends
+    when the actor's end comes back (or the connection goes)."""
+
+    __slots__ = ("_cell", "_closed", "_peer", "_uid")
+
+    def __init__(self, peer: Peer, uid: int, cell: _Cell[Any]) -> None:
+        self._peer = peer
+        self._uid = uid
+        self._cell = cell
+        self._closed = False
+
+    def _check(self) -> None:
+        if self._closed:
+            raise trio.ClosedResourceError
+        if self._peer.reason is not None:
+            raise trio.BrokenResourceError
+
+    def send_nowait(self, envelope: Envelope[Any]) -> None:
+        self._check()
+        peer = self._peer
+        if peer._conn.credit <= 0:
+            raise trio.WouldBlock
+        if peer._send(self._uid, self._cell, envelope):
+            peer._flush()
+        else:
+            peer._writer_lot.unpark()
+
+    async def send(self, envelope: Envelope[Any]) -> None:
+        """Wait for credit, then as :meth:`send_nowait`. A checkpoint; if
+        cancelled, nothing was sent."""
+        self._check()
+        peer = self._peer
+        if peer._conn.credit > 0:
+            await trio.lowlevel.checkpoint()
+            self._check()
+        while peer._conn.credit <= 0:
+            await peer._credit_lot.park()
+            self._check()
+        self.send_nowait(envelope)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        peer = self._peer
+        if self._cell.stop_requested and peer.reason is None:
+            peer._conn.send_stop(self._uid)
+            peer._flush()
+
+    def statistics(self) -> _OutboxStatistics:
+        return _OutboxStatistics()
 
 
 def _remote_error(kind: str, message: str) -> ActorError:
@@ -145,14 +213,12 @@ class Peer(metaclass=NoPublicConstructor):
         connection: Connection,
         stream: trio.abc.Stream,
         codec: Codec,
-        capacity: int,
         close_timeout: float,
     ) -> None:
         self._system = system
         self._conn = connection
         self._stream = stream
         self._codec = codec
-        self._capacity = capacity
         self._close_timeout = close_timeout
         self._nursery: trio.Nursery | None = None
         self._writer_lot = trio.lowlevel.ParkingLot()
@@ -255,14 +321,15 @@ class Peer(metaclass=NoPublicConstructor):
         if cell is None:
             system = self._system
             cell = _Cell.open(
-                Address(f"{name}@{self.node}", uid),
-                self._capacity,
-                system.tracer,
-                system._timekeeper,
+                Address(f"{name}@{self.node}", uid), 0, system.tracer, system._timekeeper
+            )
+            # The reference's mailbox is the connection: what it accepts is
+            # on its way (see _Outbox). Its own channel stays empty.
+            cell.send_channel.close()
+            cell.send_channel = cast(
+                "trio.MemorySendChannel[Envelope[Any]]", _Outbox(self, uid, cell)
             )
             self._remote[uid] = cell
-            assert self._nursery is not None
-            self._nursery.start_soon(self._forward, uid, cell, name=f"forward {name}@{self.node}")
         return cast("ActorRef[Any]", ActorRef._create(cell))
 
     # ---- closing ----------------------------------------------------------
@@ -290,7 +357,9 @@ class Peer(metaclass=NoPublicConstructor):
         (their monitors get Down once), look-ups fail, the peer stops
         watching the actors it looked up. Synchronous: runs even when the
         peer's tasks were cancelled."""
-        reason = self.reason or "the connection was lost"
+        if self.reason is None:
+            self.reason = "the connection was lost"
+        reason = self.reason
         node = self.node
         error = NodeDownError(
             f"the connection to node {node!r} was lost before the reply came: {reason}"
@@ -399,64 +468,34 @@ class Peer(metaclass=NoPublicConstructor):
         while True:
             while not inbound:
                 await self._delivery_lot.park()
-            event = inbound[0]
-            await self._deliver(event)
+            await self._deliver(inbound[0])
             inbound.popleft()
             self._conn.delivered(1)
-            self._writer_lot.unpark()
-
-    async def _forward(self, uid: int, cell: _Cell[Any]) -> None:
-        """Move what the reference ``cell`` accepted onto the connection, as
-        the peer's credit allows; after ``ref.stop()`` drained it, ask the
-        peer to stop the actor (its end comes back as ``Ended``)."""
-        receive = cell.receive_channel
-        conn = self._conn
-        while True:
-            try:
-                envelope = await receive.receive()
-            except trio.EndOfChannel:
-                if self.reason is None and conn.state is State.OPEN:
-                    conn.send_stop(uid)
-                    self._writer_lot.unpark()
-                return
-            except trio.ClosedResourceError:
-                return  # the reference ended
-            moved = 0
-            while True:
-                while conn.credit <= 0:
-                    await self._credit_lot.park()
-                self._send(uid, cell, envelope)
-                moved += 1
-                if moved >= FORWARD_BATCH:
-                    break
-                try:
-                    envelope = receive.receive_nowait()
-                except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
-                    break
+            # Those behind it that fit now go in without waiting.
+            while inbound and self._deliver_now(inbound[0]):
+                inbound.popleft()
             self._flush()
 
-    def _send(self, uid: int, cell: _Cell[Any], envelope: Envelope[Any]) -> None:
-        """Put one envelope a reference accepted on the connection."""
-        cell.delivered += 1
+    def _send(self, uid: int, cell: _Cell[Any], envelope: Envelope[Any]) -> bool:
+        """Put one envelope for the remote actor ``uid`` on the connection
+        (taking a credit); whether it is an ask. Raises
+        :class:`~actors.net.CodecError` if it cannot be encoded: nothing
+        is sent then."""
         message = envelope.message
         reply = self._codec.reply_of(message)
-        number: int | None = None
-        if reply is not None:
-            pending = cell.pending
-            ask = None if pending is None else pending.get(envelope.seq)
-            if ask is not None and ask.envelope is envelope:
-                ask.taken = True
-            number = self._number()
-        try:
-            self._conn.send_message(uid, message, number)
-        except ActorError as error:
-            if reply is not None and not reply.done:
-                reply.fail(error)
-            else:
-                logger.warning("a message to %s was not sent: %s", cell.address.name, error)
-            return
-        if reply is not None and number is not None:
-            self._replies[number] = reply
+        if reply is None:
+            self._conn.send_message(uid, message)
+            cell.delivered += 1
+            return False
+        number = self._number()
+        self._conn.send_message(uid, message, number)
+        cell.delivered += 1
+        self._replies[number] = reply
+        pending = cell.pending
+        ask = None if pending is None else pending.get(envelope.seq)
+        if ask is not None and ask.envelope is envelope:
+            ask.taken = True
+        return True
 
     # ---- events -----------------------------------------------------------
 
@@ -475,7 +514,7 @@ class Peer(metaclass=NoPublicConstructor):
                 if reply is not None and not reply.done:
                     reply.fail(_remote_error(event.error, event.message))
             case CreditGranted():
-                self._credit_lot.unpark_all()
+                self._credit_lot.unpark(count=event.messages)
             case LookupRequested():
                 ref = self._system.lookup(event.name)
                 found = [] if ref is None else [self._export(ref._cell)]

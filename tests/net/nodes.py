@@ -74,7 +74,6 @@ async def connected(
     counter_capacity: float = 64,
     window: int = 16,
     max_frame: int = 1 << 20,
-    capacity: int = 8,
 ) -> AsyncIterator[Pair]:
     async with actors.open_system() as system_a, actors.open_system() as system_b:
         await system_b.spawn(counter, name="counter", capacity=counter_capacity)
@@ -87,7 +86,6 @@ async def connected(
                 listen=None,
                 window=window,
                 max_frame=max_frame,
-                capacity=capacity,
             ) as a,
             open_node(
                 system_b,
@@ -97,7 +95,6 @@ async def connected(
                 listen=None,
                 window=window,
                 max_frame=max_frame,
-                capacity=capacity,
             ) as b,
         ):
             stream_a, stream_b = stream_pair()

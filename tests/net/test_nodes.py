@@ -16,6 +16,7 @@ import trio.testing
 import actors
 from actors import ActorFailedError, ActorRef, ActorStoppedError, Down, Inbox, NodeDown, Reply
 from actors.net import (
+    CodecError,
     Connection,
     HandshakeError,
     NodeDownError,
@@ -218,10 +219,15 @@ async def test_an_unknown_ask_fails_with_the_peers_reason() -> None:
         assert await ref.ask(Total, timeout=5) == 0
 
 
-async def test_an_unencodable_message_fails_its_ask_by_name() -> None:
+async def test_a_message_that_cannot_travel_is_refused_by_name_and_sends_nothing() -> None:
     async with connected() as pair:
         ref = cast("ActorRef[Unregistered]", await pair.counter_ref())
-        ref.tell_nowait(Unregistered())  # logged and dropped: it cannot travel
+        credit = pair.peer_a.statistics().credit
+        with pytest.raises(CodecError, match=r"^message class Unregistered is not registered"):
+            ref.tell_nowait(Unregistered())
+        with pytest.raises(CodecError, match=r"^message class Unregistered is not registered"):
+            await ref.tell(Unregistered())
+        assert pair.peer_a.statistics().credit == credit
         counter = await pair.counter_ref()
         assert await counter.ask(Total, timeout=5) == 0
         assert pair.peer_a.statistics().asks_in_flight == 0
