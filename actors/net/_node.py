@@ -235,7 +235,12 @@ async def open_node(
     and ends the node's tasks; references to remote actors end with
     :class:`~actors.NodeDown`. Raises :class:`ValueError` for a bad
     ``secret``, ``window``, ``max_frame`` or timeout, before
-    anything starts."""
+    anything starts; :class:`TypeError` for a ``name`` that is not a
+    non-empty str or a ``codec`` that is not a :class:`Codec`."""
+    if not (isinstance(name, str) and name):
+        raise TypeError(f"a node's name must be a non-empty str, not {name!r}")
+    if not isinstance(codec, Codec):
+        raise TypeError(f"a node's codec must be an actors.net.Codec, not {codec!r}")
     if not isinstance(secret, bytes) or len(secret) < 16:
         raise ValueError("a node's secret must be bytes, at least 16 of them")
     if not (isinstance(window, int) and window >= 2):

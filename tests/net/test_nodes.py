@@ -4,7 +4,6 @@ node's actors, replies, monitors, failures and their named errors."""
 from __future__ import annotations
 
 import logging
-import math
 import struct
 from typing import cast
 
@@ -332,6 +331,12 @@ async def test_a_handshake_that_never_comes_times_out() -> None:
 
 async def test_bad_node_arguments_are_refused_before_anything_starts() -> None:
     async with actors.open_system() as system:
+        with pytest.raises(TypeError, match=r"^a node's name must be a non-empty str, not 3$"):
+            async with open_node(system, name=3, secret=SECRET, codec=codec()):  # type: ignore[arg-type]
+                pass
+        with pytest.raises(TypeError, match=r"^a node's codec must be an actors.net.Codec"):
+            async with open_node(system, name="a", secret=SECRET, codec=[Add]):  # type: ignore[arg-type]
+                pass
         with pytest.raises(ValueError, match=r"^a node's secret must be bytes, at least 16"):
             async with open_node(system, name="a", secret=b"short", codec=codec()):
                 pass
@@ -343,4 +348,3 @@ async def test_bad_node_arguments_are_refused_before_anything_starts() -> None:
                 system, name="a", secret=SECRET, codec=codec(), handshake_timeout=-1
             ):
                 pass
-    assert math.isfinite(1.0)
