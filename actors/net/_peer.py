@@ -158,6 +158,7 @@ class _Outbox:
             return
         self._closed = True
         peer = self._peer
+        peer._credit_lot.unpark_all()  # senders waiting for credit see it closed
         if self._cell.stop_requested and peer.reason is None:
             peer._conn.send_stop(self._uid)
             peer._flush()

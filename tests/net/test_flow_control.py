@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from typing import cast
 
+import pytest
 import trio
 import trio.testing
 
-from actors import ActorRef, Inbox
+from actors import ActorRef, ActorStoppedError, Inbox
 
 from .messages import Add, Total
 from .nodes import connected
@@ -103,3 +104,30 @@ async def test_statistics_show_a_connection_at_rest() -> None:
             16 - 2,  # credit comes back by half windows: two messages are still out
         )
         assert pair.peer_b.statistics().exported == 1
+
+
+async def test_a_sender_waiting_for_credit_learns_that_the_node_went_down() -> None:
+    let_go = trio.Event()
+
+    async def stuck(inbox: Inbox[Add]) -> None:
+        await let_go.wait()
+
+    async with connected(window=4) as pair:
+        await pair.system_b.spawn(stuck, name="stuck", capacity=0)
+        ref = cast("ActorRef[Add]", await pair.peer_a.lookup("stuck"))
+        for amount in range(4):
+            ref.tell_nowait(Add(amount))
+        with pytest.raises(trio.WouldBlock):
+            ref.tell_nowait(Add(4))
+
+        async def close_soon() -> None:
+            await trio.sleep(1)
+            await pair.stream_b.aclose()
+
+        start = trio.current_time()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(close_soon)
+            with pytest.raises(ActorStoppedError, match=r"^actor 'stuck@b' is stopped$"):
+                await ref.tell(Add(4))  # waits for credit until the node goes down
+        assert trio.current_time() - start == 1
+        let_go.set()
