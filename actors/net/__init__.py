@@ -16,28 +16,28 @@ from ._errors import NetError as NetError
 from ._errors import NoCreditError as NoCreditError
 from ._errors import NodeDownError as NodeDownError
 from ._errors import RemoteError as RemoteError
+from ._events import AnswerReceived as AnswerReceived
+from ._events import Authenticated as Authenticated
+from ._events import ConnectionClosed as ConnectionClosed
+from ._events import CreditGranted as CreditGranted
+from ._events import EndedReceived as EndedReceived
+from ._events import Event as Event
+from ._events import FailureReceived as FailureReceived
+from ._events import FindRequested as FindRequested
+from ._events import FoundReceived as FoundReceived
+from ._events import FrameRefused as FrameRefused
+from ._events import LookupRequested as LookupRequested
+from ._events import MessageReceived as MessageReceived
+from ._events import PeerRefused as PeerRefused
+from ._events import StopRequested as StopRequested
 from ._node import Node as Node
 from ._node import open_node as open_node
 from ._peer import Peer as Peer
 from ._peer import PeerStatistics as PeerStatistics
-from ._protocol import AnswerReceived as AnswerReceived
-from ._protocol import Authenticated as Authenticated
 from ._protocol import Connection as Connection
-from ._protocol import ConnectionClosed as ConnectionClosed
 from ._protocol import ConnectionStatistics as ConnectionStatistics
-from ._protocol import CreditGranted as CreditGranted
-from ._protocol import EndedReceived as EndedReceived
-from ._protocol import Event as Event
-from ._protocol import FailureReceived as FailureReceived
-from ._protocol import FindRequested as FindRequested
-from ._protocol import FoundReceived as FoundReceived
-from ._protocol import FrameRefused as FrameRefused
-from ._protocol import LookupRequested as LookupRequested
-from ._protocol import MessageReceived as MessageReceived
-from ._protocol import PeerRefused as PeerRefused
 from ._protocol import Role as Role
 from ._protocol import State as State
-from ._protocol import StopRequested as StopRequested
 
 
 def _report_public_names_as_ours() -> None:

@@ -15,17 +15,9 @@ from .._system import ActorSystem
 from .._util import NoPublicConstructor
 from ._codec import Codec
 from ._errors import HandshakeError
+from ._events import Authenticated, ConnectionClosed, Event
 from ._peer import Peer
-from ._protocol import (
-    DEFAULT_MAX_FRAME,
-    DEFAULT_WINDOW,
-    Authenticated,
-    Connection,
-    ConnectionClosed,
-    Event,
-    Role,
-    State,
-)
+from ._protocol import DEFAULT_MAX_FRAME, DEFAULT_WINDOW, Connection, Role, State
 
 logger = logging.getLogger("actors.net")
 

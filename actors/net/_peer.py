@@ -26,19 +26,18 @@ import trio
 
 from .._cell import ActorState, _Ask, _Cell
 from .._envelope import Address, Envelope
-from .._errors import ActorError, ActorFailedError, ActorStoppedError
+from .._errors import ActorStoppedError
 from .._mailbox import ActorRef
-from .._monitors import ExitReason, Failed, Killed, NodeDown, Normal, Stopped
+from .._monitors import ExitReason, Failed, NodeDown
 from .._registry import ServiceKey
 from .._reply import Reply
 from .._system import ActorSystem
 from .._util import NoPublicConstructor
 from ._codec import Codec
 from ._errors import NodeDownError, RemoteError
-from ._protocol import (
+from ._events import (
     AnswerReceived,
     Authenticated,
-    Connection,
     ConnectionClosed,
     CreditGranted,
     EndedReceived,
@@ -50,9 +49,10 @@ from ._protocol import (
     LookupRequested,
     MessageReceived,
     PeerRefused,
-    State,
     StopRequested,
 )
+from ._protocol import Connection, State
+from ._remote import Outbox, exit_reason, remote_error
 
 logger = logging.getLogger("actors.net")
 
@@ -92,107 +92,6 @@ class _Request:
     done: trio.Event = attrs.field(factory=trio.Event)
     actors: tuple[tuple[str, int], ...] = ()
     error: NodeDownError | None = None
-
-
-@final
-@attrs.frozen
-class _OutboxStatistics:
-    """What ``ActorRef.statistics`` reads of a mailbox: a remote reference
-    holds nothing (what it accepted is in the connection's output)."""
-
-    current_buffer_used: int = 0
-
-
-@final
-class _Outbox:
-    """The mailbox of a reference to a remote actor: the sending half of a
-    memory channel as the core uses it (``send_nowait``, ``send``,
-    ``close``, ``statistics``), writing onto the connection instead.
-
-    The peer's credit is its capacity: ``send_nowait`` raises
-    :class:`trio.WouldBlock` without credit, ``send`` waits for it. An ask
-    is written at once (its asker waits for the answer); tells are left to
-    the writer, which sends a burst of them in one write. Closing it
-    (``ref.stop()``) asks the peer to stop the actor; the reference ends
-    when the actor's end comes back (or the connection goes)."""
-
-    __slots__ = ("_cell", "_closed", "_peer", "_uid")
-
-    def __init__(self, peer: Peer, uid: int, cell: _Cell[Any]) -> None:
-        self._peer = peer
-        self._uid = uid
-        self._cell = cell
-        self._closed = False
-
-    def _check(self) -> None:
-        if self._closed:
-            raise trio.ClosedResourceError
-        if self._peer.reason is not None:
-            raise trio.BrokenResourceError
-
-    def send_nowait(self, envelope: Envelope[Any]) -> None:
-        self._check()
-        peer = self._peer
-        if peer._conn.credit <= 0:
-            raise trio.WouldBlock
-        if peer._send(self._uid, self._cell, envelope):
-            peer._flush()
-        else:
-            peer._writer_lot.unpark()
-
-    async def send(self, envelope: Envelope[Any]) -> None:
-        """Wait for credit, then as :meth:`send_nowait`. A checkpoint; if
-        cancelled, nothing was sent."""
-        self._check()
-        peer = self._peer
-        if peer._conn.credit > 0:
-            await trio.lowlevel.checkpoint()
-            self._check()
-        while peer._conn.credit <= 0:
-            await peer._credit_lot.park()
-            self._check()
-        self.send_nowait(envelope)
-
-    def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        peer = self._peer
-        peer._credit_lot.unpark_all()  # senders waiting for credit see it closed
-        if self._cell.stop_requested and peer.reason is None:
-            peer._conn.send_stop(self._uid)
-            peer._flush()
-
-    def statistics(self) -> _OutboxStatistics:
-        return _OutboxStatistics()
-
-
-def _remote_error(kind: str, message: str) -> ActorError:
-    """The local error for a remote ask's failure of class ``kind``."""
-    match kind:
-        case "ActorStoppedError":
-            return ActorStoppedError(message)
-        case "ActorFailedError":
-            return ActorFailedError(message)
-        case "NodeDownError":
-            return NodeDownError(message)
-        case _:
-            return RemoteError(kind, message)
-
-
-def _exit_reason(node: str, reason: str, detail: str, seq: int | None) -> ExitReason:
-    """The local exit reason of a remote actor that ended for ``reason``."""
-    match reason:
-        case "Normal":
-            return Normal()
-        case "Stopped":
-            return Stopped()
-        case "Killed":
-            return Killed()
-        case "NodeDown":
-            return NodeDown(node)
-        case _:
-            return Failed(RemoteError(reason, detail), seq)
 
 
 @final
@@ -325,10 +224,10 @@ class Peer(metaclass=NoPublicConstructor):
                 Address(f"{name}@{self.node}", uid), 0, system.tracer, system._timekeeper
             )
             # The reference's mailbox is the connection: what it accepts is
-            # on its way (see _Outbox). Its own channel stays empty.
+            # on its way (see Outbox). Its own channel stays empty.
             cell.send_channel.close()
             cell.send_channel = cast(
-                "trio.MemorySendChannel[Envelope[Any]]", _Outbox(self, uid, cell)
+                "trio.MemorySendChannel[Envelope[Any]]", Outbox(self, uid, cell)
             )
             self._remote[uid] = cell
         return cast("ActorRef[Any]", ActorRef._create(cell))
@@ -513,7 +412,7 @@ class Peer(metaclass=NoPublicConstructor):
             case FailureReceived():
                 reply = self._replies.pop(event.reply, None)
                 if reply is not None and not reply.done:
-                    reply.fail(_remote_error(event.error, event.message))
+                    reply.fail(remote_error(event.error, event.message))
             case CreditGranted():
                 self._credit_lot.unpark(count=event.messages)
             case LookupRequested():
@@ -535,7 +434,7 @@ class Peer(metaclass=NoPublicConstructor):
             case EndedReceived():
                 cell = self._remote.pop(event.target, None)
                 if cell is not None and cell.state is not ActorState.STOPPED:
-                    cell.terminate(_exit_reason(self.node, event.reason, event.detail, event.seq))
+                    cell.terminate(exit_reason(self.node, event.reason, event.detail, event.seq))
             case FrameRefused():
                 logger.warning("refused a frame from node %r: %s", self.node, event.reason)
             case PeerRefused():
