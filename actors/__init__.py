@@ -31,6 +31,7 @@ from ._monitors import ExitReason as ExitReason
 from ._monitors import Failed as Failed
 from ._monitors import Killed as Killed
 from ._monitors import Monitor as Monitor
+from ._monitors import NodeDown as NodeDown
 from ._monitors import Normal as Normal
 from ._monitors import Stopped as Stopped
 from ._pool import Pool as Pool

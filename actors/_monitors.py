@@ -73,10 +73,25 @@ class Killed:
         return "killed"
 
 
-ExitReason = Normal | Stopped | Failed | Killed
-"""Why an actor ended. More reasons may come (a node going down, say): match
-with a default case. ``reason.abnormal`` is ``True`` for :class:`Failed` and
-:class:`Killed`, the ends a transient child is restarted after."""
+@final
+@attrs.frozen
+class NodeDown:
+    """The actor lives on another node (a reference from :mod:`actors.net`),
+    and the connection to ``node`` was lost before it ended: whether it still
+    runs there is unknown from here."""
+
+    node: str
+
+    abnormal: ClassVar[bool] = True
+
+    def __str__(self) -> str:
+        return f"node {self.node!r} down"
+
+
+ExitReason = Normal | Stopped | Failed | Killed | NodeDown
+"""Why an actor ended. More reasons may come: match with a default case.
+``reason.abnormal`` is ``True`` for :class:`Failed`, :class:`Killed` and
+:class:`NodeDown`, the ends a transient child is restarted after."""
 
 
 @final

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import enum
 import logging
-from collections.abc import Awaitable
-from typing import TYPE_CHECKING, Generic, TypeVar, final
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, final
 
 import outcome
 import trio
@@ -71,7 +71,16 @@ class Reply(Generic[R], metaclass=NoPublicConstructor):
     gave up (timeout or cancellation) is kept here and read by no one.
     """
 
-    __slots__ = ("_actor", "_completion", "_result", "_seq", "_token", "_tracer", "_waiter")
+    __slots__ = (
+        "_actor",
+        "_completion",
+        "_notify",
+        "_result",
+        "_seq",
+        "_token",
+        "_tracer",
+        "_waiter",
+    )
 
     def __init__(
         self, actor: str, seq: int, tracer: Tracer | None, token: trio.lowlevel.TrioToken
@@ -85,6 +94,10 @@ class Reply(Generic[R], metaclass=NoPublicConstructor):
         self._result: outcome.Outcome[R] | None = None
         self._completion: _Completion | None = None
         self._waiter: trio.lowlevel.Task | None = None
+        # Called with the result once the reply is completed, instead of a
+        # waiting task being woken: how a node (actors.net) learns the answer
+        # to an ask that came over a connection, without a task per ask.
+        self._notify: Callable[[outcome.Outcome[Any]], None] | None = None
 
     def __repr__(self) -> str:
         state = "pending" if self._completion is None else self._completion.value
@@ -119,6 +132,8 @@ class Reply(Generic[R], metaclass=NoPublicConstructor):
             if waiter is not None:
                 self._waiter = None
                 trio.lowlevel.reschedule(waiter, result)
+            elif self._notify is not None:
+                self._notify(result)
             return True
         return self._complete(outcome.Value(value), _Completion.SENT)
 
@@ -168,6 +183,8 @@ class Reply(Generic[R], metaclass=NoPublicConstructor):
         if waiter is not None:
             self._waiter = None
             trio.lowlevel.reschedule(waiter, result)
+        elif self._notify is not None:
+            self._notify(result)
 
     def _discard(self, completion: _Completion) -> None:
         sender = current_address.get()

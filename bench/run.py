@@ -29,6 +29,7 @@ EXTRAS = (
     HERE / "compute_bench.py",
     HERE / "dataflow_bench.py",
     HERE / "explore_bench.py",
+    HERE / "net_bench.py",
 )
 ENV_VAR = "TRIO_RECONCILE_BASELINE"
 IDLE_ACTORS = 10_000

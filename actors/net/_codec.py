@@ -1,0 +1,232 @@
+"""The codec: which message classes a node accepts, under which stable names,
+and how each travels (MessagePack, through msgspec).
+
+A message is an attrs class. It travels as its registered name and the tuple
+of its field values, in field order; the receiving side decodes that tuple
+against the field types (msgspec checks them, strictly: a ``str`` where an
+``int`` is declared is refused, not converted) and calls the class, so its
+validators run. A field typed ``Reply[...]`` (at most one) is the ask's
+reply: it travels as nothing, and the receiving node puts its own reply
+there, whose answer goes back over the connection.
+"""
+
+from __future__ import annotations
+
+import typing
+from collections.abc import Iterable
+from typing import Any, final
+
+import attrs
+import msgspec
+from msgspec import inspect as msgspec_inspect
+
+from .._reply import Reply
+from ._errors import CodecError
+
+
+def _unsupported(info: msgspec_inspect.Type, seen: set[type]) -> type | None:
+    """A type msgspec cannot decode without a hook, found in ``info``, or None."""
+    if isinstance(info, msgspec_inspect.CustomType):
+        return info.cls
+    if isinstance(info, msgspec_inspect.DataclassType | msgspec_inspect.StructType):
+        if info.cls in seen:
+            return None
+        seen.add(info.cls)
+    for name in info.__struct_fields__:
+        value = getattr(info, name)
+        values = value if isinstance(value, tuple) else (value,)
+        for item in values:
+            if isinstance(item, msgspec_inspect.Field):
+                item = item.type
+            if isinstance(item, msgspec_inspect.Type):
+                found = _unsupported(item, seen)
+                if found is not None:
+                    return found
+    return None
+
+
+@final
+@attrs.frozen(eq=False)
+class _Entry:
+    """One registered class: its name, its fields, and the decoder of its
+    values (every field but the reply)."""
+
+    name: str
+    cls: type
+    fields: tuple[str, ...]
+    reply_index: int | None
+    decoder: msgspec.msgpack.Decoder[tuple[Any, ...]]
+
+
+@final
+class Codec:
+    """The message classes a node accepts, by stable name (the name on the
+    wire; it defaults to the class's qualified name, so name them explicitly
+    when the class may move).
+
+    ``Codec([Add, Get])``, or ``codec.register(Get, name="counter.get")``.
+    Both sides of a connection register the classes they exchange under the
+    same names; a frame naming a class the receiver does not know is refused
+    (answered with an error frame) and the connection goes on.
+    """
+
+    __slots__ = ("_by_class", "_by_name", "_encoder")
+
+    def __init__(self, classes: Iterable[type] = ()) -> None:
+        self._by_name: dict[str, _Entry] = {}
+        self._by_class: dict[type, _Entry] = {}
+        self._encoder = msgspec.msgpack.Encoder()
+        for cls in classes:
+            self.register(cls)
+
+    def __repr__(self) -> str:
+        return f"<Codec of {len(self._by_name)} message classes>"
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The registered names, in registration order."""
+        return tuple(self._by_name)
+
+    def register(self, cls: type, *, name: str | None = None) -> None:
+        """Accept ``cls`` under ``name`` (default: its qualified name).
+
+        Raises :class:`TypeError` if ``cls`` is not an attrs class whose
+        fields are all plain ``__init__`` parameters, or a field's type is
+        one msgspec cannot carry (an ``ActorRef``, an arbitrary class), or
+        it has more than one ``Reply`` field; :class:`ValueError` if
+        ``name`` is taken by another class or ``cls`` is registered under
+        another name. Registering the same class under the same name again
+        changes nothing. Either error changes nothing."""
+        if not (isinstance(cls, type) and attrs.has(cls)):
+            raise TypeError(f"a codec registers attrs classes, not {cls!r}")
+        if name is None:
+            name = f"{cls.__module__}.{cls.__qualname__}"
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"a message class's name must be a non-empty str, not {name!r}")
+        known = self._by_class.get(cls)
+        if known is not None:
+            if known.name == name:
+                return
+            raise ValueError(f"{cls.__qualname__} is already registered as {known.name!r}")
+        if name in self._by_name:
+            raise ValueError(
+                f"the name {name!r} is already registered for "
+                f"{self._by_name[name].cls.__qualname__}"
+            )
+        entry = self._entry(cls, name)
+        self._by_name[name] = entry
+        self._by_class[cls] = entry
+
+    @staticmethod
+    def _entry(cls: type, name: str) -> _Entry:
+        hints = typing.get_type_hints(cls)
+        reply_index: int | None = None
+        value_types: list[Any] = []
+        fields = attrs.fields(cls)
+        for index, field in enumerate(fields):
+            if not field.init or field.kw_only:
+                raise TypeError(
+                    f"{cls.__qualname__}.{field.name}: a message's fields must all be "
+                    "positional __init__ parameters"
+                )
+            hint = hints.get(field.name, Any)
+            if hint is Reply or typing.get_origin(hint) is Reply:
+                if reply_index is not None:
+                    raise TypeError(f"{cls.__qualname__} has more than one Reply field")
+                reply_index = index
+                continue
+            unsupported = _unsupported(msgspec_inspect.type_info(hint), set())
+            if unsupported is not None:
+                raise TypeError(
+                    f"{cls.__qualname__}.{field.name}: a value of type "
+                    f"{unsupported.__qualname__} cannot travel between nodes"
+                )
+            value_types.append(hint)
+        values_type: Any = tuple.__class_getitem__(tuple(value_types) if value_types else ((),))
+        decoder: msgspec.msgpack.Decoder[tuple[Any, ...]] = msgspec.msgpack.Decoder(values_type)
+        return _Entry(name, cls, tuple(f.name for f in fields), reply_index, decoder)
+
+    def encode(self, message: object) -> tuple[str, bytes, bool]:
+        """``message`` as its registered name, its field values (MessagePack)
+        and whether it carries a reply (an ask). Raises :class:`CodecError`
+        if its class is not registered or a value cannot be encoded."""
+        entry = self._by_class.get(type(message))
+        if entry is None:
+            raise CodecError(
+                f"message class {type(message).__qualname__} is not registered in the codec"
+            )
+        values = [getattr(message, field) for field in entry.fields]
+        index = entry.reply_index
+        has_reply = False
+        if index is not None:
+            has_reply = isinstance(values[index], Reply)
+            del values[index]
+        try:
+            data = self._encoder.encode(values)
+        except (TypeError, ValueError, OverflowError) as error:
+            raise CodecError(f"cannot encode message {entry.name!r}: {error}") from None
+        return entry.name, data, has_reply
+
+    def decode(self, name: str, data: bytes, *, ask: bool) -> object:
+        """The message of class ``name`` with the field values ``data``; an
+        ``ask`` has ``None`` in its reply field, to be replaced with
+        :meth:`attach_reply` before anyone sees it. Raises
+        :class:`CodecError` for an unknown name, values that do not match
+        the fields, a class's validator refusing them, or an ask of a class
+        with no reply field."""
+        entry = self._by_name.get(name)
+        if entry is None:
+            raise CodecError(f"unknown message type {name!r}")
+        if ask and entry.reply_index is None:
+            raise CodecError(f"message type {name!r} has no reply field, so it cannot be asked")
+        try:
+            values = list(entry.decoder.decode(data))
+        except (msgspec.DecodeError, msgspec.ValidationError) as error:
+            raise CodecError(f"message {name!r}: {error}") from None
+        if entry.reply_index is not None:
+            values.insert(entry.reply_index, None)
+        try:
+            return entry.cls(*values)
+        except (TypeError, ValueError) as error:
+            raise CodecError(f"message {name!r} refused by its class: {error}") from None
+
+    def attach_reply(self, message: object, reply: Reply[Any]) -> None:
+        """Put ``reply`` in the reply field of ``message``, just decoded as an
+        ask (its class is frozen: this is the decoder finishing its work,
+        before the message is delivered)."""
+        entry = self._by_class[type(message)]
+        assert entry.reply_index is not None, "only an ask gets a reply"
+        object.__setattr__(message, entry.fields[entry.reply_index], reply)
+
+    def encode_value(self, value: object) -> tuple[str | None, bytes]:
+        """A reply's value: a registered message class by name and fields,
+        anything else as MessagePack's builtins (None, bool, int, float, str,
+        bytes, list, dict: a tuple comes back as a list). Raises
+        :class:`CodecError` for what msgspec cannot encode."""
+        if type(value) in self._by_class:
+            name, data, has_reply = self.encode(value)
+            if has_reply:
+                raise CodecError(f"a reply's value cannot carry a reply ({name!r})")
+            return name, data
+        try:
+            return None, self._encoder.encode(value)
+        except (TypeError, ValueError, OverflowError) as error:
+            raise CodecError(f"cannot encode a reply's value: {error}") from None
+
+    def decode_value(self, name: str | None, data: bytes) -> object:
+        """The reply's value :meth:`encode_value` made. Raises
+        :class:`CodecError` as :meth:`decode` does."""
+        if name is not None:
+            return self.decode(name, data, ask=False)
+        try:
+            return msgspec.msgpack.decode(data)
+        except msgspec.DecodeError as error:
+            raise CodecError(f"a reply's value: {error}") from None
+
+    def reply_of(self, message: object) -> Reply[Any] | None:
+        """The reply ``message`` carries (an ask's), or None."""
+        entry = self._by_class.get(type(message))
+        if entry is None or entry.reply_index is None:
+            return None
+        reply = getattr(message, entry.fields[entry.reply_index])
+        return reply if isinstance(reply, Reply) else None

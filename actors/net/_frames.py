@@ -1,0 +1,85 @@
+"""The frames of the node protocol: what one MessagePack payload holds.
+
+Each frame is a msgspec struct encoded as an array whose first item is its
+tag, behind a 4-byte big-endian length. The handshake's frames (``Hello``,
+``Proof``) are the only ones accepted before it completes.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+VERSION = 1
+
+
+class Hello(msgspec.Struct, tag=1, tag_field="frame", array_like=True, frozen=True):
+    version: int
+    node: str
+    challenge: bytes
+
+
+class Proof(msgspec.Struct, tag=2, tag_field="frame", array_like=True, frozen=True):
+    digest: bytes
+
+
+class Send(msgspec.Struct, tag=3, tag_field="frame", array_like=True, frozen=True):
+    target: int
+    type: str
+    args: msgspec.Raw
+    reply: int | None = None
+
+
+class Answer(msgspec.Struct, tag=4, tag_field="frame", array_like=True, frozen=True):
+    reply: int
+    type: str | None
+    value: msgspec.Raw
+
+
+class Failure(msgspec.Struct, tag=5, tag_field="frame", array_like=True, frozen=True):
+    reply: int
+    error: str
+    message: str
+
+
+class Credit(msgspec.Struct, tag=6, tag_field="frame", array_like=True, frozen=True):
+    messages: int
+
+
+class Lookup(msgspec.Struct, tag=7, tag_field="frame", array_like=True, frozen=True):
+    request: int
+    name: str
+
+
+class Find(msgspec.Struct, tag=8, tag_field="frame", array_like=True, frozen=True):
+    request: int
+    key: str
+
+
+class Found(msgspec.Struct, tag=9, tag_field="frame", array_like=True, frozen=True):
+    request: int
+    actors: list[tuple[str, int]]
+
+
+class Stop(msgspec.Struct, tag=10, tag_field="frame", array_like=True, frozen=True):
+    target: int
+
+
+class Ended(msgspec.Struct, tag=11, tag_field="frame", array_like=True, frozen=True):
+    target: int
+    reason: str
+    detail: str
+    seq: int | None
+
+
+class Error(msgspec.Struct, tag=12, tag_field="frame", array_like=True, frozen=True):
+    reason: str
+    reply: int | None
+
+
+class Close(msgspec.Struct, tag=13, tag_field="frame", array_like=True, frozen=True):
+    reason: str
+
+
+Frame = (
+    Hello | Proof | Send | Answer | Failure | Credit | Lookup | Find | Found | Stop | Ended | Error
+) | Close

@@ -1,0 +1,576 @@
+"""A peer: one authenticated connection to another node, and the Trio tasks
+that move its bytes and messages (the protocol itself is :mod:`._protocol`).
+
+Per peer, in one nursery: a reader (bytes in, events out), a writer (what
+the connection queued goes out in one ``send_all`` per burst), a delivery
+task for messages that found their target's mailbox full, and a forwarder
+per remote reference. A remote reference is a local mailbox (a cell with
+no behaviour): ``tell``, ``ask`` and ``stop`` on it are the ordinary
+``ActorRef`` calls, and its forwarder moves what it accepts onto the
+connection as the peer's credit allows, so a slow remote mailbox fills the
+local one and its senders wait, as they would for a local actor.
+"""
+
+from __future__ import annotations
+
+import collections
+import functools
+import logging
+import os
+from collections.abc import Callable
+from typing import Any, Never, TypeVar, cast, final
+
+import attrs
+import outcome
+import trio
+
+from .._cell import ActorState, _Ask, _Cell
+from .._envelope import Address, Envelope
+from .._errors import ActorStoppedError
+from .._mailbox import ActorRef
+from .._monitors import ExitReason, Failed, NodeDown
+from .._registry import ServiceKey
+from .._reply import Reply
+from .._system import ActorSystem
+from .._util import NoPublicConstructor
+from ._codec import Codec
+from ._errors import NodeDownError, RemoteError
+from ._events import (
+    AnswerReceived,
+    Authenticated,
+    ConnectionClosed,
+    CreditGranted,
+    EndedReceived,
+    Event,
+    FailureReceived,
+    FindRequested,
+    FoundReceived,
+    FrameRefused,
+    LookupRequested,
+    MessageReceived,
+    PeerRefused,
+    StopRequested,
+)
+from ._protocol import Connection, State
+from ._remote import Outbox, exit_reason, remote_error
+
+logger = logging.getLogger("actors.net")
+
+M = TypeVar("M")
+
+RECEIVE_SIZE = 65536
+
+
+@final
+@attrs.frozen
+class PeerStatistics:
+    """A snapshot of one peer: the remote references held, the local actors
+    the peer looked up, asks of ours in flight, messages received and not
+    yet delivered (waiting for room in a full mailbox), and the credit left."""
+
+    node: str
+    remote_refs: int
+    exported: int
+    asks_in_flight: int
+    waiting_delivery: int
+    credit: int
+
+
+@attrs.define(eq=False)
+class _Export:
+    """A local actor the peer looked up: it may message it, and learns of its end."""
+
+    cell: _Cell[Any]
+    ref: ActorRef[Any]
+    on_end: Callable[[ExitReason], None]
+
+
+@attrs.define(eq=False)
+class _Request:
+    """A look-up in flight: its answer, or the error that ended it."""
+
+    done: trio.Event = attrs.field(factory=trio.Event)
+    actors: tuple[tuple[str, int], ...] = ()
+    error: NodeDownError | None = None
+
+
+@final
+class Peer(metaclass=NoPublicConstructor):
+    """Another node, reached over one authenticated connection: made by
+    :meth:`Node.connect <actors.net.Node.connect>` and
+    :meth:`Node.accept <actors.net.Node.accept>`.
+
+    :meth:`lookup` and :meth:`find` return references to its actors, typed
+    and used as local ones. When the connection is lost, every reference to
+    its actors ends with :class:`~actors.NodeDown` (monitors get their
+    ``Down``, exactly once), and every ask in flight fails with
+    :class:`~actors.net.NodeDownError`.
+    """
+
+    def __init__(
+        self,
+        system: ActorSystem,
+        connection: Connection,
+        stream: trio.abc.Stream,
+        codec: Codec,
+        close_timeout: float,
+    ) -> None:
+        self._system = system
+        self._conn = connection
+        self._stream = stream
+        self._codec = codec
+        self._close_timeout = close_timeout
+        self._nursery: trio.Nursery | None = None
+        self._writer_lot = trio.lowlevel.ParkingLot()
+        self._credit_lot = trio.lowlevel.ParkingLot()
+        self._delivery_lot = trio.lowlevel.ParkingLot()
+        # References to the peer's actors, by their uid there.
+        self._remote: dict[int, _Cell[Any]] = {}
+        # Local actors the peer looked up, by uid: all it may message.
+        self._exported: dict[int, _Export] = {}
+        # Our asks in flight, by reply number.
+        self._replies: dict[int, Reply[Any]] = {}
+        self._requests: dict[int, _Request] = {}
+        # Messages received whose target's mailbox was full (or that came
+        # behind one that was), in order. Invariant: at most the window.
+        self._inbound: collections.deque[MessageReceived] = collections.deque()
+        self._numbers = 0
+        # Invariant: True exactly while the writer's send_all is under way;
+        # then nothing else writes (what is queued waits for the writer).
+        self._sending = False
+        # Bytes a non-blocking write left over: the writer sends them first.
+        self._leftover = b""
+        # The socket's descriptor, for non-blocking writes from any task
+        # (see _flush); None for other streams (TLS, memory).
+        self._fd: int | None = None
+        if os.name == "posix" and isinstance(stream, trio.SocketStream):
+            self._fd = stream.socket.fileno()
+        self.closed = trio.Event()
+        self.reason: str | None = None
+        """Why the connection ended, once it did."""
+
+    def __repr__(self) -> str:
+        return f"<Peer {self.node!r} of node {self._conn.node!r}: {self._conn.state.value}>"
+
+    @property
+    def node(self) -> str:
+        """The peer node's name (as it said in the handshake)."""
+        assert self._conn.peer is not None, "a peer is made after the handshake"
+        return self._conn.peer
+
+    def statistics(self) -> PeerStatistics:
+        return PeerStatistics(
+            self.node,
+            len(self._remote),
+            len(self._exported),
+            len(self._replies),
+            len(self._inbound),
+            self._conn.credit,
+        )
+
+    def _number(self) -> int:
+        self._numbers += 1
+        return self._numbers
+
+    # ---- look-ups ---------------------------------------------------------
+
+    async def lookup(self, name: str) -> ActorRef[Never] | None:
+        """The peer's live actor named ``name``, or None: a reference like
+        ``system.lookup``'s (say what it accepts with ``typing.cast``; for a
+        typed look-up use :meth:`find`). Looking up the same actor again
+        gives an equal reference.
+
+        A checkpoint; waits for the peer's answer. Raises
+        :class:`~actors.net.NodeDownError` if the connection is lost first,
+        :class:`TypeError` if ``name`` is not a str. If cancelled, the
+        answer is ignored when it comes."""
+        if not isinstance(name, str):
+            raise TypeError(f"lookup takes an actor's name (a str), not {name!r}")
+        actors = await self._request(lambda number: self._conn.send_lookup(number, name))
+        refs = [self._reference(actor_name, uid) for actor_name, uid in actors]
+        return cast("ActorRef[Never]", refs[0]) if refs else None
+
+    async def find(self, key: ServiceKey[M]) -> tuple[ActorRef[M], ...]:
+        """The peer's actors registered under ``key`` now, in registration
+        order, as typed references (``system.find`` on the peer). Raises
+        :class:`TypeError` if ``key`` is not a ``ServiceKey``; otherwise as
+        :meth:`lookup`."""
+        if not isinstance(key, ServiceKey):
+            raise TypeError(f"find takes a ServiceKey, not {key!r}")
+        actors = await self._request(lambda number: self._conn.send_find(number, key.name))
+        return tuple(self._reference(name, uid) for name, uid in actors)
+
+    async def _request(self, send: Callable[[int], None]) -> tuple[tuple[str, int], ...]:
+        if self.reason is not None:
+            await trio.lowlevel.checkpoint()
+            raise NodeDownError(f"node {self.node!r} is down: {self.reason}")
+        number = self._number()
+        request = self._requests[number] = _Request()
+        try:
+            send(number)
+            self._writer_lot.unpark()
+            await request.done.wait()
+        finally:
+            self._requests.pop(number, None)
+        if request.error is not None:
+            raise request.error
+        return request.actors
+
+    def _reference(self, name: str, uid: int) -> ActorRef[Any]:
+        cell = self._remote.get(uid)
+        if cell is None:
+            system = self._system
+            cell = _Cell.open(
+                Address(f"{name}@{self.node}", uid), 0, system.tracer, system._timekeeper
+            )
+            # The reference's mailbox is the connection: what it accepts is
+            # on its way (see Outbox). Its own channel stays empty.
+            cell.send_channel.close()
+            cell.send_channel = cast(
+                "trio.MemorySendChannel[Envelope[Any]]", Outbox(self, uid, cell)
+            )
+            self._remote[uid] = cell
+        return cast("ActorRef[Any]", ActorRef._create(cell))
+
+    # ---- closing ----------------------------------------------------------
+
+    async def close(self, reason: str = "closed") -> None:
+        """Close the connection politely (the peer reads ``reason``) and wait
+        until it is down: the references to the peer's actors end with
+        :class:`~actors.NodeDown`, as for a lost connection. Idempotent.
+        A checkpoint; if cancelled, the connection still closes."""
+        if self._conn.close(reason) is not None:
+            self._down(f"closed here: {reason}")
+        self._writer_lot.unpark()
+        await self.closed.wait()
+
+    def _down(self, reason: str) -> None:
+        """The connection is over: remember why, and stop reading (the
+        writer flushes what is queued, such as a ``Close``, and ends)."""
+        if self.reason is None:
+            self.reason = reason
+        self._writer_lot.unpark()
+
+    def _teardown(self) -> None:
+        """Everything the connection carried ends, at once and for good:
+        asks in flight fail with NodeDownError, references end NodeDown
+        (their monitors get Down once), look-ups fail, the peer stops
+        watching the actors it looked up. Synchronous: runs even when the
+        peer's tasks were cancelled."""
+        if self.reason is None:
+            self.reason = "the connection was lost"
+        reason = self.reason
+        node = self.node
+        error = NodeDownError(
+            f"the connection to node {node!r} was lost before the reply came: {reason}"
+        )
+        replies, self._replies = self._replies, {}
+        for reply in replies.values():
+            if not reply.done:
+                reply._withdraw(error)
+        remote, self._remote = self._remote, {}
+        for cell in remote.values():
+            for ask in list((cell.pending or {}).values()):
+                if not ask.reply.done:
+                    ask.reply._withdraw(error)
+            if cell.state is not ActorState.STOPPED:
+                cell.terminate(NodeDown(node))
+        exported, self._exported = self._exported, {}
+        for export in exported.values():
+            links = export.cell.links
+            if links is not None and export.on_end in links.on_end:
+                links.on_end.remove(export.on_end)
+        for request in self._requests.values():
+            request.error = NodeDownError(f"node {node!r} went down: {reason}")
+            request.done.set()
+        if self._inbound:
+            logger.warning(
+                "node %r went down with %d messages undelivered (dropped)", node, len(self._inbound)
+            )
+            self._inbound.clear()
+        self.closed.set()
+
+    # ---- tasks ------------------------------------------------------------
+
+    async def _writer(self) -> None:
+        """Send what the connection queued, a burst per ``send_all``; after
+        the connection closed, flush the rest (within the close timeout)
+        and end the peer."""
+        stream = self._stream
+        try:
+            while self.reason is None:
+                data = self._take_output()
+                if data:
+                    self._sending = True
+                    try:
+                        await stream.send_all(data)
+                    finally:
+                        self._sending = False
+                else:
+                    await self._writer_lot.park()
+            data = self._take_output()
+            if data:
+                with trio.move_on_after(self._close_timeout):
+                    await stream.send_all(data)
+        except (trio.BrokenResourceError, trio.ClosedResourceError) as error:
+            self._down(f"the connection broke: {error or type(error).__name__}")
+        assert self._nursery is not None
+        self._nursery.cancel_scope.cancel()
+
+    def _take_output(self) -> bytes:
+        """What is to be written next: what a write left over, then what
+        the connection queued since."""
+        data = self._leftover + self._conn.data_to_send()
+        self._leftover = b""
+        return data
+
+    def _flush(self) -> None:
+        """Write what the connection queued now, from the calling task,
+        when that cannot block: on a plain socket whose writes are not under
+        way, one non-blocking ``send`` (what the kernel takes leaves at once,
+        saving the writer's wake-up; the rest is the writer's). Otherwise
+        wake the writer. Never blocks, never checkpoints."""
+        fd = self._fd
+        if fd is None or self._sending or self._leftover or self.reason is not None:
+            self._writer_lot.unpark()
+            return
+        data = self._conn.data_to_send()
+        if not data:
+            return
+        try:
+            sent = os.write(fd, data)
+        except OSError:  # full (EAGAIN), or broken: the writer finds out which
+            sent = 0
+        if sent < len(data):
+            self._leftover = data[sent:]
+            self._writer_lot.unpark()
+
+    async def _reader(self) -> None:
+        conn = self._conn
+        stream = self._stream
+        while conn.state is not State.CLOSED:
+            try:
+                data = await stream.receive_some(RECEIVE_SIZE)
+            except (trio.BrokenResourceError, trio.ClosedResourceError) as error:
+                self._lost(f"the connection broke: {error or type(error).__name__}")
+                return
+            for event in conn.receive_data(data):
+                self._handle(event)
+            self._flush()
+
+    def _lost(self, reason: str) -> None:
+        self._conn.close(reason)
+        self._down(reason)
+
+    async def _delivery(self) -> None:
+        """Deliver, in order, the messages that found their target full."""
+        inbound = self._inbound
+        while True:
+            while not inbound:
+                await self._delivery_lot.park()
+            await self._deliver(inbound[0])
+            inbound.popleft()
+            self._conn.delivered(1)
+            # Those behind it that fit now go in without waiting.
+            while inbound and self._deliver_now(inbound[0]):
+                inbound.popleft()
+            self._flush()
+
+    def _send(self, uid: int, cell: _Cell[Any], envelope: Envelope[Any]) -> bool:
+        """Put one envelope for the remote actor ``uid`` on the connection
+        (taking a credit); whether it is an ask. Raises
+        :class:`~actors.net.CodecError` if it cannot be encoded: nothing
+        is sent then."""
+        message = envelope.message
+        reply = self._codec.reply_of(message)
+        if reply is None:
+            self._conn.send_message(uid, message)
+            cell.delivered += 1
+            return False
+        number = self._number()
+        self._conn.send_message(uid, message, number)
+        cell.delivered += 1
+        self._replies[number] = reply
+        pending = cell.pending
+        ask = None if pending is None else pending.get(envelope.seq)
+        if ask is not None and ask.envelope is envelope:
+            ask.taken = True
+        return True
+
+    # ---- events -----------------------------------------------------------
+
+    def _handle(self, event: Event) -> None:
+        match event:
+            case MessageReceived():
+                if self._inbound or not self._deliver_now(event):
+                    self._inbound.append(event)
+                    self._delivery_lot.unpark()
+            case AnswerReceived():
+                reply = self._replies.pop(event.reply, None)
+                if reply is not None and not reply.done:
+                    reply.send(event.value)
+            case FailureReceived():
+                reply = self._replies.pop(event.reply, None)
+                if reply is not None and not reply.done:
+                    reply.fail(remote_error(event.error, event.message))
+            case CreditGranted():
+                self._credit_lot.unpark(count=event.messages)
+            case LookupRequested():
+                ref = self._system.lookup(event.name)
+                found = [] if ref is None else [self._export(ref._cell)]
+                self._conn.send_found(event.request, found)
+            case FindRequested():
+                refs = self._system.find(ServiceKey[Any](event.key))
+                self._conn.send_found(event.request, [self._export(ref._cell) for ref in refs])
+            case FoundReceived():
+                request = self._requests.get(event.request)
+                if request is not None:
+                    request.actors = event.actors
+                    request.done.set()
+            case StopRequested():
+                export = self._exported.get(event.target)
+                if export is not None and self._nursery is not None:
+                    self._nursery.start_soon(export.ref.stop)
+            case EndedReceived():
+                cell = self._remote.pop(event.target, None)
+                if cell is not None and cell.state is not ActorState.STOPPED:
+                    cell.terminate(exit_reason(self.node, event.reason, event.detail, event.seq))
+            case FrameRefused():
+                logger.warning("refused a frame from node %r: %s", self.node, event.reason)
+            case PeerRefused():
+                logger.warning("node %r refused a message: %s", self.node, event.reason)
+                if event.reply is not None:
+                    reply = self._replies.pop(event.reply, None)
+                    if reply is not None and not reply.done:
+                        reply.fail(RemoteError("CodecError", event.reason))
+            case ConnectionClosed():
+                self._down(
+                    f"closed by node {self.node!r}: {event.reason}"
+                    if event.by_peer
+                    else event.reason
+                )
+            case Authenticated():  # pragma: no cover (handled by the node before)
+                pass
+
+    def _export(self, cell: _Cell[Any]) -> tuple[str, int]:
+        uid = cell.address.uid
+        if uid not in self._exported:
+            on_end = functools.partial(self._exported_ended, uid)
+            self._exported[uid] = _Export(cell, ActorRef._create(cell), on_end)
+            cell.linked().on_end.append(on_end)
+        return cell.address.name, uid
+
+    def _exported_ended(self, uid: int, reason: ExitReason) -> None:
+        self._exported.pop(uid, None)
+        if self._conn.state is State.OPEN:
+            seq = reason.seq if isinstance(reason, Failed) else None
+            self._conn.send_ended(uid, type(reason).__name__, str(reason), seq)
+            self._writer_lot.unpark()
+
+    def _deliver_now(self, event: MessageReceived) -> bool:
+        """Deliver ``event`` if its target's mailbox has room (or it cannot be
+        delivered at all); False if it must wait for room."""
+        export = self._exported.get(event.target)
+        if export is None or export.cell.state is not ActorState.RUNNING:
+            self._undeliverable(event)
+            self._conn.delivered(1)
+            return True
+        if event.reply is None:
+            try:
+                export.ref.tell_nowait(event.message)
+            except trio.WouldBlock:
+                return False
+            except ActorStoppedError:
+                self._undeliverable(event)
+        else:
+            envelope = self._ask_envelope(export.cell, event)
+            try:
+                export.cell.send_channel.send_nowait(envelope)
+            except trio.WouldBlock:
+                self._unask(export.cell, envelope)
+                return False
+            except (trio.ClosedResourceError, trio.BrokenResourceError):
+                self._unask(export.cell, envelope)
+                self._undeliverable(event)
+        self._conn.delivered(1)
+        return True
+
+    async def _deliver(self, event: MessageReceived) -> None:
+        """Deliver ``event``, waiting for room in its target's mailbox."""
+        export = self._exported.get(event.target)
+        if export is None or export.cell.state is not ActorState.RUNNING:
+            self._undeliverable(event)
+            return
+        try:
+            if event.reply is None:
+                await export.ref.tell(event.message)
+                return
+            envelope = self._ask_envelope(export.cell, event)
+            try:
+                await export.cell.put(envelope)
+            except BaseException:
+                self._unask(export.cell, envelope)
+                raise
+        except ActorStoppedError:
+            self._undeliverable(event)
+
+    def _ask_envelope(self, cell: _Cell[Any], event: MessageReceived) -> Envelope[Any]:
+        """An ask of the peer, as a local ask of ``cell``: a reply whose answer
+        goes back over the connection, registered with the actor's asks so
+        that its failure or end fails it as it would a local asker's."""
+        assert event.reply is not None
+        seq = cell.next_seq
+        cell.next_seq = seq + 1
+        reply: Reply[Any] = Reply._create(cell.address.name, seq, cell.tracer, cell.token)
+        reply._notify = functools.partial(self._answered, cell, seq, event.reply)
+        self._codec.attach_reply(event.message, reply)
+        envelope = Envelope(event.message, seq, None)
+        pending = cell.pending
+        if pending is None:
+            pending = cell.pending = {}
+        pending[seq] = _Ask(envelope, reply)
+        return envelope
+
+    @staticmethod
+    def _unask(cell: _Cell[Any], envelope: Envelope[Any]) -> None:
+        """The ask's envelope was not accepted: forget it (a gap in the stamps,
+        as a cancelled ``tell`` leaves)."""
+        if cell.pending is not None:
+            ask = cell.pending.pop(envelope.seq, None)
+            if ask is not None:
+                ask.reply._notify = None
+
+    def _answered(
+        self, cell: _Cell[Any], seq: int, number: int, result: outcome.Outcome[Any]
+    ) -> None:
+        """An ask of the peer was completed here: its answer goes back."""
+        if cell.pending is not None:
+            cell.pending.pop(seq, None)
+        if self._conn.state is not State.OPEN:
+            return
+        if isinstance(result, outcome.Value):
+            self._conn.send_answer(number, result.value)
+        else:
+            assert isinstance(result, outcome.Error)
+            error = result.error
+            self._conn.send_failure(number, type(error).__name__, str(error))
+        self._flush()
+
+    def _undeliverable(self, event: MessageReceived) -> None:
+        """``event``'s target is not an actor the peer looked up, or it
+        stopped: an ask fails (ActorStoppedError), a tell is dropped (logged)."""
+        export = self._exported.get(event.target)
+        name = f"uid {event.target}" if export is None else repr(export.cell.address.name)
+        if event.reply is not None:
+            self._conn.send_failure(
+                event.reply,
+                "ActorStoppedError",
+                f"actor {name} of node {self._conn.node!r} is stopped",
+            )
+        else:
+            logger.warning(
+                "a %s from node %r for actor %s was dropped: it is stopped or unknown",
+                type(event.message).__name__,
+                self.node,
+                name,
+            )

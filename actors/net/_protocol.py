@@ -1,0 +1,443 @@
+"""The node protocol as a sans-I/O state machine (h11's shape): bytes in,
+events out; calls in, bytes out. No sockets, no Trio: a
+:class:`Connection` is driven by whoever owns the stream (:mod:`._node`),
+and tested on its own.
+
+One connection, both directions:
+
+* **Framing.** A frame is a 4-byte big-endian length and that many bytes of
+  MessagePack. A length over ``max_frame`` (before the handshake completes,
+  over :data:`HANDSHAKE_MAX_FRAME`) closes the connection with a reason: its
+  bytes are never buffered.
+* **Handshake** (Erlang's cookie, with HMAC). Each side sends ``Hello`` (its
+  node name and a random challenge); each answers the other's challenge with
+  ``Proof``: HMAC-SHA256 under the shared secret of its role, the peer's
+  challenge, its own challenge and its name. The role (the side that dialled
+  is the client) is in the digest, so a proof reflected back is wrong. A
+  wrong proof, or any other frame before both proofs checked, closes the
+  connection with a reason; nothing the peer sent is delivered.
+* **Messages** go to a target (an actor's uid on the receiving node) as
+  their codec name and field values; an ask carries a reply number, and its
+  answer (``Answer`` or ``Failure``) comes back under it. A frame that
+  cannot be decoded, or names a type the codec does not know, is answered
+  with an ``Error`` frame (carrying the reply number when there was one)
+  and the connection goes on.
+* **Credit.** Each side may send as many messages as the other granted:
+  ``window`` at first, then what the other grants back as it delivers them
+  (in batches of half a window, or when told to flush). A peer that sends
+  past its credit is closed. So what a receiver holds undelivered is at most
+  ``window`` messages, whatever the sender does.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import hmac
+import os
+import struct
+from typing import final
+
+import attrs
+import msgspec
+
+from ._codec import Codec
+from ._errors import CodecError, ConnectionStateError, NoCreditError
+from ._events import (
+    AnswerReceived,
+    Authenticated,
+    ConnectionClosed,
+    CreditGranted,
+    EndedReceived,
+    Event,
+    FailureReceived,
+    FindRequested,
+    FoundReceived,
+    FrameRefused,
+    LookupRequested,
+    MessageReceived,
+    PeerRefused,
+    StopRequested,
+)
+from ._frames import (
+    VERSION,
+    Answer,
+    Close,
+    Credit,
+    Ended,
+    Error,
+    Failure,
+    Find,
+    Found,
+    Frame,
+    Hello,
+    Lookup,
+    Proof,
+    Send,
+    Stop,
+)
+
+HANDSHAKE_MAX_FRAME = 1024
+"""The largest frame accepted before the handshake completed (a peer that
+has not proved anything cannot make the node buffer more)."""
+
+DEFAULT_MAX_FRAME = 1 << 20
+DEFAULT_WINDOW = 1024
+
+_LENGTH = struct.Struct(">I")
+
+
+class Role(enum.Enum):
+    """Which side of a connection: the one that dialled is the client."""
+
+    CLIENT = "client"
+    SERVER = "server"
+
+
+class State(enum.Enum):
+    HANDSHAKE = "handshake"
+    OPEN = "open"
+    CLOSED = "closed"
+
+
+def _digest(secret: bytes, role: Role, theirs: bytes, ours: bytes, node: str) -> bytes:
+    """The proof ``role``'s side named ``node`` gives for the challenge ``theirs``."""
+    text = b"actors.net/1 " + role.value.encode() + b"\0" + theirs + ours + node.encode()
+    return hmac.new(secret, text, hashlib.sha256).digest()
+
+
+@final
+@attrs.frozen
+class ConnectionStatistics:
+    """A snapshot of one connection: ``credit`` the messages we may still
+    send, ``undelivered`` those the peer sent that we have not reported
+    delivered, ``frames_sent`` and ``frames_received`` since it opened."""
+
+    state: State
+    credit: int
+    undelivered: int
+    frames_sent: int
+    frames_received: int
+    buffered_out: int
+
+
+@final
+class Connection:
+    """One end of a node connection, as a state machine.
+
+    Feed it what the stream delivered with :meth:`receive_data` (``b""`` at
+    the end of the stream) and act on the events it returns; send what
+    :meth:`data_to_send` returns. Every other method queues frames.
+
+    ``secret`` is the shared secret (bytes, at least 16); ``challenge``
+    defaults to 32 random bytes (tests fix it). Construction queues the
+    ``Hello``.
+    """
+
+    def __init__(
+        self,
+        *,
+        role: Role,
+        node: str,
+        secret: bytes,
+        codec: Codec,
+        window: int = DEFAULT_WINDOW,
+        max_frame: int = DEFAULT_MAX_FRAME,
+        challenge: bytes | None = None,
+    ) -> None:
+        if not isinstance(secret, bytes) or len(secret) < 16:
+            raise ValueError("a node's secret must be bytes, at least 16 of them")
+        if not (isinstance(window, int) and window >= 2):
+            raise ValueError(f"a connection's window must be a whole number >= 2, not {window!r}")
+        if not (isinstance(max_frame, int) and max_frame >= HANDSHAKE_MAX_FRAME):
+            raise ValueError(
+                f"a connection's max_frame must be a whole number >= {HANDSHAKE_MAX_FRAME}, "
+                f"not {max_frame!r}"
+            )
+        self.role = role
+        self.node = node
+        self.peer: str | None = None
+        self.state = State.HANDSHAKE
+        self._secret = secret
+        self._codec = codec
+        self._window = window
+        self._max_frame = max_frame
+        self._challenge = os.urandom(32) if challenge is None else challenge
+        self._peer_challenge: bytes | None = None
+        self._proved = False  # we sent our proof
+        self._in = bytearray()
+        self._out = bytearray()
+        self._encoder = msgspec.msgpack.Encoder()
+        self._decoder = msgspec.msgpack.Decoder(Frame)
+        # Invariant: 0 <= credit; the peer's unreported messages <= window.
+        self._credit = 0
+        self._undelivered = 0
+        self._to_grant = 0
+        self._sent = 0
+        self._received = 0
+        self._write(Hello(VERSION, node, self._challenge))
+
+    def __repr__(self) -> str:
+        return f"<Connection {self.role.value} {self.node!r} to {self.peer!r}: {self.state.value}>"
+
+    @property
+    def credit(self) -> int:
+        """How many messages may be sent before the peer grants more."""
+        return self._credit
+
+    def statistics(self) -> ConnectionStatistics:
+        return ConnectionStatistics(
+            self.state, self._credit, self._undelivered, self._sent, self._received, len(self._out)
+        )
+
+    # ---- bytes out ----------------------------------------------------------
+
+    def data_to_send(self) -> bytes:
+        """Every byte queued so far (frames in the order they were queued),
+        now taken: a burst of messages goes out as one write."""
+        data = bytes(self._out)
+        self._out.clear()
+        return data
+
+    def _write(self, frame: Frame) -> None:
+        payload = self._encoder.encode(frame)
+        self._out += _LENGTH.pack(len(payload))
+        self._out += payload
+        self._sent += 1
+
+    def _require_open(self, call: str) -> None:
+        if self.state is not State.OPEN:
+            raise ConnectionStateError(
+                f"{call} on the {self.role.value} connection of node {self.node!r}: "
+                f"the connection is {self.state.value}"
+            )
+
+    # ---- calls in -----------------------------------------------------------
+
+    def send_message(self, target: int, message: object, reply: int | None = None) -> None:
+        """Queue ``message`` for the actor ``target``: an ask if ``reply``
+        (a number unique among this side's asks in flight) is given, and the
+        message then must carry a ``Reply``. Takes one credit.
+
+        Raises :class:`ConnectionStateError` unless open,
+        :class:`NoCreditError` with no credit left, :class:`CodecError` if the
+        message cannot be encoded; each changes nothing."""
+        self._require_open("send_message")
+        if self._credit <= 0:
+            raise NoCreditError(f"node {self.peer!r} granted no credit left")
+        name, data, has_reply = self._codec.encode(message)
+        if (reply is not None) != has_reply:
+            raise CodecError(
+                f"message {name!r}: an ask carries a Reply and a reply number, a tell neither"
+            )
+        self._write(Send(target, name, msgspec.Raw(data), reply))
+        self._credit -= 1
+
+    def send_answer(self, reply: int, value: object) -> None:
+        """Answer the peer's ask ``reply`` with ``value``. Answers take no
+        credit (they are bounded by the peer's asks). A value the codec
+        cannot encode is answered as a ``CodecError`` failure instead."""
+        self._require_open("send_answer")
+        try:
+            name, data = self._codec.encode_value(value)
+        except CodecError as error:
+            self._write(Failure(reply, "CodecError", str(error)))
+            return
+        self._write(Answer(reply, name, msgspec.Raw(data)))
+
+    def send_failure(self, reply: int, error: str, message: str) -> None:
+        """Fail the peer's ask ``reply`` with an error of class ``error``."""
+        self._require_open("send_failure")
+        self._write(Failure(reply, error, message))
+
+    def send_lookup(self, request: int, name: str) -> None:
+        self._require_open("send_lookup")
+        self._write(Lookup(request, name))
+
+    def send_find(self, request: int, key: str) -> None:
+        self._require_open("send_find")
+        self._write(Find(request, key))
+
+    def send_found(self, request: int, actors: list[tuple[str, int]]) -> None:
+        self._require_open("send_found")
+        self._write(Found(request, actors))
+
+    def send_stop(self, target: int) -> None:
+        self._require_open("send_stop")
+        self._write(Stop(target))
+
+    def send_ended(self, target: int, reason: str, detail: str, seq: int | None) -> None:
+        self._require_open("send_ended")
+        self._write(Ended(target, reason, detail, seq))
+
+    def delivered(self, messages: int = 1, *, flush: bool = False) -> None:
+        """Report ``messages`` of the peer's as delivered: their credit goes
+        back to the peer once half a window has gathered, or now if
+        ``flush`` (the node flushes when its delivery queue is empty)."""
+        if self.state is not State.OPEN:
+            return
+        assert 0 <= messages <= self._undelivered, "only received messages are delivered"
+        self._undelivered -= messages
+        self._to_grant += messages
+        if self._to_grant and (flush or self._to_grant >= self._window // 2):
+            self._write(Credit(self._to_grant))
+            self._to_grant = 0
+
+    def close(self, reason: str) -> ConnectionClosed | None:
+        """Queue a ``Close`` frame with ``reason`` and end the connection; the
+        event to act on, or None if it was already closed."""
+        if self.state is State.CLOSED:
+            return None
+        self._write(Close(reason))
+        self.state = State.CLOSED
+        return ConnectionClosed(reason, by_peer=False)
+
+    # ---- bytes in -----------------------------------------------------------
+
+    def receive_data(self, data: bytes | bytearray) -> list[Event]:
+        """Take bytes from the stream (``b""``: it ended) and return the
+        events of every whole frame they complete, in order. After the
+        connection closed, bytes are ignored."""
+        if self.state is State.CLOSED:
+            return []
+        events: list[Event] = []
+        if not data:
+            self.state = State.CLOSED
+            events.append(ConnectionClosed("the stream ended without a Close frame", by_peer=False))
+            return events
+        buffer = self._in
+        buffer += data
+        start = 0
+        size = len(buffer)
+        while size - start >= 4:
+            (length,) = _LENGTH.unpack_from(buffer, start)
+            limit = self._max_frame if self.state is State.OPEN else HANDSHAKE_MAX_FRAME
+            if length > limit:
+                del buffer[:]
+                event = self.close(f"frame of {length} bytes is over the limit of {limit} bytes")
+                assert event is not None
+                events.append(event)
+                return events
+            end = start + 4 + length
+            if end > size:
+                break
+            payload = bytes(buffer[start + 4 : end])
+            start = end
+            self._received += 1
+            if self._frame(payload, events) is State.CLOSED:
+                del buffer[:]
+                return events
+        del buffer[:start]
+        return events
+
+    def _frame(self, payload: bytes, events: list[Event]) -> State:
+        """Handle one frame; the state after it."""
+        self._handle_frame(payload, events)
+        return self.state
+
+    def _handle_frame(self, payload: bytes, events: list[Event]) -> None:
+        try:
+            frame = self._decoder.decode(payload)
+        except (msgspec.DecodeError, msgspec.ValidationError) as error:
+            if self.state is not State.OPEN:
+                self._refuse(f"handshake: undecodable frame: {error}", events)
+                return
+            reason = f"undecodable frame: {error}"
+            self._write(Error(reason, None))
+            events.append(FrameRefused(reason, None))
+            return
+        if self.state is State.HANDSHAKE:
+            self._handshake(frame, events)
+            return
+        match frame:
+            case Send():
+                self._send_in(frame, events)
+            case Answer():
+                try:
+                    value = self._codec.decode_value(frame.type, frame.value)
+                except CodecError as error:
+                    events.append(FailureReceived(frame.reply, "CodecError", str(error)))
+                else:
+                    events.append(AnswerReceived(frame.reply, value))
+            case Failure():
+                events.append(FailureReceived(frame.reply, frame.error, frame.message))
+            case Credit():
+                if frame.messages <= 0:
+                    self._refuse(f"a credit of {frame.messages} messages", events)
+                    return
+                self._credit += frame.messages
+                events.append(CreditGranted(frame.messages))
+            case Lookup():
+                events.append(LookupRequested(frame.request, frame.name))
+            case Find():
+                events.append(FindRequested(frame.request, frame.key))
+            case Found():
+                events.append(FoundReceived(frame.request, tuple(frame.actors)))
+            case Stop():
+                events.append(StopRequested(frame.target))
+            case Ended():
+                events.append(EndedReceived(frame.target, frame.reason, frame.detail, frame.seq))
+            case Error():
+                events.append(PeerRefused(frame.reason, frame.reply))
+            case Close():
+                self.state = State.CLOSED
+                events.append(ConnectionClosed(frame.reason, by_peer=True))
+            case Hello() | Proof():
+                self._refuse(f"a {type(frame).__name__} frame after the handshake", events)
+
+    def _send_in(self, frame: Send, events: list[Event]) -> None:
+        self._undelivered += 1
+        if self._undelivered > self._window:
+            self._refuse(f"the peer sent past its credit of {self._window} messages", events)
+            return
+        try:
+            message = self._codec.decode(frame.type, frame.args, ask=frame.reply is not None)
+        except CodecError as error:
+            # Refused, so delivered as far as credit goes.
+            self.delivered(1)
+            reason = str(error)
+            self._write(Error(reason, frame.reply))
+            events.append(FrameRefused(reason, frame.reply))
+            return
+        events.append(MessageReceived(frame.target, message, frame.reply))
+
+    def _handshake(self, frame: Frame, events: list[Event]) -> None:
+        match frame:
+            case Hello() if self._peer_challenge is None:
+                if frame.version != VERSION:
+                    self._refuse(
+                        f"handshake: protocol version {frame.version}, not {VERSION}", events
+                    )
+                    return
+                if frame.challenge == self._challenge or len(frame.challenge) < 16:
+                    self._refuse("handshake: a reused or short challenge", events)
+                    return
+                self.peer = frame.node
+                self._peer_challenge = frame.challenge
+                self._write(
+                    Proof(
+                        _digest(
+                            self._secret, self.role, frame.challenge, self._challenge, self.node
+                        )
+                    )
+                )
+            case Proof() if self._peer_challenge is not None:
+                assert self.peer is not None
+                peer_role = Role.SERVER if self.role is Role.CLIENT else Role.CLIENT
+                expected = _digest(
+                    self._secret, peer_role, self._challenge, self._peer_challenge, self.peer
+                )
+                if not hmac.compare_digest(frame.digest, expected):
+                    self._refuse(f"handshake: node {self.peer!r} does not hold the secret", events)
+                    return
+                self.state = State.OPEN
+                self._credit = 0
+                self._write(Credit(self._window))
+                events.append(Authenticated(self.peer))
+            case _:
+                self._refuse(f"handshake: unexpected {type(frame).__name__} frame", events)
+
+    def _refuse(self, reason: str, events: list[Event]) -> None:
+        event = self.close(reason)
+        assert event is not None
+        events.append(event)

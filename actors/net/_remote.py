@@ -1,0 +1,120 @@
+"""References to another node's actors: the mailbox such a reference has
+instead of a channel (its outbox writes onto the connection), and how a
+remote actor's end and a remote ask's failure read here."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, final
+
+import attrs
+import trio
+
+from .._cell import _Cell
+from .._envelope import Envelope
+from .._errors import ActorError, ActorFailedError, ActorStoppedError
+from .._monitors import ExitReason, Failed, Killed, NodeDown, Normal, Stopped
+from ._errors import NodeDownError, RemoteError
+
+if TYPE_CHECKING:
+    from ._peer import Peer
+
+
+@final
+@attrs.frozen
+class OutboxStatistics:
+    """What ``ActorRef.statistics`` reads of a mailbox: a remote reference
+    holds nothing (what it accepted is in the connection's output)."""
+
+    current_buffer_used: int = 0
+
+
+@final
+class Outbox:
+    """The mailbox of a reference to a remote actor: the sending half of a
+    memory channel as the core uses it (``send_nowait``, ``send``,
+    ``close``, ``statistics``), writing onto the connection instead.
+
+    The peer's credit is its capacity: ``send_nowait`` raises
+    :class:`trio.WouldBlock` without credit, ``send`` waits for it. An ask
+    is written at once (its asker waits for the answer); tells are left to
+    the writer, which sends a burst of them in one write. Closing it
+    (``ref.stop()``) asks the peer to stop the actor; the reference ends
+    when the actor's end comes back (or the connection goes)."""
+
+    __slots__ = ("_cell", "_closed", "_peer", "_uid")
+
+    def __init__(self, peer: Peer, uid: int, cell: _Cell[Any]) -> None:
+        self._peer = peer
+        self._uid = uid
+        self._cell = cell
+        self._closed = False
+
+    def _check(self) -> None:
+        if self._closed:
+            raise trio.ClosedResourceError
+        if self._peer.reason is not None:
+            raise trio.BrokenResourceError
+
+    def send_nowait(self, envelope: Envelope[Any]) -> None:
+        self._check()
+        peer = self._peer
+        if peer._conn.credit <= 0:
+            raise trio.WouldBlock
+        if peer._send(self._uid, self._cell, envelope):
+            peer._flush()
+        else:
+            peer._writer_lot.unpark()
+
+    async def send(self, envelope: Envelope[Any]) -> None:
+        """Wait for credit, then as :meth:`send_nowait`. A checkpoint; if
+        cancelled, nothing was sent."""
+        self._check()
+        peer = self._peer
+        if peer._conn.credit > 0:
+            await trio.lowlevel.checkpoint()
+            self._check()
+        while peer._conn.credit <= 0:
+            await peer._credit_lot.park()
+            self._check()
+        self.send_nowait(envelope)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        peer = self._peer
+        peer._credit_lot.unpark_all()  # senders waiting for credit see it closed
+        if self._cell.stop_requested and peer.reason is None:
+            peer._conn.send_stop(self._uid)
+            peer._flush()
+
+    def statistics(self) -> OutboxStatistics:
+        return OutboxStatistics()
+
+
+def remote_error(kind: str, message: str) -> ActorError:
+    """The local error for a remote ask's failure of class ``kind``."""
+    match kind:
+        case "ActorStoppedError":
+            return ActorStoppedError(message)
+        case "ActorFailedError":
+            return ActorFailedError(message)
+        case "NodeDownError":
+            return NodeDownError(message)
+        case _:
+            return RemoteError(kind, message)
+
+
+def exit_reason(node: str, reason: str, detail: str, seq: int | None) -> ExitReason:
+    """The local exit reason of a remote actor that ended for ``reason``."""
+    match reason:
+        case "Normal":
+            return Normal()
+        case "Stopped":
+            return Stopped()
+        case "Killed":
+            return Killed()
+        case "NodeDown":
+            return NodeDown(node)
+        case _:
+            return Failed(RemoteError(reason, detail), seq)

@@ -1,0 +1,87 @@
+"""The codec's registry: what it accepts, and what it refuses by name."""
+
+from __future__ import annotations
+
+from typing import cast
+
+import attrs
+import pytest
+
+from actors import ActorRef, Reply
+from actors.net import Codec, CodecError
+
+from .messages import Add, Echo, Tagged
+
+
+@attrs.frozen
+class TwoReplies:
+    first: Reply[int]
+    second: Reply[int]
+
+
+@attrs.frozen
+class CarriesARef:
+    ref: ActorRef[Add]
+
+
+@attrs.frozen
+class KeywordOnly:
+    amount: int = attrs.field(kw_only=True)
+
+
+def test_a_class_registers_under_its_qualified_name_by_default() -> None:
+    codec = Codec([Add])
+    assert codec.names == ("tests.net.messages.Add",)
+
+
+def test_registering_again_under_the_same_name_changes_nothing() -> None:
+    codec = Codec()
+    codec.register(Add, name="add")
+    codec.register(Add, name="add")
+    assert codec.names == ("add",)
+
+
+def test_a_name_is_one_class_and_a_class_one_name() -> None:
+    codec = Codec()
+    codec.register(Add, name="add")
+    with pytest.raises(ValueError, match=r"^the name 'add' is already registered for Add$"):
+        codec.register(Tagged, name="add")
+    with pytest.raises(ValueError, match=r"^Add is already registered as 'add'$"):
+        codec.register(Add, name="other")
+    assert codec.names == ("add",)
+
+
+@pytest.mark.parametrize(
+    ("cls", "error"),
+    [
+        (int, r"^a codec registers attrs classes, not <class 'int'>$"),
+        (TwoReplies, r"^TwoReplies has more than one Reply field$"),
+        (CarriesARef, r"^CarriesARef.ref: a value of type ActorRef cannot travel between nodes$"),
+        (KeywordOnly, r"^KeywordOnly.amount: a message's fields must all be positional"),
+    ],
+)
+def test_what_cannot_travel_is_refused_at_registration(cls: type, error: str) -> None:
+    codec = Codec()
+    with pytest.raises(TypeError, match=error):
+        codec.register(cls)
+    assert codec.names == ()
+
+
+def test_a_reply_travels_as_nothing_and_an_ask_of_a_tell_class_is_refused() -> None:
+    codec = Codec([Add, Echo])
+    reply = cast("Reply[str]", Reply._create("echo", 0, None, None))
+    name, data, ask = codec.encode(Echo("hi", reply))
+    assert ask
+    assert codec.decode(name, data, ask=True) == Echo("hi", None)  # type: ignore[arg-type]
+    name, data, ask = codec.encode(Add(1))
+    assert not ask
+    with pytest.raises(CodecError, match=r"^message type '.*Add' has no reply field, so it"):
+        codec.decode(name, data, ask=True)
+
+
+def test_reply_values_travel_as_builtins_or_registered_classes() -> None:
+    codec = Codec([Add])
+    assert codec.decode_value(*codec.encode_value(Add(3))) == Add(3)
+    assert codec.decode_value(*codec.encode_value({"a": [1, 2]})) == {"a": [1, 2]}
+    with pytest.raises(CodecError, match=r"^cannot encode a reply's value: "):
+        codec.encode_value(object())

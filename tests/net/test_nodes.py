@@ -1,0 +1,350 @@
+"""Nodes over Trio memory streams, on the mock clock: references to another
+node's actors, replies, monitors, failures and their named errors."""
+
+from __future__ import annotations
+
+import logging
+import struct
+from typing import cast
+
+import msgspec
+import pytest
+import trio
+import trio.testing
+
+import actors
+from actors import ActorFailedError, ActorRef, ActorStoppedError, Down, Inbox, NodeDown, Reply
+from actors.net import (
+    CodecError,
+    Connection,
+    HandshakeError,
+    NodeDownError,
+    RemoteError,
+    Role,
+    open_node,
+)
+from actors.net._frames import Send
+
+from .messages import SECRET, Add, Echo, Hold, Release, Total, Unregistered, codec
+from .nodes import CounterMessage, connected
+
+
+async def test_a_remote_reference_tells_and_asks_over_the_connection() -> None:
+    async with connected() as pair:
+        ref = await pair.counter_ref()
+        assert ref.name == "counter@b"
+        for amount in range(10):
+            await ref.tell(Add(amount))
+        ref.tell_nowait(Add(100))
+        assert await ref.ask(Total, timeout=5) == 145
+        assert await ref.ask(Echo, "hi") == "HI"
+        assert await pair.peer_a.lookup("counter") == ref  # one reference per actor
+        assert await pair.peer_a.lookup("nobody") is None
+
+
+async def test_find_returns_typed_references_to_a_service() -> None:
+    key = actors.ServiceKey[CounterMessage]("counters")
+    async with connected() as pair:
+        local = pair.system_b.lookup("counter")
+        assert local is not None
+        pair.system_b.register(key, cast("ActorRef[CounterMessage]", local))
+        (ref,) = await pair.peer_a.find(key)
+        await ref.tell(Add(2))
+        assert await ref.ask(Total, timeout=5) == 2
+        assert await pair.peer_a.find(actors.ServiceKey[Add]("none")) == ()
+
+
+async def test_an_asked_actor_failing_fails_the_remote_ask_by_name() -> None:
+    async def fragile(inbox: Inbox[Total]) -> None:
+        async for _ in inbox:
+            raise ValueError("broken")
+
+    async def refuser(inbox: Inbox[Echo]) -> None:
+        async for envelope in inbox:
+            envelope.message.reply.fail(KeyError("no such thing"))
+
+    async with (
+        connected() as pair,
+        pair.system_b.open_supervisor(actors.OneForOne(intensity=5)) as sup,
+    ):
+        await sup.spawn(fragile, name="fragile")
+        await sup.spawn(refuser, name="refuser")
+        ref = cast("ActorRef[Total]", await pair.peer_a.lookup("fragile"))
+        with pytest.raises(
+            ActorFailedError, match=r"^actor 'fragile' failed before replying to message 0$"
+        ):
+            await ref.ask(Total, timeout=5)
+        echo = cast("ActorRef[Echo]", await pair.peer_a.lookup("refuser"))
+        with pytest.raises(RemoteError, match=r"^KeyError: 'no such thing'$") as raised:
+            await echo.ask(Echo, "x", timeout=5)
+        assert raised.value.kind == "KeyError"
+
+
+async def test_the_remote_actors_end_comes_back_to_its_monitors() -> None:
+    async with connected() as pair:
+        ref = await pair.counter_ref()
+        seen: list[Down] = []
+
+        async def monitor_it(inbox: Inbox[Down]) -> None:
+            inbox.monitor(ref)
+            async for envelope in inbox:
+                seen.append(envelope.message)
+
+        await pair.system_a.spawn(monitor_it, name="monitor")
+        await ref.tell(Add(1))
+        await ref.stop()  # over the connection: b's counter stops
+        assert pair.system_b.lookup("counter") is None
+        await trio.testing.wait_all_tasks_blocked()
+        assert [(down.address.name, down.reason) for down in seen] == [
+            ("counter@b", actors.Stopped())
+        ]
+        assert await ref.wait_stopped() == actors.Stopped()
+        with pytest.raises(ActorStoppedError, match=r"^actor 'counter@b' is stopped$"):
+            await ref.tell(Add(1))
+
+
+async def test_a_lost_connection_sends_node_down_exactly_once_and_fails_asks_in_flight() -> None:
+    async with connected() as pair:
+        ref = await pair.counter_ref()
+        seen: list[Down] = []
+
+        async def monitor_it(inbox: Inbox[Down]) -> None:
+            inbox.monitor(ref)
+            inbox.monitor(ref)
+            async for envelope in inbox:
+                seen.append(envelope.message)
+
+        await pair.system_a.spawn(monitor_it, name="monitor")
+        errors: list[BaseException] = []
+
+        async def ask_held() -> None:
+            try:
+                await ref.ask(Hold, timeout=60)
+            except NodeDownError as error:
+                errors.append(error)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(ask_held)
+            await trio.testing.wait_all_tasks_blocked()
+            assert pair.peer_a.statistics().asks_in_flight == 1
+            await pair.stream_b.aclose()  # node b's end goes away mid-ask
+        assert len(errors) == 1
+        assert str(errors[0]) == (
+            "the connection to node 'b' was lost before the reply came: "
+            "the stream ended without a Close frame"
+        )
+        await trio.testing.wait_all_tasks_blocked()
+        assert [(down.address.name, down.reason) for down in seen] == [
+            ("counter@b", NodeDown("b")),
+            ("counter@b", NodeDown("b")),
+        ]  # one per monitor
+        assert pair.node_a.peers == []
+        with pytest.raises(ActorStoppedError):
+            await ref.ask(Total, timeout=1)
+
+
+async def test_monitoring_after_the_node_went_down_gives_node_down_at_once() -> None:
+    async with connected() as pair:
+        ref = await pair.counter_ref()
+        await pair.peer_a.close("done")
+        assert pair.peer_a.reason == "closed here: done"
+        seen: list[Down] = []
+
+        async def monitor_it(inbox: Inbox[Down]) -> None:
+            inbox.monitor(ref)
+            async for envelope in inbox:
+                seen.append(envelope.message)
+
+        await pair.system_a.spawn(monitor_it, name="monitor")
+        await trio.testing.wait_all_tasks_blocked()
+        assert [down.reason for down in seen] == [NodeDown("b")]
+        assert pair.peer_b.reason == "closed by node 'a': done"
+        with pytest.raises(NodeDownError, match=r"^node 'b' is down: closed here: done$"):
+            await pair.peer_a.lookup("counter")
+
+
+async def test_a_cancelled_ask_leaves_nothing_behind() -> None:
+    async with connected() as pair:
+        ref = await pair.counter_ref()
+        with trio.move_on_after(1) as scope:
+            await ref.ask(Hold)
+        assert scope.cancelled_caught
+        assert pair.peer_a.statistics().asks_in_flight == 1  # its reply may still come
+        await ref.tell(Release())
+        assert await ref.ask(Total, timeout=5) == 0
+        assert pair.peer_a.statistics().asks_in_flight == 0  # it came, and was dropped
+        assert ref.statistics().pending_asks == 0
+
+
+async def test_an_ask_times_out_by_the_local_clock() -> None:
+    async with connected() as pair:
+        ref = await pair.counter_ref()
+        start = trio.current_time()
+        with pytest.raises(actors.AskTimeoutError, match=r"^ask of actor 'counter@b' got no"):
+            await ref.ask(Hold, timeout=3)
+        assert trio.current_time() - start == 3
+
+
+async def test_an_unknown_message_type_is_refused_and_the_connection_survives(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.WARNING, "actors.net")
+    async with connected() as pair:
+        ref = await pair.counter_ref()
+        # Node a's codec learns a class node b does not accept.
+        pair.node_a.codec.register(Unregistered, name="Unregistered")
+        await cast("ActorRef[Unregistered]", ref).tell(Unregistered())
+        await ref.tell(Add(5))
+        assert await ref.ask(Total, timeout=5) == 5
+        messages = [record.getMessage() for record in caplog.records]
+        assert "refused a frame from node 'a': unknown message type 'Unregistered'" in messages
+        assert "node 'b' refused a message: unknown message type 'Unregistered'" in messages
+
+
+async def test_an_unknown_ask_fails_with_the_peers_reason() -> None:
+    async with connected() as pair:
+        ref = await pair.counter_ref()
+        pair.node_a.codec.register(Unregistered, name="Nope")
+
+        import attrs
+
+        @attrs.frozen
+        class Strange:
+            reply: Reply[int]
+
+        pair.node_a.codec.register(Strange, name="Strange")
+        with pytest.raises(RemoteError, match=r"^CodecError: unknown message type 'Strange'$"):
+            await cast("ActorRef[Strange]", ref).ask(Strange, timeout=5)
+        assert await ref.ask(Total, timeout=5) == 0
+
+
+async def test_a_message_that_cannot_travel_is_refused_by_name_and_sends_nothing() -> None:
+    async with connected() as pair:
+        ref = cast("ActorRef[Unregistered]", await pair.counter_ref())
+        credit = pair.peer_a.statistics().credit
+        with pytest.raises(CodecError, match=r"^message class Unregistered is not registered"):
+            ref.tell_nowait(Unregistered())
+        with pytest.raises(CodecError, match=r"^message class Unregistered is not registered"):
+            await ref.tell(Unregistered())
+        assert pair.peer_a.statistics().credit == credit
+        counter = await pair.counter_ref()
+        assert await counter.ask(Total, timeout=5) == 0
+        assert pair.peer_a.statistics().asks_in_flight == 0
+
+
+async def test_an_oversize_frame_closes_the_connection_with_a_reason() -> None:
+    async with connected(max_frame=2048) as pair:
+        ref = await pair.counter_ref()
+        seen: list[Down] = []
+
+        async def monitor_it(inbox: Inbox[Down]) -> None:
+            inbox.monitor(ref)
+            async for envelope in inbox:
+                seen.append(envelope.message)
+
+        await pair.system_a.spawn(monitor_it, name="monitor")
+        with pytest.raises(NodeDownError):
+            await ref.ask(Echo, "x" * 5000, timeout=5)
+        await trio.testing.wait_all_tasks_blocked()
+        assert pair.peer_b.reason == "frame of 5013 bytes is over the limit of 2048 bytes"
+        assert pair.peer_a.reason == (
+            "closed by node 'b': frame of 5013 bytes is over the limit of 2048 bytes"
+        )
+        assert [down.reason for down in seen] == [NodeDown("b")]
+
+
+async def test_a_peer_without_the_secret_is_refused_and_nothing_it_sent_is_delivered() -> None:
+    delivered: list[object] = []
+
+    async def sink(inbox: Inbox[Add]) -> None:
+        async for envelope in inbox:
+            delivered.append(envelope.message)
+
+    async with actors.open_system() as system:
+        sink_ref = await system.spawn(sink, name="sink")
+        async with open_node(system, name="b", secret=SECRET, codec=codec(), listen=None) as b:
+            ours, theirs = trio.testing.memory_stream_pair()
+            # The impostor speaks the protocol with the wrong secret and sends a
+            # message to the sink (its uid guessed) right behind its proof.
+            impostor = Connection(role=Role.CLIENT, node="mallory", secret=b"x" * 32, codec=codec())
+            payload = msgspec.msgpack.encode(
+                Send(sink_ref.address.uid, "Add", msgspec.Raw(msgspec.msgpack.encode([1])))
+            )
+            refused: list[str] = []
+
+            async def accept() -> None:
+                with pytest.raises(HandshakeError) as raised:
+                    await b.accept(theirs)
+                refused.append(str(raised.value))
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(accept)
+                await ours.send_all(impostor.data_to_send())
+                while impostor.peer is None:
+                    impostor.receive_data(await ours.receive_some(4096))
+                await ours.send_all(
+                    impostor.data_to_send() + struct.pack(">I", len(payload)) + payload
+                )
+            assert refused == [
+                "handshake with node 'mallory' (as server): node 'mallory' does not hold the secret"
+            ]
+            assert b.peers == []
+            await trio.testing.wait_all_tasks_blocked()
+    assert delivered == []
+
+
+async def test_two_nodes_with_different_secrets_do_not_connect() -> None:
+    async with (
+        actors.open_system() as system_a,
+        actors.open_system() as system_b,
+        open_node(system_a, name="a", secret=b"x" * 32, codec=codec(), listen=None) as a,
+        open_node(system_b, name="b", secret=SECRET, codec=codec(), listen=None) as b,
+    ):
+        stream_a, stream_b = trio.testing.memory_stream_pair()
+
+        async def accept() -> None:
+            with pytest.raises(HandshakeError):
+                await b.accept(stream_b)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(accept)
+            with pytest.raises(HandshakeError):
+                await a.connect(stream_a)
+        assert a.peers == b.peers == []
+
+
+async def test_a_handshake_that_never_comes_times_out() -> None:
+    async with (
+        actors.open_system() as system,
+        open_node(
+            system, name="a", secret=SECRET, codec=codec(), listen=None, handshake_timeout=5
+        ) as node,
+    ):
+        stream, _silent = trio.testing.memory_stream_pair()
+        start = trio.current_time()
+        with pytest.raises(
+            HandshakeError, match=r"^handshake with an unnamed node \(as server\): no proof"
+        ):
+            await node.accept(stream)
+        assert trio.current_time() - start == 5
+
+
+async def test_bad_node_arguments_are_refused_before_anything_starts() -> None:
+    async with actors.open_system() as system:
+        with pytest.raises(TypeError, match=r"^a node's name must be a non-empty str, not 3$"):
+            async with open_node(system, name=3, secret=SECRET, codec=codec()):  # type: ignore[arg-type]
+                pass
+        with pytest.raises(TypeError, match=r"^a node's codec must be an actors.net.Codec"):
+            async with open_node(system, name="a", secret=SECRET, codec=[Add]):  # type: ignore[arg-type]
+                pass
+        with pytest.raises(ValueError, match=r"^a node's secret must be bytes, at least 16"):
+            async with open_node(system, name="a", secret=b"short", codec=codec()):
+                pass
+        with pytest.raises(ValueError, match=r"^a node's window must be a whole number >= 2"):
+            async with open_node(system, name="a", secret=SECRET, codec=codec(), window=0):
+                pass
+        with pytest.raises(ValueError, match=r"^handshake_timeout must be None or a number"):
+            async with open_node(
+                system, name="a", secret=SECRET, codec=codec(), handshake_timeout=-1
+            ):
+                pass
