@@ -12,6 +12,7 @@ of a string): integers hash as themselves, strings by CRC-32 of their UTF-8.
 
 from __future__ import annotations
 
+import operator
 import zlib
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -33,6 +34,9 @@ def _stable(value: Datum) -> int:
         return _NULL if value is None else _NAN
     # int, bool and float hash alike in every process (only str and bytes are salted).
     return hash(value)
+
+
+_ROW = operator.itemgetter(0)
 
 
 def stable_hash(values: Sequence[Datum]) -> int:
@@ -108,7 +112,8 @@ class Arrangement:
     def _add(self, updates: Sequence[Update]) -> None:
         self.log.extend(updates)
         by_key = self.by_key
-        if len(self.key) == 1 and all(len(u[0]) > self.key[0] for u in updates):
+        # Every row has the key column (checked in C: no Python call per row).
+        if len(self.key) == 1 and min(map(len, map(_ROW, updates))) > self.key[0]:
             (column,) = self.key
             for update in updates:
                 single: Row = (update[0][column],)

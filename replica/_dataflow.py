@@ -295,8 +295,10 @@ def render(description: DataflowDescription, number: int, context: Context) -> D
         key = keyed.get(source.id)
         operator: Operator
         if key is not None:
-            route = router(key, context.workers)
-            operator = KeyedShardSource(shard, times, context.worker, route, stop)
+            parts = shard.partitioned(
+                ("key", key, context.workers), context.workers, router(key, context.workers)
+            )
+            operator = KeyedShardSource(shard, times, context.worker, parts, stop)
         else:
             operator = ShardSource(shard, times, context.worker, context.workers, stop)
         streams[source.id] = add(operator)

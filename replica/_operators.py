@@ -23,7 +23,7 @@ import attrs
 from ._arrangement import Arrangement, column_router, key_function, stable_hash
 from ._exchange import Exchange
 from ._protocol import Row, Update
-from ._shard import Shard
+from ._shard import Partitioned, Shard
 
 
 @attrs.define(eq=False)
@@ -127,17 +127,18 @@ class KeyedShardSource(Operator):
     shard: Shard
     times: Times
     worker: int
-    route: Callable[[Row], int]
+    # The shard's updates split by the key's route, shared with the other
+    # workers' sources (each update is routed once, not once per worker).
+    partitioned: Partitioned
     stop_listening: Callable[[], None]
     out: Stream = attrs.field(factory=Stream)
     cursor: int = 0
 
     def step(self) -> None:
-        updates, end = self.shard.updates, len(self.shard.updates)
+        mine = self.partitioned.part(self.worker)
+        end = len(mine)
         if end > self.cursor:
-            route, worker = self.route, self.worker
-            mine = [u for u in updates[self.cursor : end] if route(u[0]) == worker]
-            self.out.push(self.times.admit(mine))
+            self.out.push(self.times.admit(mine[self.cursor : end]))
             self.cursor = end
         self.out.frontier = self.times.cap(self.shard.upper)
 

@@ -29,6 +29,18 @@ class Shard:
     updates: list[Update] = attrs.field(factory=list)
     _listeners: dict[int, Callable[[], None]] = attrs.field(factory=dict)
     _next_listener: int = 0
+    # The updates split by a route, once for all the readers that read them so
+    # (the workers of an index of this shard), by what names the route.
+    _partitions: dict[object, Partitioned] = attrs.field(factory=dict)
+
+    def partitioned(self, name: object, parts: int, route: Callable[[Row], int]) -> Partitioned:
+        """The updates split into ``parts`` by ``route``, shared by every
+        reader that asks under the same ``name`` (a route is a pure function of
+        a row: the same name must mean the same route)."""
+        found = self._partitions.get(name)
+        if found is None:
+            found = self._partitions[name] = Partitioned(self, parts, route)
+        return found
 
     def write(self, ts: int, rows: Iterable[Row]) -> int:
         """Append ``rows`` at ``ts`` (each once); the upper becomes ``ts + 1``.
@@ -93,6 +105,36 @@ class Shard:
     def _notify(self) -> None:
         for wake in list(self._listeners.values()):
             wake()
+
+
+@attrs.define(eq=False)
+class Partitioned:
+    """A shard's updates split into parts by a route, in arrival order: the
+    routing of each update happens once, however many workers read a part."""
+
+    shard: Shard
+    parts: int
+    route: Callable[[Row], int]
+    _split: list[list[Update]] = attrs.field(init=False)
+    # Invariant: the updates before ``_cursor`` are in ``_split``.
+    _cursor: int = 0
+
+    def __attrs_post_init__(self) -> None:
+        self._split = [[] for _ in range(self.parts)]
+
+    def part(self, index: int) -> list[Update]:
+        """Part ``index``: every update of the shard so far that routes there
+        (the list grows; readers keep their own position in it)."""
+        if self.parts == 1:
+            return self.shard.updates
+        updates = self.shard.updates
+        end = len(updates)
+        if end > self._cursor:
+            split, route = self._split, self.route
+            for update in updates[self._cursor : end]:
+                split[route(update[0])].append(update)
+            self._cursor = end
+        return self._split[index]
 
 
 @attrs.define(eq=False)
