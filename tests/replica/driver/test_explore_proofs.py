@@ -44,6 +44,7 @@ def exploring(spec: Spec, topology: Topology) -> Callable[[], Awaitable[None]]:
         ("divergent_compaction_interactive_only.spec", 1, 1),
         ("divergent_compaction_interactive_only.spec", 1, 2),
         ("divergent_compaction_interactive_only.spec", 2, 1),
+        ("divergent_compaction_interactive_only.spec", 2, 2),
         ("divergent_compaction_maintenance_only.spec", 1, 1),
     ],
 )
