@@ -163,7 +163,7 @@ class Codec:
             del values[index]
         try:
             data = self._encoder.encode(values)
-        except (TypeError, ValueError, OverflowError) as error:
+        except (TypeError, ValueError, OverflowError, RecursionError) as error:
             raise CodecError(f"cannot encode message {entry.name!r}: {error}") from None
         return entry.name, data, has_reply
 
@@ -172,8 +172,9 @@ class Codec:
         ``ask`` has ``None`` in its reply field, to be replaced with
         :meth:`attach_reply` before anyone sees it. Raises
         :class:`CodecError` for an unknown name, values that do not match
-        the fields, a class's validator refusing them, or an ask of a class
-        with no reply field."""
+        the fields (or nested deeper than the interpreter can decode), the
+        class refusing them (whatever its validators raise), or an ask of a
+        class with no reply field."""
         entry = self._by_name.get(name)
         if entry is None:
             raise CodecError(f"unknown message type {name!r}")
@@ -181,7 +182,7 @@ class Codec:
             raise CodecError(f"message type {name!r} has no reply field, so it cannot be asked")
         try:
             values = list(entry.decoder.decode(data))
-        except (msgspec.DecodeError, msgspec.ValidationError) as error:
+        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as error:
             raise CodecError(f"message {name!r}: {error}") from None
         if entry.reply_index is not None:
             values.insert(entry.reply_index, None)
@@ -189,6 +190,12 @@ class Codec:
             return entry.cls(*values)
         except (TypeError, ValueError) as error:
             raise CodecError(f"message {name!r} refused by its class: {error}") from None
+        except Exception as error:
+            # What the peer sent must not end the node, whatever the class's
+            # validators raise.
+            raise CodecError(
+                f"message {name!r} refused by its class: {type(error).__name__}: {error}"
+            ) from None
 
     def attach_reply(self, message: object, reply: Reply[Any]) -> None:
         """Put ``reply`` in the reply field of ``message``, just decoded as an
@@ -210,7 +217,7 @@ class Codec:
             return name, data
         try:
             return None, self._encoder.encode(value)
-        except (TypeError, ValueError, OverflowError) as error:
+        except (TypeError, ValueError, OverflowError, RecursionError) as error:
             raise CodecError(f"cannot encode a reply's value: {error}") from None
 
     def decode_value(self, name: str | None, data: bytes) -> object:
@@ -220,7 +227,7 @@ class Codec:
             return self.decode(name, data, ask=False)
         try:
             return msgspec.msgpack.decode(data)
-        except msgspec.DecodeError as error:
+        except (msgspec.DecodeError, RecursionError) as error:
             raise CodecError(f"a reply's value: {error}") from None
 
     def reply_of(self, message: object) -> Reply[Any] | None:

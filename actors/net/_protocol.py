@@ -338,7 +338,7 @@ class Connection:
     def _handle_frame(self, payload: bytes, events: list[Event]) -> None:
         try:
             frame = self._decoder.decode(payload)
-        except (msgspec.DecodeError, msgspec.ValidationError) as error:
+        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as error:
             if self.state is not State.OPEN:
                 self._refuse(f"handshake: undecodable frame: {error}", events)
                 return

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import cast
 
 import attrs
+import msgspec
 import pytest
 
 from actors import ActorRef, Reply
@@ -85,3 +86,34 @@ def test_reply_values_travel_as_builtins_or_registered_classes() -> None:
     assert codec.decode_value(*codec.encode_value({"a": [1, 2]})) == {"a": [1, 2]}
     with pytest.raises(CodecError, match=r"^cannot encode a reply's value: "):
         codec.encode_value(object())
+
+
+@attrs.frozen
+class Asserting:
+    value: int = attrs.field()
+
+    @value.validator
+    def _check(self, attribute: attrs.Attribute[int], value: int) -> None:
+        assert value > 0, "not positive"
+
+
+def test_a_class_refusing_values_with_any_exception_is_a_codec_error() -> None:
+    codec = Codec([Asserting])
+    name, _, _ = codec.encode(Asserting(1))
+    with pytest.raises(
+        CodecError, match=r"^message '.*Asserting' refused by its class: AssertionError: not"
+    ):
+        codec.decode(name, msgspec.msgpack.encode([-1]), ask=False)
+
+
+def test_values_too_deep_to_encode_or_decode_are_codec_errors() -> None:
+    codec = Codec([Tagged])
+    endless: list[object] = []
+    endless.append(endless)
+    with pytest.raises(CodecError, match=r"^cannot encode a reply's value: maximum recursion"):
+        codec.encode_value(endless)
+    with pytest.raises(CodecError, match=r"^cannot encode message '.*Tagged': maximum recursion"):
+        codec.encode(Tagged(endless))  # type: ignore[arg-type]
+    deep = b"\x91" * 100_000 + b"\xc0"
+    with pytest.raises(CodecError, match=r"^a reply's value: maximum recursion depth exceeded"):
+        codec.decode_value(None, deep)

@@ -269,3 +269,20 @@ def test_bad_arguments_are_refused_by_name() -> None:
         Connection(role=Role.CLIENT, node="a", secret=b"short", codec=codec())
     with pytest.raises(ValueError, match=r"^a connection's window must be a whole number >= 2"):
         Connection(role=Role.CLIENT, node="a", secret=SECRET, codec=codec(), window=1)
+
+
+def test_values_nested_deeper_than_the_decoder_can_go_are_a_refused_frame() -> None:
+    client, server = opened()
+    deep = b"\x91" * 100_000 + b"\xc0"  # a list in a list in a list ...
+    payload = msgspec.msgpack.encode(Send(3, "Add", msgspec.Raw(deep), 4))
+    seen = server.receive_data(struct.pack(">I", len(payload)) + payload)
+    assert seen == [
+        FrameRefused(
+            "undecodable frame: maximum recursion depth exceeded while deserializing an object",
+            None,
+        )
+    ]
+    client.send_message(3, Add(2))
+    _, seen = pump(client, server)
+    assert seen == [MessageReceived(3, Add(2), None)]
+    assert server.state is client.state is State.OPEN
