@@ -169,7 +169,8 @@ class Connection:
         self._out = bytearray()
         self._encoder = msgspec.msgpack.Encoder()
         self._decoder = msgspec.msgpack.Decoder(Frame)
-        # Invariant: 0 <= credit; the peer's unreported messages <= window.
+        # Invariant: 0 <= credit; the peer's messages not granted back
+        # (undelivered + to_grant) <= window.
         self._credit = 0
         self._undelivered = 0
         self._to_grant = 0
@@ -387,7 +388,9 @@ class Connection:
 
     def _send_in(self, frame: Send, events: list[Event]) -> None:
         self._undelivered += 1
-        if self._undelivered > self._window:
+        # What the peer sent and we have not granted back yet: delivered
+        # messages whose credit waits for a batch still count.
+        if self._undelivered + self._to_grant > self._window:
             self._refuse(f"the peer sent past its credit of {self._window} messages", events)
             return
         try:

@@ -286,3 +286,14 @@ def test_values_nested_deeper_than_the_decoder_can_go_are_a_refused_frame() -> N
     _, seen = pump(client, server)
     assert seen == [MessageReceived(3, Add(2), None)]
     assert server.state is client.state is State.OPEN
+
+
+def test_a_peer_that_sends_past_its_credit_while_a_grant_is_held_back_is_closed() -> None:
+    _client, server = opened(window=4)
+    payload = msgspec.msgpack.encode(Send(1, "Add", msgspec.Raw(msgspec.msgpack.encode([1]))))
+    frame = struct.pack(">I", len(payload)) + payload
+    assert server.receive_data(frame * 4) == [MessageReceived(1, Add(1), None)] * 4
+    server.delivered(1)  # below half a window: its credit is held back, not granted
+    assert server.receive_data(frame) == [
+        ConnectionClosed("the peer sent past its credit of 4 messages", by_peer=False)
+    ]
