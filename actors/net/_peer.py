@@ -428,9 +428,13 @@ class Peer(metaclass=NoPublicConstructor):
                     request.actors = event.actors
                     request.done.set()
             case StopRequested():
+                # What ``ref.stop()`` does before it waits: no task, so a
+                # flood of Stop frames costs nothing (the end goes back as
+                # an Ended frame when it comes).
                 export = self._exported.get(event.target)
-                if export is not None and self._nursery is not None:
-                    self._nursery.start_soon(export.ref.stop)
+                if export is not None and export.cell.state is not ActorState.STOPPED:
+                    export.cell.stop_requested = True
+                    export.cell.close_mailbox()
             case EndedReceived():
                 cell = self._remote.pop(event.target, None)
                 if cell is not None and cell.state is not ActorState.STOPPED:

@@ -348,3 +348,27 @@ async def test_bad_node_arguments_are_refused_before_anything_starts() -> None:
                 system, name="a", secret=SECRET, codec=codec(), handshake_timeout=-1
             ):
                 pass
+
+
+async def test_a_flood_of_stop_frames_starts_no_task_per_frame() -> None:
+    async with connected() as pair:
+        busy = trio.Event()
+
+        async def slow_to_stop(inbox: Inbox[Add]) -> None:
+            await busy.wait()
+            async for _ in inbox:
+                pass
+
+        await pair.system_b.spawn(slow_to_stop, name="slow")
+        ref = await pair.peer_a.lookup("slow")
+        assert ref is not None
+        uid = ref.address.uid
+        assert pair.peer_b._nursery is not None
+        tasks = len(pair.peer_b._nursery.child_tasks)
+        for _ in range(1000):
+            pair.peer_a._conn.send_stop(uid)
+        pair.peer_a._writer_lot.unpark()
+        await trio.testing.wait_all_tasks_blocked()
+        assert len(pair.peer_b._nursery.child_tasks) == tasks
+        busy.set()
+        assert await ref.wait_stopped() == actors.Stopped()
