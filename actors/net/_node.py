@@ -267,6 +267,9 @@ async def open_node(
             yield node
         finally:
             with trio.CancelScope(shield=True), trio.move_on_after(close_timeout):
+                # All at once: one peer slow to close holds up none of the others.
                 for peer in list(node.peers):
-                    await peer.close("node closing")
+                    peer._begin_close("node closing")
+                for peer in list(node.peers):
+                    await peer.closed.wait()
             nursery.cancel_scope.cancel()

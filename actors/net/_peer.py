@@ -138,6 +138,12 @@ class Peer(metaclass=NoPublicConstructor):
         # Invariant: True exactly while the writer's send_all is under way;
         # then nothing else writes (what is queued waits for the writer).
         self._sending = False
+        # The writer's send_all under way, if any: when the connection goes
+        # down, it gets the close timeout to finish (a peer that stopped
+        # reading cannot hold the close up for ever).
+        self._send_scope: trio.CancelScope | None = None
+        # When the writer gives up flushing, once the connection went down.
+        self._close_by = float("inf")
         # Bytes a non-blocking write left over: the writer sends them first.
         self._leftover = b""
         # The socket's descriptor, for non-blocking writes from any task
@@ -237,18 +243,29 @@ class Peer(metaclass=NoPublicConstructor):
     async def close(self, reason: str = "closed") -> None:
         """Close the connection politely (the peer reads ``reason``) and wait
         until it is down: the references to the peer's actors end with
-        :class:`~actors.NodeDown`, as for a lost connection. Idempotent.
-        A checkpoint; if cancelled, the connection still closes."""
+        :class:`~actors.NodeDown`, as for a lost connection. What is queued
+        gets the close timeout to go out, even to a peer that stopped
+        reading. Idempotent. A checkpoint; if cancelled, the connection
+        still closes."""
+        self._begin_close(reason)
+        await self.closed.wait()
+
+    def _begin_close(self, reason: str) -> None:
+        """Queue the ``Close`` and let the writer end the peer; never blocks."""
         if self._conn.close(reason) is not None:
             self._down(f"closed here: {reason}")
         self._writer_lot.unpark()
-        await self.closed.wait()
 
     def _down(self, reason: str) -> None:
         """The connection is over: remember why, and stop reading (the
-        writer flushes what is queued, such as a ``Close``, and ends)."""
+        writer flushes what is queued, such as a ``Close``, and ends, within
+        the close timeout even if a write was under way)."""
         if self.reason is None:
             self.reason = reason
+            self._close_by = trio.current_time() + self._close_timeout
+        scope = self._send_scope
+        if scope is not None:
+            scope.deadline = self._close_by
         self._writer_lot.unpark()
 
     def _teardown(self) -> None:
@@ -295,7 +312,9 @@ class Peer(metaclass=NoPublicConstructor):
     async def _writer(self) -> None:
         """Send what the connection queued, a burst per ``send_all``; after
         the connection closed, flush the rest (within the close timeout)
-        and end the peer."""
+        and end the peer. A write under way when the connection goes down
+        gets the close timeout to finish; cut short, it leaves the stream
+        mid-frame, and nothing more is written."""
         stream = self._stream
         try:
             while self.reason is None:
@@ -303,15 +322,21 @@ class Peer(metaclass=NoPublicConstructor):
                 if data:
                     self._sending = True
                     try:
-                        await stream.send_all(data)
+                        with trio.CancelScope() as scope:
+                            self._send_scope = scope
+                            await stream.send_all(data)
                     finally:
                         self._sending = False
+                        self._send_scope = None
+                    if scope.cancelled_caught:
+                        break
                 else:
                     await self._writer_lot.park()
-            data = self._take_output()
-            if data:
-                with trio.move_on_after(self._close_timeout):
-                    await stream.send_all(data)
+            else:
+                data = self._take_output()
+                if data:
+                    with trio.move_on_at(self._close_by):
+                        await stream.send_all(data)
         except (trio.BrokenResourceError, trio.ClosedResourceError) as error:
             self._down(f"the connection broke: {error or type(error).__name__}")
         assert self._nursery is not None

@@ -131,3 +131,34 @@ async def test_a_sender_waiting_for_credit_learns_that_the_node_went_down() -> N
                 await ref.tell(Add(4))  # waits for credit until the node goes down
         assert trio.current_time() - start == 1
         let_go.set()
+
+
+class StallingStream(CountingStream):
+    """A stream whose writes block for ever once ``stall`` is set (a peer
+    that stopped reading)."""
+
+    stall = False
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        if self.stall:
+            await trio.sleep_forever()
+        await super().send_all(data)
+
+
+def stalling_pair() -> tuple[trio.abc.Stream, trio.abc.Stream]:
+    a, b = trio.testing.memory_stream_pair()
+    return StallingStream(a), b
+
+
+async def test_closing_a_peer_that_stopped_reading_takes_the_close_timeout_at_most() -> None:
+    async with connected(stream_pair=stalling_pair) as pair:
+        ref = await pair.counter_ref()
+        assert isinstance(pair.stream_a, StallingStream)
+        pair.stream_a.stall = True
+        ref.tell_nowait(Add(1))  # the writer's send_all blocks on it
+        await trio.testing.wait_all_tasks_blocked()
+        start = trio.current_time()
+        await pair.peer_a.close("bye")
+        assert trio.current_time() - start == 5  # the default close timeout
+        assert pair.peer_a.reason == "closed here: bye"
+        assert pair.node_a.peers == []
