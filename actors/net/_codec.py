@@ -149,7 +149,8 @@ class Codec:
     def encode(self, message: object) -> tuple[str, bytes, bool]:
         """``message`` as its registered name, its field values (MessagePack)
         and whether it carries a reply (an ask). Raises :class:`CodecError`
-        if its class is not registered or a value cannot be encoded."""
+        if its class is not registered, a value cannot be encoded, or its
+        class has a reply field holding no ``Reply`` (only an ask sends it)."""
         entry = self._by_class.get(type(message))
         if entry is None:
             raise CodecError(
@@ -160,6 +161,11 @@ class Codec:
         has_reply = False
         if index is not None:
             has_reply = isinstance(values[index], Reply)
+            if not has_reply:
+                raise CodecError(
+                    f"message {entry.name!r} has a reply field, so it must be asked "
+                    f"(its reply field holds {values[index]!r}, not a Reply)"
+                )
             del values[index]
         try:
             data = self._encoder.encode(values)
@@ -171,7 +177,8 @@ class Codec:
         """The message of class ``name`` with the field values ``data``; an
         ``ask`` has ``None`` in its reply field, to be replaced with
         :meth:`attach_reply` before anyone sees it. Raises
-        :class:`CodecError` for an unknown name, values that do not match
+        :class:`CodecError` for an unknown name, a tell of a class with a
+        reply field, values that do not match
         the fields (or nested deeper than the interpreter can decode), the
         class refusing them (whatever its validators raise), or an ask of a
         class with no reply field."""
@@ -180,6 +187,9 @@ class Codec:
             raise CodecError(f"unknown message type {name!r}")
         if ask and entry.reply_index is None:
             raise CodecError(f"message type {name!r} has no reply field, so it cannot be asked")
+        if not ask and entry.reply_index is not None:
+            # Its actor would find None where the class promises a Reply.
+            raise CodecError(f"message type {name!r} has a reply field, so it must be asked")
         try:
             values = list(entry.decoder.decode(data))
         except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as error:

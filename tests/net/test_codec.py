@@ -117,3 +117,17 @@ def test_values_too_deep_to_encode_or_decode_are_codec_errors() -> None:
     deep = b"\x91" * 100_000 + b"\xc0"
     with pytest.raises(CodecError, match=r"^a reply's value: maximum recursion depth exceeded"):
         codec.decode_value(None, deep)
+
+
+def test_a_class_with_a_reply_field_travels_only_as_an_ask() -> None:
+    codec = Codec([Echo])
+    with pytest.raises(
+        CodecError,
+        match=r"^message '.*Echo' has a reply field, so it must be asked "
+        r"\(its reply field holds None, not a Reply\)$",
+    ):
+        codec.encode(Echo("hi", None))  # type: ignore[arg-type]
+    reply = cast("Reply[str]", Reply._create("echo", 0, None, None))
+    name, data, _ = codec.encode(Echo("hi", reply))
+    with pytest.raises(CodecError, match=r"^message type '.*Echo' has a reply field, so it must"):
+        codec.decode(name, data, ask=False)  # a tell of it, as a hostile peer would send
