@@ -96,9 +96,8 @@ class _Ask:
 
 @attrs.define(eq=False)
 class _Links:
-    """What only some actors have: monitors, end callbacks, waiters on an
-    incarnation's end. Made on first use, so an actor that uses none pays
-    nothing for them."""
+    """What only some actors have: monitors, end callbacks, timers. Made on
+    first use, so an actor that uses none pays nothing for them."""
 
     # Monitors on this actor: the watcher of each.
     watchers: dict[Monitor, _Cell[Any]] = attrs.field(factory=dict)
@@ -109,9 +108,6 @@ class _Links:
     # Called with the exit reason when the actor ends for good (the registry's
     # entries and subscriptions leave this way).
     on_end: list[Callable[[ExitReason], None]] = attrs.field(factory=list)
-    # Tasks in ref.stop(), ref.kill() or ref.wait_stopped(), woken when an
-    # incarnation ends.
-    incarnation_ended: trio.lowlevel.ParkingLot | None = None
     # The current incarnation's timers, by key (see ._timers).
     timers: dict[Hashable, _Timer] | None = None
     # The messages of timers posted and not yet taken, by stamp: a message
@@ -164,6 +160,10 @@ class _Cell(Generic[M]):
     # held when it came). None until first needed.
     system_queue: collections.deque[tuple[int, Envelope[M]]] | None = None
     links: _Links | None = None
+    # Tasks in ref.stop(), ref.kill() or ref.wait_stopped(), woken when an
+    # incarnation ends. None until the first such wait (apart from the
+    # links: a stop needs none of them).
+    incarnation_ended: trio.lowlevel.ParkingLot | None = None
 
     @classmethod
     def open(
@@ -315,10 +315,10 @@ class _Cell(Generic[M]):
         if self.state is ActorState.STOPPED:
             await trio.lowlevel.checkpoint()
             return
-        links = self.linked()
-        if links.incarnation_ended is None:
-            links.incarnation_ended = trio.lowlevel.ParkingLot()
-        await links.incarnation_ended.park()
+        lot = self.incarnation_ended
+        if lot is None:
+            lot = self.incarnation_ended = trio.lowlevel.ParkingLot()
+        await lot.park()
 
     async def wait_ended(self) -> ExitReason:
         """Wait until the actor ended for good (through its restarts), and
@@ -366,17 +366,48 @@ class _Cell(Generic[M]):
                 for timer in links.timers.values():
                     timer.cancel()
                 links.timers.clear()
-            if links.incarnation_ended is not None:
-                links.incarnation_ended.unpark_all()
+        if self.incarnation_ended is not None:
+            self.incarnation_ended.unpark_all()
 
     def terminate(self, reason: ExitReason) -> None:
         """The actor's task is ending for ``reason``: close the mailbox, report
         what it accepted and will never deliver, fail the asks that will get no
         reply (those it never took; those it took were settled when its last
-        incarnation ended), and tell its watchers."""
+        incarnation ended), and tell its watchers. What no actor of the end
+        needs (no message left, no ask, no tracer, no links) costs a test."""
         if self.running:
             self.end_incarnation(reason)
         self.close_mailbox()
+        receive = self.receive_channel
+        if self.system_queue is not None or has_queued(receive):
+            self._drop_undelivered()
+        receive.close()
+        if self.pending:
+            self._withdraw_untaken()
+        self.state = ActorState.STOPPED
+        self.exit_reason = reason
+        if self.tracer is not None:
+            self.record(EventKind.STOPPED, detail=type(reason).__name__.lower())
+        links = self.links
+        if links is not None:
+            links.timed = None
+            if links.watchers:
+                address = self.address
+                for monitor, watcher in links.watchers.items():
+                    assert watcher.links is not None, "a watcher has links"
+                    del watcher.links.watching[monitor]
+                    watcher.post(Down(address, reason, monitor))
+                links.watchers.clear()
+            if links.on_end:
+                for callback in links.on_end:
+                    callback(reason)
+                links.on_end.clear()
+        if self.incarnation_ended is not None:
+            self.incarnation_ended.unpark_all()
+
+    def _drop_undelivered(self) -> None:
+        """Report what the closed mailbox accepted and will never deliver
+        (the system queue's framework messages too), and empty it."""
         dropped = 0
         while has_queued(self.receive_channel):
             envelope = self.receive_channel.receive_nowait()
@@ -390,31 +421,15 @@ class _Cell(Generic[M]):
             logger.warning(
                 "actor %r ended with %d undelivered messages (dropped)", self.address.name, dropped
             )
-        self.receive_channel.close()
+
+    def _withdraw_untaken(self) -> None:
+        """Fail the pending asks whose message the actor never took."""
         name = self.address.name
-        pending = self.pending
-        if pending:
-            for seq in [seq for seq, ask in pending.items() if not (ask.taken or ask.reply.done)]:
-                pending.pop(seq).reply._withdraw(
-                    ActorStoppedError(f"actor {name!r} stopped before taking message {seq}")
-                )
-        self.state = ActorState.STOPPED
-        self.exit_reason = reason
-        if self.tracer is not None:
-            self.record(EventKind.STOPPED, detail=type(reason).__name__.lower())
-        links = self.links
-        if links is not None:
-            links.timed = None
-            for monitor, watcher in links.watchers.items():
-                assert watcher.links is not None, "a watcher has links"
-                del watcher.links.watching[monitor]
-                watcher.post(Down(self.address, reason, monitor))
-            links.watchers.clear()
-            for callback in links.on_end:
-                callback(reason)
-            links.on_end.clear()
-            if links.incarnation_ended is not None:
-                links.incarnation_ended.unpark_all()
+        pending = self.pending or {}
+        for seq in [seq for seq, ask in pending.items() if not (ask.taken or ask.reply.done)]:
+            pending.pop(seq).reply._withdraw(
+                ActorStoppedError(f"actor {name!r} stopped before taking message {seq}")
+            )
 
 
 async def stop_last_first(entries: dict[Any, T], cell_of: Callable[[T], _Cell[Any]]) -> None:

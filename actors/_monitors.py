@@ -88,6 +88,9 @@ class NodeDown:
         return f"node {self.node!r} down"
 
 
+KILLED = Killed()
+"""The one :class:`Killed` the framework hands out (equal to every other)."""
+
 ExitReason = Normal | Stopped | Failed | Killed | NodeDown
 """Why an actor ended. More reasons may come: match with a default case.
 ``reason.abnormal`` is ``True`` for :class:`Failed`, :class:`Killed` and

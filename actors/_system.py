@@ -16,7 +16,7 @@ from ._envelope import Address, current_address
 from ._errors import ActorNameError
 from ._inbox import Inbox
 from ._mailbox import ActorRef
-from ._monitors import ExitReason, Failed, Killed, Normal, Stopped
+from ._monitors import KILLED, ExitReason, Failed, Normal, Stopped
 from ._pool import Pool, Routing, open_pool
 from ._registry import Listing, ServiceKey, _Registry
 from ._sequencer import Sequencer
@@ -137,13 +137,13 @@ class ActorSystem(metaclass=NoPublicConstructor):
         supervisor restarts it; then end it (see :mod:`._supervision`)."""
         current_address.set(cell.address)
         inbox = cast("Inbox[M]", Inbox._create(cell))
-        reason: ExitReason = Killed()
+        reason: ExitReason = KILLED
         restarting = False
         try:
             while True:
                 # Killed unless the behaviour call ends otherwise: a cancel
                 # scope swallows the cancellation it was cancelled with.
-                reason = Killed()
+                reason = KILLED
                 with cell.scope:
                     cell.running = True
                     if child is not None:
@@ -183,7 +183,7 @@ class ActorSystem(metaclass=NoPublicConstructor):
                 try:
                     ended = await child.supervisor._after_end(child, reason)
                 except trio.Cancelled:
-                    reason = Killed()  # cancelled while it waited to restart
+                    reason = KILLED  # cancelled while it waited to restart
                     raise
                 if ended is not None:
                     reason = ended

@@ -35,7 +35,11 @@ Rows:
   the watcher, timed until the n actors ended (what the ``Down`` adds is the
   difference of the times per op), and ``trio tasks cancelled N=n``: n bare
   tasks parked on a memory channel, cancelled the same way (what trio's own
-  cancellation of n parked tasks costs).
+  cancellation of n parked tasks costs). ``actors Down delivery N=n``: one
+  actor monitored n times by one watcher is killed, one op one ``Down``
+  taken: the delivery of a ``Down`` alone, the end it reports paid once
+  (another reading of "time per Down" than ``actors Down``, which charges
+  each ``Down`` the end of its actor).
 
 Not rows: :func:`idle_actor_memory` (bytes per idle actor, with tracemalloc),
 which ``bench/run.py`` prints after the table, and the same figure for an
@@ -318,6 +322,38 @@ def make_ends(monitored: bool) -> BenchFn:
     return bench
 
 
+async def watching_one(
+    inbox: Inbox[Down], target: actors.ActorRef[int], n: int, countdown: Countdown
+) -> None:
+    for _ in range(n):
+        inbox.monitor(target)
+    async for _ in inbox:
+        countdown.count()
+
+
+def down_delivery(n: int) -> tuple[int, float]:
+    """The Down alone: one actor monitored n times by one watcher is killed;
+    timed until the watcher has taken every ``Down``. One end, n Downs: the
+    time per Down is what delivering one costs (its making, its mailbox or
+    system queue, its receive), without the end of an actor per Down that
+    ``actors Down`` charges it (see ``actors end``)."""
+
+    async def main() -> float:
+        countdown = Countdown(n)
+        async with actors.open_system() as system:
+            target = await system.spawn(idle, name="target")
+            await system.spawn(watching_one, target, n, countdown, name="watcher")
+            await trio.testing.wait_all_tasks_blocked()
+            t0 = time.perf_counter()
+            await target.kill()
+            await countdown.done.wait()
+            elapsed = time.perf_counter() - t0
+            system.cancel()  # the watcher's end is not timed
+            return elapsed
+
+    return n, trio.run(main)
+
+
 def bare_task_ends(n: int) -> tuple[int, float]:
     """The bare-trio reference of ``actors end``: n tasks parked on a
     capacity-64 memory channel each, in a nursery of their own, which is
@@ -545,6 +581,13 @@ def actors_benchmarks() -> list[Any]:
             DOWN_ACTORS,
             DOWN_ACTORS // QUICK,
             "end",
+        ),
+        Bench(
+            f"actors Down delivery N={DOWN_ACTORS}",
+            down_delivery,
+            DOWN_ACTORS,
+            DOWN_ACTORS // QUICK,
+            "Down",
         ),
         Bench(
             f"trio tasks cancelled N={DOWN_ACTORS}",

@@ -49,6 +49,25 @@ async def test_an_idle_named_actor_holds_none_of_the_lazy_structures() -> None:
         assert lazy_structures(ref) == (None, None, None)
 
 
+async def test_an_end_waited_for_builds_none_of_the_lazy_structures() -> None:
+    """A stop, a kill and a wait for the end park on the cell's own lot: an
+    actor that used nothing ends without making its links, and every end
+    of it reads the same reason."""
+    async with actors.open_system() as system:
+        stopped = await system.spawn(counter, name="stopped")
+        killed = await system.spawn(counter, name="killed")
+        await trio.testing.wait_all_tasks_blocked()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(stopped.wait_stopped)
+            await trio.testing.wait_all_tasks_blocked()
+            await stopped.stop()
+        await killed.kill()
+        assert lazy_structures(stopped) == lazy_structures(killed) == (None, None, None)
+        assert await stopped.wait_stopped() == actors.Stopped()
+        assert await killed.wait_stopped() == actors.Killed()
+        assert stopped._cell.incarnation_ended is not None
+
+
 async def test_features_used_around_an_actor_cost_it_nothing() -> None:
     async with actors.open_system() as system:
         bystander = await system.spawn(counter, name="bystander")
