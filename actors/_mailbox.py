@@ -290,6 +290,25 @@ class ActorRef(Generic[M_contra], metaclass=NoPublicConstructor):
             cell.close_mailbox()
         await cell.wait_incarnation_end()
 
+    def stop_nowait(self) -> None:
+        """Ask the actor to stop gracefully, as :meth:`stop` does, without
+        waiting for it to end: it accepts nothing more at once, delivers what
+        it already accepted, and ends as :class:`~actors.Stopped` (a monitor
+        learns when). Stopping many actors this way lets them drain and end
+        together. Idempotent; an actor may call it on itself (its loop then
+        drains and returns). Never blocks, and not a checkpoint. Only from the
+        Trio thread of the actor's system.
+        """
+        cell = self._cell
+        if not in_trio_thread(cell.token):
+            raise foreign_thread_error(
+                f"stop of actor {cell.address.name!r}",
+                "trio.from_thread.run_sync(ref.stop_nowait)",
+            )
+        if cell.state is not ActorState.STOPPED:
+            cell.stop_requested = True
+            cell.close_mailbox()
+
     async def kill(self) -> None:
         """Cancel the actor's running behaviour now (a :class:`~actors.Killed`
         end). Messages it accepted and did not take stay in its mailbox: if it

@@ -35,7 +35,10 @@ Rows:
   the watcher, timed until the n actors ended (what the ``Down`` adds is the
   difference of the times per op), and ``trio tasks cancelled N=n``: n bare
   tasks parked on a memory channel, cancelled the same way (what trio's own
-  cancellation of n parked tasks costs). ``actors Down delivery N=n``: one
+  cancellation of n parked tasks costs). ``actors Down stopped N=n``: the
+  n monitored actors stopped gracefully with ``ref.stop_nowait()`` instead
+  of cancelled, timed until the watcher has every ``Down``. ``actors Down
+  delivery N=n``: one
   actor monitored n times by one watcher is killed, one op one ``Down``
   taken: the delivery of a ``Down`` alone, the end it reports paid once
   (another reading of "time per Down" than ``actors Down``, which charges
@@ -293,6 +296,27 @@ async def _nursery_of_its_own(
             await trio.sleep_forever()  # until the nursery is cancelled
     finally:
         emptied.set()
+
+
+def downs_of_stops(n: int) -> tuple[int, float]:
+    """n idle actors, all monitored by one watcher, stopped gracefully with
+    ``ref.stop_nowait()`` (each drains its empty mailbox and ends as
+    ``Stopped``); timed from the first stop until the watcher has every
+    ``Down``."""
+
+    async def main() -> float:
+        countdown = Countdown(n)
+        async with actors.open_system() as system:
+            targets = [await system.spawn(idle, name=f"idle-{i}") for i in range(n)]
+            await system.spawn(watching, targets, countdown, name="watcher")
+            await trio.testing.wait_all_tasks_blocked()
+            t0 = time.perf_counter()
+            for target in targets:
+                target.stop_nowait()
+            await countdown.done.wait()
+            return time.perf_counter() - t0
+
+    return n, trio.run(main)
 
 
 def make_ends(monitored: bool) -> BenchFn:
@@ -571,6 +595,13 @@ def actors_benchmarks() -> list[Any]:
         Bench(
             f"actors Down N={DOWN_ACTORS}",
             make_ends(monitored=True),
+            DOWN_ACTORS,
+            DOWN_ACTORS // QUICK,
+            "Down",
+        ),
+        Bench(
+            f"actors Down stopped N={DOWN_ACTORS}",
+            downs_of_stops,
             DOWN_ACTORS,
             DOWN_ACTORS // QUICK,
             "Down",

@@ -45,6 +45,7 @@ PAIRS = [
     ("actors ask timeout=5", "actors ask"),
     ("actors timers N=10000", "trio sleep loops N=10000"),
     ("actors Down N=10000", "actors tell"),
+    ("actors Down stopped N=10000", "actors tell"),
     ("actors Down delivery N=10000", "actors tell"),
     ("actors Down N=10000", "actors end N=10000"),
     ("actors end N=10000", "trio tasks cancelled N=10000"),

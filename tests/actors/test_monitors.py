@@ -463,3 +463,54 @@ async def test_downs_beyond_a_full_mailbox_are_taken_in_batches_as_the_mailbox_i
         await trio.testing.wait_all_tasks_blocked()
     assert len(downs) == 200
     assert steps <= 200 // actors.RECEIVE_BATCH + 3
+
+
+async def test_stop_nowait_stops_gracefully_without_waiting_and_monitors_learn_it(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    taken: list[int] = []
+    downs: list[actors.Down] = []
+
+    async def slow(inbox: Inbox[int]) -> None:
+        async for envelope in inbox:
+            await trio.sleep(1)
+            taken.append(envelope.message)
+
+    async def watcher(inbox: Inbox[actors.Down], target: actors.ActorRef[int]) -> None:
+        inbox.monitor(target)
+        async for envelope in inbox:
+            downs.append(envelope.message)
+
+    async with actors.open_system() as system:
+        ref = await system.spawn(slow, name="slow")
+        await system.spawn(watcher, ref, name="watcher")
+        ref.tell_nowait(1)
+        ref.tell_nowait(2)
+        await trio.testing.wait_all_tasks_blocked()
+        start = trio.current_time()
+        ref.stop_nowait()
+        ref.stop_nowait()  # idempotent
+        # It returned at once (no virtual time passed) and the mailbox is closed.
+        assert trio.current_time() == start
+        with pytest.raises(actors.ActorStoppedError):
+            ref.tell_nowait(3)
+        await ref.wait_stopped()
+        assert taken == [1, 2]  # what it accepted was delivered
+        await trio.testing.wait_all_tasks_blocked()
+        assert [type(down.reason) for down in downs] == [actors.Stopped]
+        ref.stop_nowait()  # on an ended actor: nothing
+
+
+async def test_an_actor_may_stop_itself_without_waiting() -> None:
+    ended: list[str] = []
+
+    async def quits(inbox: Inbox[int]) -> None:
+        async for envelope in inbox:
+            inbox.ref.stop_nowait()
+            ended.append(f"took {envelope.message}")
+
+    async with actors.open_system() as system:
+        ref = await system.spawn(quits, name="quits")
+        await ref.tell(1)
+        await ref.wait_stopped()
+    assert ended == ["took 1"]

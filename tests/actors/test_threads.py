@@ -394,6 +394,11 @@ async def test_tell_through_trio_from_thread_run_reaches_the_actor(
             r"timers\.is_active of actor 'r'",
             r"run_sync\(inbox\.timers\.is_active, key\)",
         ),
+        (
+            lambda w: w.ref.stop_nowait(),
+            "stop of actor 'r'",
+            r"run_sync\(ref\.stop_nowait\)",
+        ),
     ],
     ids=[
         "mark",
@@ -414,6 +419,7 @@ async def test_tell_through_trio_from_thread_run_reaches_the_actor(
         "timers cancel",
         "timers cancel_all",
         "timers is_active",
+        "stop_nowait",
     ],
 )
 async def test_the_other_synchronous_entry_points_refuse_a_foreign_thread(
