@@ -265,6 +265,13 @@ class _Cell(Generic[M]):
             return queue.popleft()[1]
         return None
 
+    def request_stop(self) -> None:
+        """A graceful stop, the part that does not wait: the end is a
+        ``Stopped`` one, and the mailbox accepts nothing more. Idempotent."""
+        if self.state is not ActorState.STOPPED:
+            self.stop_requested = True
+            self.close_mailbox()
+
     def close_mailbox(self) -> None:
         """Accept nothing more; what was accepted is still delivered. Idempotent."""
         if self.state is ActorState.RUNNING:

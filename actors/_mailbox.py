@@ -285,9 +285,7 @@ class ActorRef(Generic[M_contra], metaclass=NoPublicConstructor):
                 f"actor {cell.address.name!r} cannot wait for its own stop; "
                 "close its inbox and let its loop drain"
             )
-        if cell.state is not ActorState.STOPPED:
-            cell.stop_requested = True
-            cell.close_mailbox()
+        cell.request_stop()
         await cell.wait_incarnation_end()
 
     def stop_nowait(self) -> None:
@@ -305,9 +303,7 @@ class ActorRef(Generic[M_contra], metaclass=NoPublicConstructor):
                 f"stop of actor {cell.address.name!r}",
                 "trio.from_thread.run_sync(ref.stop_nowait)",
             )
-        if cell.state is not ActorState.STOPPED:
-            cell.stop_requested = True
-            cell.close_mailbox()
+        cell.request_stop()
 
     async def kill(self) -> None:
         """Cancel the actor's running behaviour now (a :class:`~actors.Killed`

@@ -125,15 +125,8 @@ class Reply(Generic[R], metaclass=NoPublicConstructor):
             raise foreign_thread_error(
                 f"send on {self._name}", "trio.from_thread.run_sync(reply.send, value)"
             )
-        if self._completion is None:  # the usual case, in line: one call fewer per ask
-            result = self._result = outcome.Value(value)
-            self._completion = _Completion.SENT
-            waiter = self._waiter
-            if waiter is not None:
-                self._waiter = None
-                trio.lowlevel.reschedule(waiter, result)
-            elif self._notify is not None:
-                self._notify(result)
+        if self._completion is None:  # the usual case: one call fewer per ask
+            self._settle(outcome.Value(value), _Completion.SENT)
             return True
         return self._complete(outcome.Value(value), _Completion.SENT)
 

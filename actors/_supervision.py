@@ -236,6 +236,7 @@ class Supervisor(metaclass=NoPublicConstructor):
                 "close its inbox, or have another task call terminate_child"
             )
         child.terminated = True
+        # Even on a cell waiting to be restarted: its end is a stop.
         cell.stop_requested = True
         cell.close_mailbox()
         if not cell.running:

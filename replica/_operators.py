@@ -121,8 +121,8 @@ class ShardSource(Operator):
 @attrs.define(eq=False)
 class KeyedShardSource(Operator):
     """Reads a shard for an index of it: this worker takes the updates whose
-    key routes to it, so the index needs no exchange (every worker looks at
-    every update, and keeps its own)."""
+    key routes to it, so the index needs no exchange (the shard routes each
+    update once, for all the workers: :class:`~replica._shard.Partitioned`)."""
 
     shard: Shard
     times: Times

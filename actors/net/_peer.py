@@ -457,9 +457,8 @@ class Peer(metaclass=NoPublicConstructor):
                 # flood of Stop frames costs nothing (the end goes back as
                 # an Ended frame when it comes).
                 export = self._exported.get(event.target)
-                if export is not None and export.cell.state is not ActorState.STOPPED:
-                    export.cell.stop_requested = True
-                    export.cell.close_mailbox()
+                if export is not None:
+                    export.cell.request_stop()
             case EndedReceived():
                 cell = self._remote.pop(event.target, None)
                 if cell is not None and cell.state is not ActorState.STOPPED:
