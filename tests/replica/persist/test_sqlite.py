@@ -1,0 +1,202 @@
+"""Shards in a SQLite file: files that are not shard stores, two OS processes
+racing on one file, and what a kill -9 leaves."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import trio
+
+from replica.persist import (
+    SCHEMA_VERSION,
+    DurableShardCatalog,
+    NotificationsUnsupportedError,
+    SchemaVersionError,
+    SqliteStorage,
+    StorageCorruptError,
+    StorageOpenError,
+    open_catalog,
+    open_storage,
+)
+
+# Real seconds a child process may take; each takes well under one.
+CHILD_TIMEOUT = 60
+
+
+def test_the_file_is_in_wal_mode_with_full_sync(tmp_path: Path) -> None:
+    path = tmp_path / "shards.db"
+    with open_catalog(f"sqlite:{path}") as catalog:
+        catalog.shard("data").write(0, [(1,)])
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    db.close()
+
+
+def test_a_file_that_is_not_sqlite_is_corrupt(tmp_path: Path) -> None:
+    path = tmp_path / "shards.db"
+    path.write_bytes(b"not a database, not at all " * 100)
+    with pytest.raises(
+        StorageCorruptError,
+        match=rf"^sqlite file '{path}' is corrupt: file is not a database$",
+    ):
+        open_storage(f"sqlite:{path}")
+
+
+def test_a_sqlite_file_with_other_tables_is_not_a_shard_store(tmp_path: Path) -> None:
+    path = tmp_path / "other.db"
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE accounts (id INTEGER)")
+    db.close()
+    with pytest.raises(
+        StorageCorruptError,
+        match=rf"^sqlite file '{path}' is not a shard store: it holds other tables \(accounts\)$",
+    ):
+        open_storage(f"sqlite:{path}")
+
+
+def test_a_store_of_another_schema_version_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "shards.db"
+    open_storage(f"sqlite:{path}").close()
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE persist_meta SET value = '99' WHERE key = 'schema_version'")
+    db.close()
+    with pytest.raises(
+        SchemaVersionError,
+        match=rf"^sqlite file '{path}' has shard schema version 99, "
+        rf"this is version {SCHEMA_VERSION}$",
+    ):
+        open_storage(f"sqlite:{path}")
+
+
+def test_a_path_that_cannot_be_opened_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "missing" / "shards.db"
+    with pytest.raises(
+        StorageOpenError,
+        match=rf"^sqlite file '{path}' cannot be opened: unable to open database file$",
+    ):
+        open_storage(f"sqlite:{path}")
+
+
+def test_a_folder_cannot_be_opened(tmp_path: Path) -> None:
+    with pytest.raises(StorageOpenError, match=rf"^sqlite file '{tmp_path}' cannot be opened: "):
+        open_storage(f"sqlite:{tmp_path}")
+
+
+def test_a_batch_that_does_not_decode_is_corrupt_at_load(tmp_path: Path) -> None:
+    path = tmp_path / "shards.db"
+    with open_catalog(f"sqlite:{path}") as catalog:
+        catalog.shard("data").write(0, [(1,)])
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE persist_batches SET data = x'c1'")
+    db.close()
+    with pytest.raises(
+        StorageCorruptError, match=r"^shard 'data': a stored batch does not decode: "
+    ):
+        open_catalog(f"sqlite:{path}")
+
+
+def test_a_closed_storage_refuses_changes(tmp_path: Path) -> None:
+    catalog = open_catalog(f"sqlite:{tmp_path / 'shards.db'}")
+    data = catalog.shard("data")
+    data.write(0, [(1,)])
+    catalog.close()
+    catalog.close()
+    assert data.read_at(0) == [(1,)]
+    with pytest.raises(trio.ClosedResourceError, match=r"^sqlite storage '.*' is closed$"):
+        data.write(1, [(2,)])
+
+
+async def test_sqlite_cannot_push_other_writers_changes(tmp_path: Path) -> None:
+    storage = open_storage(f"sqlite:{tmp_path / 'shards.db'}")
+    assert isinstance(storage, SqliteStorage)
+    with (
+        DurableShardCatalog.load(storage) as catalog,
+        pytest.raises(
+            NotificationsUnsupportedError,
+            match=r"^sqlite file '.*' cannot push other writers' changes: "
+            r"refresh the catalog when told of them$",
+        ),
+    ):
+        await catalog.follow()
+
+
+RACER = textwrap.dedent(
+    """
+    import sys
+    from replica import UpperMismatchError
+    from replica.persist import open_catalog
+
+    with open_catalog("sqlite:" + sys.argv[1]) as catalog:
+        data = catalog.shard("data")
+        print("ready", flush=True)
+        sys.stdin.readline()
+        try:
+            data.append([((sys.argv[2],), 0, 1)], 0, 1)
+        except UpperMismatchError as error:
+            print("lost", error, flush=True)
+        else:
+            print("won", flush=True)
+    """
+)
+
+
+def test_of_two_processes_appending_at_the_same_lower_exactly_one_wins(tmp_path: Path) -> None:
+    path = tmp_path / "shards.db"
+    open_storage(f"sqlite:{path}").close()  # the schema, before either starts
+    racers = [
+        subprocess.Popen(
+            [sys.executable, "-c", RACER, str(path), name],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for name in ("a", "b")
+    ]
+    for racer in racers:
+        assert racer.stdout is not None
+        assert racer.stdout.readline() == "ready\n"
+    for racer in racers:  # both released at once
+        assert racer.stdin is not None
+        racer.stdin.write("go\n")
+        racer.stdin.flush()
+    outcomes = [racer.communicate(timeout=CHILD_TIMEOUT)[0] for racer in racers]
+    assert [racer.returncode for racer in racers] == [0, 0]
+    assert sorted(outcome.split()[0] for outcome in outcomes) == ["lost", "won"]
+    winner = "ab"[[outcome.split()[0] for outcome in outcomes].index("won")]
+    assert "expected upper 0, found 1" in "".join(outcomes)
+    with open_catalog(f"sqlite:{path}") as catalog:
+        assert catalog.shard("data").updates == [((winner,), 0, 1)]
+        assert catalog.shard("data").upper == 1
+
+
+KILLED = textwrap.dedent(
+    """
+    import os, signal, sys
+    from replica.persist import open_catalog
+
+    catalog = open_catalog("sqlite:" + sys.argv[1])
+    data = catalog.shard("data")
+    for ts in range(50):
+        data.write(ts, [(ts, "x" * 100)] * 100)
+    data.advance(60)
+    os.kill(os.getpid(), signal.SIGKILL)
+    """
+)
+
+
+def test_what_was_stored_survives_a_kill_9(tmp_path: Path) -> None:
+    path = tmp_path / "shards.db"
+    killed = subprocess.run(
+        [sys.executable, "-c", KILLED, str(path)], timeout=CHILD_TIMEOUT, check=False
+    )
+    assert killed.returncode == -9
+    with open_catalog(f"sqlite:{path}") as catalog:
+        data = catalog.shard("data")
+        assert data.upper == 60
+        assert len(data.updates) == 5_000
+        assert data.read_at(49).count((49, "x" * 100)) == 100
