@@ -47,6 +47,9 @@ _SCHEMA: tuple[LiteralString, ...] = (
     " shard TEXT NOT NULL, seq BIGINT NOT NULL,"
     " lower_ts BIGINT NOT NULL, upper_ts BIGINT NOT NULL, data BYTEA NOT NULL,"
     " PRIMARY KEY (shard, seq))",
+    # A batch is already compact: compressing it (TOAST's default for values
+    # over 2 kB) costs more than it saves (2.6x slower appends of 1,000 rows).
+    "ALTER TABLE persist_batches ALTER COLUMN data SET STORAGE EXTERNAL",
 )
 
 
@@ -97,75 +100,83 @@ class PostgresStorage:
         }
 
     def read(self, name: str, since: int) -> ShardState:
-        db = self._connection()
         try:
-            with db.transaction():
-                db.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-                found = db.execute(
-                    "SELECT upper_ts, batches FROM persist_shards WHERE name = %s", (name,)
-                ).fetchone()
-                data = db.execute(
-                    "SELECT data FROM persist_batches WHERE shard = %s AND seq >= %s ORDER BY seq",
-                    (name, since),
-                ).fetchall()
+            # One statement: one snapshot of the upper and the batches.
+            rows = (
+                self._connection()
+                .execute(
+                    "SELECT s.upper_ts, s.batches, b.data FROM persist_shards s "
+                    "LEFT JOIN persist_batches b ON b.shard = s.name AND b.seq >= %s "
+                    "WHERE s.name = %s ORDER BY b.seq",
+                    (since, name),
+                )
+                .fetchall()
+            )
         except psycopg.Error as error:
             raise self._failed(error) from None
-        if found is None:
+        if not rows:
             return ShardState(0, 0)
+        upper, batches = from_db(_int(rows[0][0])), _int(rows[0][1])
         return ShardState(
-            from_db(_int(found[0])), _int(found[1]), tuple(_bytes(blob) for (blob,) in data)
+            upper, batches, tuple(_bytes(blob) for _, _, blob in rows if blob is not None)
         )
 
     def append(self, name: str, data: bytes, lower: int, upper: int) -> int:
         db = self._connection()
         try:
-            with db.transaction():
-                self._ensure(db, name)
+            while True:
+                # One statement, so one round trip and one transaction: the
+                # conditional UPDATE checks and moves the upper under the
+                # row's lock, the batch takes the position it freed, and the
+                # notification goes out at commit.
                 moved = db.execute(
-                    "UPDATE persist_shards SET upper_ts = %s, batches = batches + 1 "
-                    "WHERE name = %s AND upper_ts = %s RETURNING batches",
-                    (to_db(upper), name, to_db(lower)),
-                ).fetchone()
-                if moved is None:
-                    found = db.execute(
-                        "SELECT upper_ts FROM persist_shards WHERE name = %s", (name,)
-                    ).fetchone()
-                    assert found is not None, f"shard {name!r} has no row"
+                    "WITH moved AS ("
+                    " UPDATE persist_shards SET upper_ts = %s, batches = batches + 1"
+                    " WHERE name = %s AND upper_ts = %s RETURNING batches - 1 AS seq),"
+                    " stored AS ("
+                    " INSERT INTO persist_batches SELECT %s, seq, %s, %s, %s FROM moved"
+                    " RETURNING seq)"
+                    " SELECT seq, pg_notify(%s, %s) FROM stored",
+                    (to_db(upper), name, to_db(lower), name, to_db(lower), to_db(upper), data,
+                     NOTIFY_CHANNEL, _payload(name)),
+                ).fetchone()  # fmt: skip
+                if moved is not None:
+                    return _int(moved[0])
+                stored = self._stored_upper(db, name)
+                if stored is None:
+                    self._ensure(db, name)
+                elif stored != lower:
                     raise UpperMismatchError(
-                        f"append to shard {name!r} expected upper {lower}, "
-                        f"found {from_db(_int(found[0]))}"
+                        f"append to shard {name!r} expected upper {lower}, found {stored}"
                     )
-                seq = _int(moved[0]) - 1
-                db.execute(
-                    "INSERT INTO persist_batches VALUES (%s, %s, %s, %s, %s)",
-                    (name, seq, to_db(lower), to_db(upper), data),
-                )
-                self._notify(db, name)
+                # Else the upper reached lower since the update: try again.
         except psycopg.Error as error:
             raise self._failed(error) from None
-        return seq
 
     def advance(self, name: str, upper: int) -> ShardState:
         db = self._connection()
         try:
-            with db.transaction():
-                self._ensure(db, name)
-                found = db.execute(
-                    "SELECT upper_ts, batches FROM persist_shards WHERE name = %s FOR UPDATE",
-                    (name,),
+            while True:
+                moved = db.execute(
+                    "WITH moved AS ("
+                    " UPDATE persist_shards SET upper_ts = %s"
+                    " WHERE name = %s AND upper_ts < %s RETURNING batches)"
+                    " SELECT batches, pg_notify(%s, %s) FROM moved",
+                    (to_db(upper), name, to_db(upper), NOTIFY_CHANNEL, _payload(name)),
                 ).fetchone()
-                assert found is not None, f"shard {name!r} has no row"
-                stored, batches = from_db(_int(found[0])), _int(found[1])
-                if upper > stored:
-                    db.execute(
-                        "UPDATE persist_shards SET upper_ts = %s WHERE name = %s",
-                        (to_db(upper), name),
-                    )
-                    self._notify(db, name)
-                    stored = upper
+                if moved is not None:
+                    return ShardState(upper, _int(moved[0]))
+                found = db.execute(
+                    "SELECT upper_ts, batches FROM persist_shards WHERE name = %s", (name,)
+                ).fetchone()
+                if found is None:
+                    self._ensure(db, name)
+                    continue
+                stored = from_db(_int(found[0]))
+                if stored >= upper:
+                    return ShardState(stored, _int(found[1]))
         except psycopg.Error as error:
             raise self._failed(error) from None
-        return ShardState(stored, batches)
 
     async def watch(self, changed: Changed, *, task_status: trio.TaskStatus[None]) -> None:
         """See :meth:`ShardStorage.watch`. Listens on a connection of its own;
@@ -214,9 +225,11 @@ class PostgresStorage:
         )
 
     @staticmethod
-    def _notify(db: psycopg.Connection[tuple[object, ...]], name: str) -> None:
-        payload = name if len(name.encode("utf-8")) <= _PAYLOAD_LIMIT else ""
-        db.execute("SELECT pg_notify(%s, %s)", (NOTIFY_CHANNEL, payload))
+    def _stored_upper(db: psycopg.Connection[tuple[object, ...]], name: str) -> int | None:
+        found = db.execute(
+            "SELECT upper_ts FROM persist_shards WHERE name = %s", (name,)
+        ).fetchone()
+        return None if found is None else from_db(_int(found[0]))
 
     def _failed(self, error: psycopg.Error) -> StorageUnavailableError:
         return StorageUnavailableError(f"postgresql {self.url}: {_first_line(error)}")
@@ -272,6 +285,12 @@ def _redacted(conninfo: str) -> str:
         return "(an unparsable url)"
     shown = {key: str(value) for key, value in params.items() if key != "password"}
     return repr(psycopg.conninfo.make_conninfo("", **shown))
+
+
+def _payload(name: str) -> str:
+    """The notification of a change to shard ``name``: its name, or empty
+    ("any shard") if it is too long for a payload."""
+    return name if len(name.encode("utf-8")) <= _PAYLOAD_LIMIT else ""
 
 
 def _first_line(error: BaseException) -> str:
