@@ -5,6 +5,7 @@ is involved), each wait bounded by ``trio.fail_after``."""
 
 from __future__ import annotations
 
+import attrs
 import psycopg
 import pytest
 import trio
@@ -26,14 +27,29 @@ def durable(url: str) -> DurableShardCatalog:
     return DurableShardCatalog.load(open_storage(url))
 
 
+@attrs.define(eq=False)
+class Steps(trio.abc.Instrument):
+    """Counts the steps of the tasks whose name ends with ``suffix``."""
+
+    suffix: str
+    count: int = 0
+
+    def before_task_step(self, task: trio.lowlevel.Task) -> None:
+        if task.name.endswith(self.suffix):
+            self.count += 1
+
+
 def test_a_notification_wakes_a_listener_of_another_catalog(postgres_url: str) -> None:
+    writes = 3
+    follower = Steps(".follow")
+
     async def main() -> list[tuple[int, list[object]]]:
         seen: list[tuple[int, list[object]]] = []
         with durable(postgres_url) as reader, durable(postgres_url) as writer:
             async with trio.open_nursery() as nursery:
                 await nursery.start(reader.follow)
                 data = reader.shard("data")
-                for ts in range(3):
+                for ts in range(writes):
                     changed = trio.Event()
                     stop = data.listen(changed.set)
                     writer.shard("data").write(ts, [(ts,)])
@@ -44,11 +60,15 @@ def test_a_notification_wakes_a_listener_of_another_catalog(postgres_url: str) -
                 nursery.cancel_scope.cancel()
         return seen
 
-    assert trio.run(main) == [
+    assert trio.run(main, instruments=[follower]) == [
         (1, [((0,), 0, 1)]),
         (2, [((0,), 0, 1), ((1,), 1, 1)]),
         (3, [((0,), 0, 1), ((1,), 1, 1), ((2,), 2, 1)]),
     ]
+    # Pushed, not polled: the follow task ran a few steps to start (a connect
+    # in a thread), about one per notification (7 in all, here), and one to be
+    # cancelled; a poll would run it at every tick of the wait.
+    assert follower.count <= 4 + 2 * writes, follower.count
 
 
 def test_follow_takes_in_what_was_stored_before_it_started(postgres_url: str) -> None:
