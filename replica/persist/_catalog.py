@@ -95,8 +95,10 @@ class DurableShard(Shard):
         )
         if state.upper == self.upper and not state.data:
             return False
-        for data in state.data:
-            self.updates.extend(decode_batch(self.name, data))
+        # Every batch decoded before memory changes: a corrupt one changes nothing.
+        batches = [decode_batch(self.name, data) for data in state.data]
+        for updates in batches:
+            self.updates.extend(updates)
         self._batches = state.batches
         self.upper = state.upper
         self._notify()
@@ -123,7 +125,7 @@ class DurableShard(Shard):
 @attrs.define(eq=False)
 class DurableShardCatalog(ShardCatalog):
     """A catalog whose shards are stored in ``storage`` (which it owns and
-    closes). Build it with :meth:`open`."""
+    closes). Build it with :meth:`load` (or :func:`open_catalog`)."""
 
     storage: ShardStorage = attrs.field(kw_only=True)
 

@@ -17,6 +17,7 @@ from replica.persist import (
     SchemaVersionError,
     StorageCorruptError,
     StorageOpenError,
+    StorageUnavailableError,
     open_storage,
 )
 
@@ -145,3 +146,41 @@ def test_a_server_that_cannot_be_reached_is_named_without_the_password(
     with pytest.raises(StorageOpenError, match=r"^postgresql '.*' cannot be opened: ") as error:
         open_storage(url)
     assert "secret" not in str(error.value)
+
+
+def terminate_backends(url: str, query: str) -> int:
+    """Terminate the server sessions whose last statement is like ``query``."""
+    with psycopg.connect(url, autocommit=True) as admin:
+        found = admin.execute(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid() AND query LIKE %s",
+            (query,),
+        ).fetchone()
+    assert found is not None
+    return int(found[0])
+
+
+def test_a_lost_connection_fails_a_change_by_name_and_stores_nothing(postgres_url: str) -> None:
+    with durable(postgres_url) as catalog:
+        data = catalog.shard("data")
+        data.write(0, [(1,)])
+        assert terminate_backends(postgres_url, "%persist%") == 1
+        with pytest.raises(StorageUnavailableError, match=r"^postgresql '.*': "):
+            data.write(1, [(2,)])
+        assert (data.upper, data.updates) == (1, [((1,), 0, 1)])
+    with durable(postgres_url) as reopened:
+        assert reopened.shard("data").upper == 1
+
+
+def test_follow_fails_by_name_when_its_connection_is_lost(postgres_url: str) -> None:
+    async def main() -> None:
+        with durable(postgres_url) as reader:
+            async with trio.open_nursery() as nursery:
+                await nursery.start(reader.follow)
+                assert terminate_backends(postgres_url, "LISTEN%") == 1
+                with trio.fail_after(TIME_LIMIT):
+                    await trio.sleep_forever()
+
+    with pytest.raises(ExceptionGroup) as caught:
+        trio.run(main)
+    assert caught.group_contains(StorageUnavailableError, match=r"^postgresql '.*': ")

@@ -200,3 +200,18 @@ def test_what_was_stored_survives_a_kill_9(tmp_path: Path) -> None:
         assert data.upper == 60
         assert len(data.updates) == 5_000
         assert data.read_at(49).count((49, "x" * 100)) == 100
+
+
+def test_a_corrupt_batch_met_while_catching_up_changes_nothing(tmp_path: Path) -> None:
+    url = f"sqlite:{tmp_path / 'shards.db'}"
+    with open_catalog(url) as writer, DurableShardCatalog.load(open_storage(url)) as reader:
+        writer.shard("data").write(0, [(1,)])
+        assert reader.refresh() == ["data"]
+        writer.shard("data").write(1, [(2,)])
+        writer.shard("data").write(2, [(3,)])
+        with sqlite3.connect(tmp_path / "shards.db") as db:
+            db.execute("UPDATE persist_batches SET data = x'c1' WHERE seq = 2")
+        db.close()
+        with pytest.raises(StorageCorruptError, match=r"^shard 'data': a stored batch "):
+            reader.refresh()
+        assert (reader.shard("data").upper, reader.shard("data").updates) == (1, [((1,), 0, 1)])
