@@ -15,6 +15,7 @@ or, where the store can push them, by running :meth:`~DurableShardCatalog.follow
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import overload
 
 import attrs
 import trio
@@ -163,9 +164,18 @@ class DurableShardCatalog(ShardCatalog):
                     changed.append(name)
         else:
             for name in names:
-                if self.shard(name).catch_up():
+                if self._catch_up(name):
                     changed.append(name)
         return changed
+
+    def _catch_up(self, name: str) -> bool:
+        shard = self.shards.get(name)
+        if isinstance(shard, DurableShard):
+            return shard.catch_up()
+        state = self.storage.read(name, 0)
+        if state.upper == 0 and state.batches == 0:
+            return False  # nothing stored: no shard to make
+        return self.shard(name).take(state)
 
     async def follow(
         self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
@@ -184,6 +194,10 @@ class DurableShardCatalog(ShardCatalog):
         self.storage.close()
 
 
+@overload
+def open_catalog(storage: ShardStorage) -> DurableShardCatalog: ...
+@overload
+def open_catalog(storage: str | ShardStorage) -> ShardCatalog: ...
 def open_catalog(storage: str | ShardStorage) -> ShardCatalog:
     """A shard catalog on ``storage``: a URL (see :func:`open_storage`) or an
     open storage, which the catalog then owns. ``memory:`` gives today's

@@ -17,6 +17,7 @@ and serves the shards to the others, pushing their changes.
 from __future__ import annotations
 
 import sqlite3
+import warnings
 
 import attrs
 import trio
@@ -142,6 +143,13 @@ class SqliteStorage:
         if self._db is not None:
             self._db.close()
             self._db = None
+
+    def __del__(self) -> None:
+        if getattr(self, "_db", None) is not None:
+            warnings.warn(
+                f"sqlite storage {self.path!r} was not closed", ResourceWarning, stacklevel=1
+            )
+            self.close()
 
     def _connection(self) -> sqlite3.Connection:
         if self._db is None:

@@ -77,8 +77,8 @@ def temporary_postgres(*, fsync: bool = True) -> Iterator[str]:
     try:
         if run_as:
             os.chown(folder, user.pw_uid, user.pw_gid)
-        _run([*run_as, str(binaries / "initdb"), "-D", str(data), "-U", "postgres",
-              "--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync"])  # fmt: skip
+        _run(run_as, binaries / "initdb", "-D", str(data), "-U", "postgres", "--auth=trust",
+             "-E", "UTF8", "--locale=C", "--no-sync")  # fmt: skip
         with open(data / "postgresql.conf", "a", encoding="utf-8") as conf:
             conf.write(
                 "listen_addresses = ''\n"
@@ -86,13 +86,12 @@ def temporary_postgres(*, fsync: bool = True) -> Iterator[str]:
                 f"fsync = {'on' if fsync else 'off'}\n"
                 "max_connections = 50\n"
             )
-        _run([*run_as, str(binaries / "pg_ctl"), "-D", str(data), "-l", str(folder / "log"),
-              "-w", "-t", str(START_TIMEOUT), "start"])  # fmt: skip
+        _run(run_as, binaries / "pg_ctl", "-D", str(data), "-l", str(folder / "log"), "-w",
+             "-t", str(START_TIMEOUT), "start")  # fmt: skip
         try:
             yield f"postgresql://postgres@/postgres?host={quote(str(folder), safe='')}"
         finally:
-            _run([*run_as, str(binaries / "pg_ctl"), "-D", str(data), "-m", "immediate",
-                  "-w", "stop"])  # fmt: skip
+            _run(run_as, binaries / "pg_ctl", "-D", str(data), "-m", "immediate", "-w", "stop")
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
@@ -106,10 +105,10 @@ def create_database(admin_url: str) -> str:
     return urlunsplit(urlsplit(admin_url)._replace(path="/" + name))
 
 
-def _run(command: list[str]) -> None:
-    result = subprocess.run(command, capture_output=True, text=True, check=False)
+def _run(run_as: list[str], tool: Path, *args: str) -> None:
+    result = subprocess.run(
+        [*run_as, str(tool), *args], capture_output=True, text=True, check=False
+    )
     if result.returncode:
-        raise PostgresUnavailableError(
-            f"{Path(command[command.index('--') + 1] if '--' in command else command[0]).name} "
-            f"failed ({result.returncode}): {(result.stderr or result.stdout).strip()[-500:]}"
-        )
+        output = (result.stderr or result.stdout).strip()[-500:]
+        raise PostgresUnavailableError(f"{tool.name} failed ({result.returncode}): {output}")

@@ -215,3 +215,9 @@ def test_a_corrupt_batch_met_while_catching_up_changes_nothing(tmp_path: Path) -
         with pytest.raises(StorageCorruptError, match=r"^shard 'data': a stored batch "):
             reader.refresh()
         assert (reader.shard("data").upper, reader.shard("data").updates) == (1, [((1,), 0, 1)])
+
+
+def test_storage_left_open_warns(tmp_path: Path) -> None:
+    storage = open_storage(f"sqlite:{tmp_path / 'shards.db'}")
+    with pytest.warns(ResourceWarning, match=r"^sqlite storage '.*' was not closed$"):
+        del storage  # the last reference
