@@ -21,6 +21,8 @@ from replica.persist import (
     open_storage,
 )
 
+from .children import check_what_the_killed_process_stored, race_two_processes, write_and_kill_9
+
 TIME_LIMIT = 20  # real seconds; a notification takes milliseconds
 
 
@@ -184,3 +186,18 @@ def test_follow_fails_by_name_when_its_connection_is_lost(postgres_url: str) -> 
     with pytest.raises(ExceptionGroup) as caught:
         trio.run(main)
     assert caught.group_contains(StorageUnavailableError, match=r"^postgresql '.*': ")
+
+
+def test_of_two_processes_appending_at_the_same_lower_exactly_one_wins(
+    postgres_url: str,
+) -> None:
+    open_storage(postgres_url).close()  # the schema, before either starts
+    winner = race_two_processes(postgres_url)
+    with durable(postgres_url) as catalog:
+        assert catalog.shard("data").updates == [((winner,), 0, 1)]
+
+
+def test_what_was_stored_survives_a_kill_9(postgres_url: str) -> None:
+    write_and_kill_9(postgres_url)
+    with durable(postgres_url) as catalog:
+        check_what_the_killed_process_stored(catalog)

@@ -4,9 +4,6 @@ racing on one file, and what a kill -9 leaves."""
 from __future__ import annotations
 
 import sqlite3
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -24,8 +21,7 @@ from replica.persist import (
     open_storage,
 )
 
-# Real seconds a child process may take; each takes well under one.
-CHILD_TIMEOUT = 60
+from .children import check_what_the_killed_process_stored, race_two_processes, write_and_kill_9
 
 
 def test_the_file_is_in_wal_mode_with_full_sync(tmp_path: Path) -> None:
@@ -125,81 +121,20 @@ async def test_sqlite_cannot_push_other_writers_changes(tmp_path: Path) -> None:
         await catalog.follow()
 
 
-RACER = textwrap.dedent(
-    """
-    import sys
-    from replica import UpperMismatchError
-    from replica.persist import open_catalog
-
-    with open_catalog("sqlite:" + sys.argv[1]) as catalog:
-        data = catalog.shard("data")
-        print("ready", flush=True)
-        sys.stdin.readline()
-        try:
-            data.append([((sys.argv[2],), 0, 1)], 0, 1)
-        except UpperMismatchError as error:
-            print("lost", error, flush=True)
-        else:
-            print("won", flush=True)
-    """
-)
-
-
 def test_of_two_processes_appending_at_the_same_lower_exactly_one_wins(tmp_path: Path) -> None:
-    path = tmp_path / "shards.db"
-    open_storage(f"sqlite:{path}").close()  # the schema, before either starts
-    racers = [
-        subprocess.Popen(
-            [sys.executable, "-c", RACER, str(path), name],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        for name in ("a", "b")
-    ]
-    for racer in racers:
-        assert racer.stdout is not None
-        assert racer.stdout.readline() == "ready\n"
-    for racer in racers:  # both released at once
-        assert racer.stdin is not None
-        racer.stdin.write("go\n")
-        racer.stdin.flush()
-    outcomes = [racer.communicate(timeout=CHILD_TIMEOUT)[0] for racer in racers]
-    assert [racer.returncode for racer in racers] == [0, 0]
-    assert sorted(outcome.split()[0] for outcome in outcomes) == ["lost", "won"]
-    winner = "ab"[[outcome.split()[0] for outcome in outcomes].index("won")]
-    assert "expected upper 0, found 1" in "".join(outcomes)
-    with open_catalog(f"sqlite:{path}") as catalog:
+    url = f"sqlite:{tmp_path / 'shards.db'}"
+    open_storage(url).close()  # the schema, before either starts
+    winner = race_two_processes(url)
+    with open_catalog(url) as catalog:
         assert catalog.shard("data").updates == [((winner,), 0, 1)]
         assert catalog.shard("data").upper == 1
 
 
-KILLED = textwrap.dedent(
-    """
-    import os, signal, sys
-    from replica.persist import open_catalog
-
-    catalog = open_catalog("sqlite:" + sys.argv[1])
-    data = catalog.shard("data")
-    for ts in range(50):
-        data.write(ts, [(ts, "x" * 100)] * 100)
-    data.advance(60)
-    os.kill(os.getpid(), signal.SIGKILL)
-    """
-)
-
-
 def test_what_was_stored_survives_a_kill_9(tmp_path: Path) -> None:
-    path = tmp_path / "shards.db"
-    killed = subprocess.run(
-        [sys.executable, "-c", KILLED, str(path)], timeout=CHILD_TIMEOUT, check=False
-    )
-    assert killed.returncode == -9
-    with open_catalog(f"sqlite:{path}") as catalog:
-        data = catalog.shard("data")
-        assert data.upper == 60
-        assert len(data.updates) == 5_000
-        assert data.read_at(49).count((49, "x" * 100)) == 100
+    url = f"sqlite:{tmp_path / 'shards.db'}"
+    write_and_kill_9(url)
+    with open_catalog(url) as catalog:
+        check_what_the_killed_process_stored(catalog)
 
 
 def test_a_corrupt_batch_met_while_catching_up_changes_nothing(tmp_path: Path) -> None:
