@@ -101,7 +101,10 @@ class Shard:
         return [row for row, count in counts.items() for _ in range(count)]
 
     def listen(self, wake: Callable[[], None]) -> Callable[[], None]:
-        """Call ``wake`` after every change; return the function that stops it."""
+        """Call ``wake`` after every change; return the function that stops it.
+        A ``wake`` that raises does not undo the change nor keep the other
+        listeners from being called: its error is raised after them, by the
+        call that made the change."""
         key = self._next_listener
         self._next_listener += 1
         self._listeners[key] = wake
@@ -112,8 +115,18 @@ class Shard:
         return stop
 
     def _notify(self) -> None:
+        # Every listener is called even if one raises (the others would miss
+        # the change and sleep on); then the error is raised, the change made.
+        errors: list[BaseException] = []
         for wake in list(self._listeners.values()):
-            wake()
+            try:
+                wake()
+            except BaseException as error:
+                errors.append(error)
+        if len(errors) == 1:
+            raise errors[0]
+        if errors:
+            raise BaseExceptionGroup(f"listeners of shard {self.name!r} raised", errors)
 
 
 @attrs.define(eq=False)

@@ -36,8 +36,12 @@ class DurableShard(Shard):
     # Invariant: memory holds the stored batches [0, _batches) and an upper
     # the store had with them.
     _batches: int = attrs.field(default=0, kw_only=True)
+    # Set when the catalog closes: the storage may be shared (MemoryStorage)
+    # and stay open to other catalogs, so the shard tracks it itself.
+    _closed: bool = attrs.field(default=False, kw_only=True)
 
     def write(self, ts: int, rows: Iterable[Row]) -> int:
+        self._check_open()
         batch = [(row, ts, 1) for row in rows]
         while True:
             if ts < self.upper:
@@ -55,6 +59,7 @@ class DurableShard(Shard):
         :meth:`replica.Shard.append`). A malformed batch raises ``ValueError``
         and one that cannot be stored :class:`UnstorableError`, before the
         uppers are compared."""
+        self._check_open()
         if upper <= lower:
             raise ValueError(
                 f"an append covers [lower, upper) with upper > lower: {lower}, {upper}"
@@ -65,6 +70,7 @@ class DurableShard(Shard):
         self._append(updates, lower, upper)
 
     def advance(self, upper: int) -> None:
+        self._check_open()
         if upper < self.upper:
             raise UpperRegressionError(f"upper {upper} is below the shard upper {self.upper}")
         if upper == self.upper:
@@ -82,6 +88,7 @@ class DurableShard(Shard):
     def catch_up(self) -> bool:
         """Take in what other writers stored since this shard last looked;
         wake the listeners if anything changed. Return whether it did."""
+        self._check_open()
         return self.take(self._storage.read(self.name, self._batches))
 
     def take(self, state: ShardState) -> bool:
@@ -104,6 +111,10 @@ class DurableShard(Shard):
         self.upper = state.upper
         self._notify()
         return True
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise trio.ClosedResourceError(f"the shard catalog on {self._storage.url!r} is closed")
 
     def _append(self, updates: Sequence[Update], lower: int, upper: int) -> None:
         check_time(self.name, "lower", lower)
@@ -129,6 +140,7 @@ class DurableShardCatalog(ShardCatalog):
     closes). Build it with :meth:`load` (or :func:`open_catalog`)."""
 
     storage: ShardStorage = attrs.field(kw_only=True)
+    _closed: bool = attrs.field(default=False, init=False)
 
     @classmethod
     def load(cls, storage: ShardStorage) -> DurableShardCatalog:
@@ -146,7 +158,9 @@ class DurableShardCatalog(ShardCatalog):
         shard = self.shards.get(name)
         if shard is None:
             check_name(name)
-            shard = self.shards[name] = DurableShard(name, storage=self.storage)
+            shard = self.shards[name] = DurableShard(
+                name, storage=self.storage, closed=self._closed
+            )
         assert isinstance(shard, DurableShard), f"shard {name!r} is not durable"
         return shard
 
@@ -155,6 +169,9 @@ class DurableShardCatalog(ShardCatalog):
         shard if ``None``) take in what was stored since this catalog last
         looked, and their listeners wake. Return the names of the shards that
         changed. Other writers' changes reach a catalog on SQLite only so."""
+        self._check_open()
+        if isinstance(names, str):
+            raise TypeError(f"refresh takes shard names, not one name: refresh([{names!r}])")
         changed: list[str] = []
         if names is None:
             for name, state in self.storage.uppers().items():
@@ -172,6 +189,7 @@ class DurableShardCatalog(ShardCatalog):
         shard = self.shards.get(name)
         if isinstance(shard, DurableShard):
             return shard.catch_up()
+        check_name(name)
         state = self.storage.read(name, 0)
         if state.upper == 0 and state.batches == 0:
             return False  # nothing stored: no shard to make
@@ -186,12 +204,22 @@ class DurableShardCatalog(ShardCatalog):
         stored after this point reaches the listeners. Raises
         :class:`NotificationsUnsupportedError` on SQLite. Cancelling it
         leaves the catalog as it was, with the changes taken so far."""
+        self._check_open()
         await self.storage.watch(self.refresh, task_status=task_status)
 
     def close(self) -> None:
         """Close the storage; the shards stay readable in memory, and a
-        change raises ``trio.ClosedResourceError``."""
+        change (or :meth:`refresh`, :meth:`follow`) raises
+        ``trio.ClosedResourceError``. Idempotent."""
+        self._closed = True
+        for shard in self.shards.values():
+            if isinstance(shard, DurableShard):
+                shard._closed = True
         self.storage.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise trio.ClosedResourceError(f"the shard catalog on {self.storage.url!r} is closed")
 
 
 @overload

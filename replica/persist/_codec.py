@@ -31,12 +31,12 @@ def encode_batch(shard: str, updates: Sequence[Update]) -> bytes:
             raise _unstorable(shard, update, "is not a (row, time, diff) tuple of a row tuple")
         row, time, diff = update
         if type(time) is not int or not 0 <= time <= MAX_TIME:
-            raise _unstorable(shard, update, f"has a time out of [0, 2**64): {time!r}")
+            raise _unstorable(shard, update, f"has a time out of [0, 2**64): {brief(time)}")
         if type(diff) is not int or not MIN_INT <= diff < 2**63:
-            raise _unstorable(shard, update, f"has a diff out of signed 64 bits: {diff!r}")
+            raise _unstorable(shard, update, f"has a diff out of signed 64 bits: {brief(diff)}")
         for datum in row:
             if type(datum) not in DATUM_TYPES:
-                raise _unstorable(shard, update, f"holds a {type(datum).__name__}: {datum!r}")
+                raise _unstorable(shard, update, f"holds a {type(datum).__name__}: {brief(datum)}")
     try:
         return _encoder.encode(updates)
     except (OverflowError, UnicodeEncodeError):
@@ -45,9 +45,11 @@ def encode_batch(shard: str, updates: Sequence[Update]) -> bytes:
     for update in updates:
         for datum in update[0]:
             if type(datum) is int and not MIN_INT <= datum <= MAX_INT:
-                raise _unstorable(shard, update, f"holds an int out of 64 bits: {datum}")
+                raise _unstorable(shard, update, f"holds an int out of 64 bits: {brief(datum)}")
             if type(datum) is str and not _is_utf8(datum):
-                raise _unstorable(shard, update, f"holds a string that is not UTF-8: {datum!r}")
+                raise _unstorable(
+                    shard, update, f"holds a string that is not UTF-8: {brief(datum)}"
+                )
     raise AssertionError("an update failed to encode yet every datum is storable")
 
 
@@ -66,13 +68,13 @@ def check_time(shard: str, what: str, time: int) -> None:
     """Raise :class:`UnstorableError` if ``time`` (a lower or an upper) is not
     a storable time."""
     if not 0 <= time <= MAX_TIME:
-        raise UnstorableError(f"shard {shard!r}: {what} {time} is out of [0, 2**64)")
+        raise UnstorableError(f"shard {brief(shard)}: {what} {brief(time)} is out of [0, 2**64)")
 
 
 def check_name(name: str) -> None:
     """Raise :class:`UnstorableError` if no storage can hold ``name``."""
     if type(name) is not str or "\0" in name or not _is_utf8(name):
-        raise UnstorableError(f"shard name {name!r} cannot be stored (a NUL, or not UTF-8)")
+        raise UnstorableError(f"shard name {brief(name)} cannot be stored (a NUL, or not UTF-8)")
 
 
 def _is_utf8(text: str) -> bool:
@@ -83,5 +85,19 @@ def _is_utf8(text: str) -> bool:
     return True
 
 
+def brief(value: object, limit: int = 200) -> str:
+    """``repr(value)``, cut to about ``limit`` characters: an error names a
+    huge datum without holding all of it."""
+    try:
+        text = repr(value)
+    except ValueError:  # an int of more digits than Python converts
+        return f"<a {type(value).__name__} too large to show>"
+    if len(text) <= limit:
+        return text
+    return f"{text[: limit // 2]}...({len(text) - limit} characters)...{text[-limit // 2 :]}"
+
+
 def _unstorable(shard: str, update: object, why: str) -> UnstorableError:
-    return UnstorableError(f"shard {shard!r}: update {update!r} cannot be stored: it {why}")
+    return UnstorableError(
+        f"shard {brief(shard)}: update {brief(update)} cannot be stored: it {why}"
+    )

@@ -16,7 +16,9 @@ survives a crash of the server or the machine.
 
 from __future__ import annotations
 
+import re
 from typing import LiteralString
+from urllib.parse import quote, urlencode
 
 import attrs
 import psycopg
@@ -24,10 +26,12 @@ import trio
 
 from .._errors import UpperMismatchError
 from ._errors import (
+    PersistError,
     SchemaVersionError,
     StorageCorruptError,
     StorageOpenError,
     StorageUnavailableError,
+    UnstorableError,
 )
 from ._sql import SCHEMA_VERSION, TABLES, from_db, to_db
 from ._storage import Changed, ShardState
@@ -58,8 +62,9 @@ class PostgresStorage:
     """A shard store in a PostgreSQL database; see the module's docstring.
     Use in one thread (the Trio thread)."""
 
-    conninfo: str
-    _db: psycopg.Connection[tuple[object, ...]] | None
+    # Not in the repr: it may hold the password (``url`` is shown instead).
+    conninfo: str = attrs.field(repr=False)
+    _db: psycopg.Connection[tuple[object, ...]] | None = attrs.field(repr=False)
 
     @classmethod
     def open(cls, conninfo: str) -> PostgresStorage:
@@ -72,7 +77,7 @@ class PostgresStorage:
             db = psycopg.connect(conninfo, autocommit=True)
         except psycopg.Error as error:
             raise StorageOpenError(
-                f"postgresql {_redacted(conninfo)} cannot be opened: {_first_line(error)}"
+                f"postgresql {_shown(conninfo)} cannot be opened: {_open_failure(conninfo, error)}"
             ) from None
         try:
             _prepare(db, conninfo)
@@ -83,7 +88,12 @@ class PostgresStorage:
 
     @property
     def url(self) -> str:
-        return _redacted(self.conninfo)
+        url = _redacted(self.conninfo)
+        assert url is not None, "an opened storage's conninfo parses"
+        return url
+
+    def __repr__(self) -> str:
+        return f"PostgresStorage(url={self.url!r}, open={self._db is not None})"
 
     def uppers(self) -> dict[str, ShardState]:
         try:
@@ -213,8 +223,16 @@ class PostgresStorage:
             self._db = None
 
     def _connection(self) -> psycopg.Connection[tuple[object, ...]]:
+        """The connection; a new one if the last was lost (its operation
+        failed with :class:`StorageUnavailableError`), so a catalog outlives
+        a restart of the server."""
         if self._db is None:
-            raise trio.ClosedResourceError(f"postgresql storage {self.url} is closed")
+            raise trio.ClosedResourceError(f"postgresql storage {self.url!r} is closed")
+        if self._db.closed:
+            try:
+                self._db = psycopg.connect(self.conninfo, autocommit=True)
+            except psycopg.Error as error:
+                raise self._failed(error) from None
         return self._db
 
     @staticmethod
@@ -231,8 +249,12 @@ class PostgresStorage:
         ).fetchone()
         return None if found is None else from_db(_int(found[0]))
 
-    def _failed(self, error: psycopg.Error) -> StorageUnavailableError:
-        return StorageUnavailableError(f"postgresql {self.url}: {_first_line(error)}")
+    def _failed(self, error: psycopg.Error) -> PersistError:
+        if isinstance(error, psycopg.errors.ProgramLimitExceeded):
+            # A value over a limit of the server (a shard name too long
+            # for the index): it would fail again.
+            return UnstorableError(f"postgresql {self.url!r}: {_first_line(error)}")
+        return StorageUnavailableError(f"postgresql {self.url!r}: {_first_line(error)}")
 
 
 def _prepare(db: psycopg.Connection[tuple[object, ...]], conninfo: str) -> None:
@@ -263,28 +285,53 @@ def _prepare(db: psycopg.Connection[tuple[object, ...]], conninfo: str) -> None:
                 version = None if found is None else str(found[0])
     except psycopg.Error as error:
         raise StorageOpenError(
-            f"postgresql {_redacted(conninfo)} cannot be prepared: {_first_line(error)}"
+            f"postgresql {_shown(conninfo)} cannot be prepared: {_first_line(error)}"
         ) from None
     if tables != set(TABLES) or version is None:
         raise StorageCorruptError(
-            f"postgresql {_redacted(conninfo)} is not a shard store: it holds only "
+            f"postgresql {_shown(conninfo)} is not a shard store: it holds only "
             f"{', '.join(sorted(tables))} of the tables {', '.join(TABLES)}"
         )
     if version != str(SCHEMA_VERSION):
         raise SchemaVersionError(
-            f"postgresql {_redacted(conninfo)} has shard schema version {version}, "
+            f"postgresql {_shown(conninfo)} has shard schema version {version}, "
             f"this is version {SCHEMA_VERSION}"
         )
 
 
-def _redacted(conninfo: str) -> str:
-    """``conninfo`` without its password, to be shown."""
+def _redacted(conninfo: str) -> str | None:
+    """``conninfo`` as a ``postgresql://`` URL without its password, or
+    ``None`` if libpq cannot parse it."""
     try:
-        params = psycopg.conninfo.conninfo_to_dict(conninfo)
+        params = {
+            key: str(value)
+            for key, value in psycopg.conninfo.conninfo_to_dict(conninfo).items()
+            if key != "password"
+        }
     except psycopg.Error:
-        return "(an unparsable url)"
-    shown = {key: str(value) for key, value in params.items() if key != "password"}
-    return repr(psycopg.conninfo.make_conninfo("", **shown))
+        return None
+    user, dbname = params.pop("user", None), params.pop("dbname", None)
+    user_at = f"{quote(user, safe='')}@" if user else ""
+    path = f"/{quote(dbname, safe='')}" if dbname else ""
+    query = f"?{urlencode(params, quote_via=quote, safe='')}" if params else ""
+    return f"postgresql://{user_at}{path}{query}"
+
+
+def _shown(conninfo: str) -> str:
+    """``conninfo`` to be shown in a message: quoted, without its password."""
+    url = _redacted(conninfo)
+    return "(an unparsable url)" if url is None else repr(url)
+
+
+def _open_failure(conninfo: str, error: psycopg.Error) -> str:
+    """Why ``conninfo`` could not be opened, as libpq says. If libpq cannot
+    parse it, the parts it quotes may be the password's: they are hidden."""
+    reason = _first_line(error)
+    try:
+        psycopg.conninfo.conninfo_to_dict(conninfo)
+    except psycopg.Error:
+        return re.sub(r'"[^"]*"', '"..."', reason)
+    return reason
 
 
 def _payload(name: str) -> str:

@@ -16,8 +16,10 @@ and serves the shards to the others, pushing their changes.
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import warnings
+from collections.abc import Iterator
 
 import attrs
 import trio
@@ -25,10 +27,12 @@ import trio
 from .._errors import UpperMismatchError
 from ._errors import (
     NotificationsUnsupportedError,
+    PersistError,
     SchemaVersionError,
     StorageCorruptError,
     StorageOpenError,
     StorageUnavailableError,
+    UnstorableError,
 )
 from ._sql import SCHEMA_VERSION, TABLES, from_db, to_db
 from ._storage import Changed, ShardState
@@ -76,16 +80,17 @@ class SqliteStorage:
 
     @property
     def url(self) -> str:
-        return f"sqlite:{self.path}"
+        # A path that starts with "//" needs the "//" of sqlite:///PATH, or
+        # the URL would name a relative path.
+        return f"sqlite://{self.path}" if self.path.startswith("//") else f"sqlite:{self.path}"
 
     def uppers(self) -> dict[str, ShardState]:
-        rows = self._run("SELECT name, upper_ts, batches FROM persist_shards", ()).fetchall()
+        with self._transaction("BEGIN") as db:
+            rows = db.execute("SELECT name, upper_ts, batches FROM persist_shards").fetchall()
         return {name: ShardState(from_db(upper), batches) for name, upper, batches in rows}
 
     def read(self, name: str, since: int) -> ShardState:
-        db = self._connection()
-        try:
-            db.execute("BEGIN")
+        with self._transaction("BEGIN") as db:
             found = db.execute(
                 "SELECT upper_ts, batches FROM persist_shards WHERE name = ?", (name,)
             ).fetchone()
@@ -93,20 +98,14 @@ class SqliteStorage:
                 "SELECT data FROM persist_batches WHERE shard = ? AND seq >= ? ORDER BY seq",
                 (name, since),
             ).fetchall()
-            db.execute("COMMIT")
-        except sqlite3.Error as error:
-            raise self._failed(db, error) from None
         if found is None:
             return ShardState(0, 0)
         return ShardState(from_db(found[0]), found[1], tuple(blob for (blob,) in data))
 
     def append(self, name: str, data: bytes, lower: int, upper: int) -> int:
-        db = self._connection()
-        try:
-            db.execute("BEGIN IMMEDIATE")
+        with self._transaction("BEGIN IMMEDIATE") as db:
             stored, seq = self._locked_state(db, name)
             if stored != lower:
-                db.execute("ROLLBACK")
                 raise UpperMismatchError(
                     f"append to shard {name!r} expected upper {lower}, found {stored}"
                 )
@@ -115,22 +114,14 @@ class SqliteStorage:
                 (name, seq, to_db(lower), to_db(upper), data),
             )
             self._store_upper(db, name, upper, seq + 1)
-            db.execute("COMMIT")
-        except sqlite3.Error as error:
-            raise self._failed(db, error) from None
         return seq
 
     def advance(self, name: str, upper: int) -> ShardState:
-        db = self._connection()
-        try:
-            db.execute("BEGIN IMMEDIATE")
+        with self._transaction("BEGIN IMMEDIATE") as db:
             stored, batches = self._locked_state(db, name)
             if upper > stored:
                 self._store_upper(db, name, upper, batches)
                 stored = upper
-            db.execute("COMMIT")
-        except sqlite3.Error as error:
-            raise self._failed(db, error) from None
         return ShardState(stored, batches)
 
     async def watch(self, changed: Changed, *, task_status: trio.TaskStatus[None]) -> None:
@@ -156,12 +147,23 @@ class SqliteStorage:
             raise trio.ClosedResourceError(f"sqlite storage {self.path!r} is closed")
         return self._db
 
-    def _run(self, sql: str, args: tuple[object, ...]) -> sqlite3.Cursor:
+    @contextlib.contextmanager
+    def _transaction(self, begin: str) -> Iterator[sqlite3.Connection]:
+        """One transaction, committed at the end of the block and rolled back
+        if anything escapes it (an error, a mismatch, a KeyboardInterrupt:
+        none leaves the file locked)."""
         db = self._connection()
         try:
-            return db.execute(sql, args)
-        except sqlite3.Error as error:
-            raise self._failed(db, error) from None
+            db.execute(begin)
+            yield db
+            db.execute("COMMIT")
+        except BaseException as error:
+            if db.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    db.execute("ROLLBACK")
+            if isinstance(error, sqlite3.Error):
+                raise self._failed(error) from None
+            raise
 
     @staticmethod
     def _locked_state(db: sqlite3.Connection, name: str) -> tuple[int, int]:
@@ -178,9 +180,13 @@ class SqliteStorage:
             (name, to_db(upper), batches),
         )
 
-    def _failed(self, db: sqlite3.Connection, error: sqlite3.Error) -> StorageUnavailableError:
-        if db.in_transaction:
-            db.execute("ROLLBACK")
+    def _failed(self, error: sqlite3.Error) -> PersistError:
+        """The error to raise for ``error``, met in a transaction rolled back."""
+        match error.sqlite_errorname:
+            case "SQLITE_TOOBIG":
+                return UnstorableError(f"sqlite file {self.path!r}: {error}")
+            case "SQLITE_CORRUPT" | "SQLITE_NOTADB":
+                return StorageCorruptError(f"sqlite file {self.path!r} is corrupt: {error}")
         return StorageUnavailableError(f"sqlite file {self.path!r}: {error}")
 
 

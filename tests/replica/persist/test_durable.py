@@ -5,6 +5,7 @@ updates that cannot be stored."""
 from __future__ import annotations
 
 import pytest
+import trio
 
 from replica import (
     ShardCatalog,
@@ -179,3 +180,77 @@ def test_open_catalog_of_memory_is_todays_in_memory_catalog() -> None:
     with catalog:
         catalog.shard("data").write(0, [(1,)])
     assert catalog.shard("data").upper == 1
+
+
+def test_a_listener_that_raises_does_not_keep_the_others_asleep(url: str) -> None:
+    def fail() -> None:
+        raise RuntimeError("listener failed")
+
+    with durable(url) as catalog:
+        data = catalog.shard("data")
+        woken: list[int] = []
+        data.listen(fail)
+        data.listen(lambda: woken.append(data.upper))
+        with pytest.raises(RuntimeError, match=r"^listener failed$"):
+            data.write(0, [(1,)])
+        assert woken == [1]  # woken all the same: the change stands
+    with durable(url) as reopened:
+        assert reopened.shard("data").updates == [((1,), 0, 1)]
+
+
+def test_refresh_of_one_name_given_as_a_string_is_refused(url: str) -> None:
+    with durable(url) as first, durable(url) as second:
+        first.shard("data").write(0, [(1,)])
+        with pytest.raises(TypeError, match=r"^refresh takes shard names, not one name: "):
+            second.refresh("data")
+        assert second.refresh(["data"]) == ["data"]
+
+
+def test_refresh_of_a_name_with_a_nul_is_unstorable(url: str) -> None:
+    with durable(url) as catalog, pytest.raises(UnstorableError, match=r"^shard name 'a\\x00b' "):
+        catalog.refresh(["a\0b"])
+
+
+def test_an_update_that_cannot_be_stored_is_named_briefly(url: str) -> None:
+    huge = "x" * 10_000_000
+    with durable(url) as catalog, pytest.raises(UnstorableError) as error:
+        catalog.shard("data").write(0, [(huge, b"bytes")])  # type: ignore[list-item]
+    assert len(str(error.value)) < 1_000
+    assert str(error.value).endswith("cannot be stored: it holds a bytes: b'bytes'")
+
+
+def test_a_closed_catalog_refuses_every_change(url: str) -> None:
+    catalog = durable(url)
+    data = catalog.shard("data")
+    data.write(0, [(1,)])
+    catalog.close()
+    catalog.close()
+    closed = r"^the shard catalog on '.*' is closed$"
+    for change in (
+        lambda: data.write(1, [(2,)]),
+        lambda: data.append([], 1, 2),
+        lambda: data.advance(5),
+        lambda: catalog.shard("new").write(0, [(1,)]),
+        catalog.refresh,
+    ):
+        with pytest.raises(trio.ClosedResourceError, match=closed):
+            change()
+    assert (data.upper, data.read_at(0)) == (1, [(1,)])
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda data: data.write(0, [(10**5_000,)]),
+        lambda data: data.append([((1,), 0, 10**5_000)], 0, 1),
+        lambda data: data.append([], 0, 10**5_000),
+        lambda data: data.write(10**5_000, [(1,)]),
+        lambda data: data.advance(10**5_000),
+    ],
+)
+def test_an_int_too_large_to_print_is_unstorable(url: str, change: object) -> None:
+    with durable(url) as catalog:
+        data = catalog.shard("data")
+        with pytest.raises(UnstorableError, match=r"too large to show"):
+            change(data)  # type: ignore[operator]
+        assert (data.upper, data.updates) == (0, [])

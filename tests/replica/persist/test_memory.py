@@ -76,3 +76,23 @@ def test_the_in_memory_catalog_is_unchanged_by_open() -> None:
 def test_a_bad_storage_url_is_refused(url: str, message: str) -> None:
     with pytest.raises(StorageUrlError, match=rf"^{message}$"):
         open_storage(url)
+
+
+async def test_a_closed_catalog_on_memory_storage_refuses_changes_and_follow() -> None:
+    storage = MemoryStorage()
+    closed, other = DurableShardCatalog.load(storage), DurableShardCatalog.load(storage)
+    data = closed.shard("data")
+    data.write(0, [(1,)])
+    closed.close()
+    with pytest.raises(
+        trio.ClosedResourceError, match=r"^the shard catalog on 'memory:' is closed$"
+    ):
+        data.write(1, [(2,)])
+    with pytest.raises(
+        trio.ClosedResourceError, match=r"^the shard catalog on 'memory:' is closed$"
+    ):
+        await closed.follow()
+    other.shard("data").write(1, [(2,)])  # the store itself stays open to the others
+    assert (data.upper, data.updates) == (1, [((1,), 0, 1)])
+    with DurableShardCatalog.load(storage) as again:
+        assert again.shard("data").upper == 2

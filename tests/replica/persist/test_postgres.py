@@ -5,6 +5,9 @@ is involved), each wait bounded by ``trio.fail_after``."""
 
 from __future__ import annotations
 
+import random
+import string
+
 import attrs
 import psycopg
 import pytest
@@ -18,6 +21,7 @@ from replica.persist import (
     StorageCorruptError,
     StorageOpenError,
     StorageUnavailableError,
+    UnstorableError,
     open_storage,
 )
 
@@ -201,3 +205,75 @@ def test_what_was_stored_survives_a_kill_9(postgres_url: str) -> None:
     write_and_kill_9(postgres_url)
     with durable(postgres_url) as catalog:
         check_what_the_killed_process_stored(catalog)
+
+
+def test_the_password_is_in_no_repr(postgres_url: str) -> None:
+    url = postgres_url.replace("postgresql://postgres@", "postgresql://postgres:secret@")
+    with durable(url) as catalog:
+        assert "secret" not in repr(catalog.storage)
+        assert "secret" not in repr(catalog)
+        assert "secret" not in catalog.storage.url
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://someone:s%zzecret@/db",
+        "postgresql://someone:se cret@/db",
+        "postgres://someone:secret@[::1:5432/db",
+        "postgresql://someone@/db?password=secret&bogus=1",
+    ],
+)
+def test_an_unparsable_url_is_named_without_the_password(url: str) -> None:
+    with pytest.raises(StorageOpenError, match=r"^postgresql .* cannot be opened: ") as error:
+        open_storage(url)
+    assert "cret" not in str(error.value)
+
+
+def test_a_shard_name_too_long_for_the_database_is_unstorable(postgres_url: str) -> None:
+    rng = random.Random(1)  # letters that do not compress: an index entry holds them all
+    name = "".join(rng.choice(string.ascii_letters) for _ in range(4_000))
+    with durable(postgres_url) as catalog:
+        with pytest.raises(UnstorableError, match=r"^postgresql '.*': index row size "):
+            catalog.shard(name).write(0, [(1,)])
+        catalog.shard("data").write(0, [(1,)])
+
+
+def test_after_a_lost_connection_the_next_change_connects_again(postgres_url: str) -> None:
+    with durable(postgres_url) as catalog:
+        data = catalog.shard("data")
+        data.write(0, [(1,)])
+        assert terminate_backends(postgres_url, "%persist%") == 1
+        with pytest.raises(StorageUnavailableError):
+            data.write(1, [(2,)])
+        data.write(1, [(2,)])
+        assert catalog.refresh() == []
+    with durable(postgres_url) as reopened:
+        assert reopened.shard("data").updates == [((1,), 0, 1), ((2,), 1, 1)]
+
+
+def test_follow_parks_between_notifications_and_ends_by_name_when_the_server_stops(
+    postgres_url: str,
+) -> None:
+    """Every session of the database is ended, as a server stopping ends
+    them: ``follow`` ends with the named error, not a hang nor a busy loop."""
+
+    async def main() -> None:
+        with durable(postgres_url) as reader:
+            async with trio.open_nursery() as nursery:
+                await nursery.start(reader.follow)
+                await trio.to_thread.run_sync(terminate_backends, postgres_url, "%")
+                with trio.fail_after(TIME_LIMIT):
+                    await trio.sleep_forever()
+
+    with pytest.raises(ExceptionGroup) as caught:
+        trio.run(main)
+    assert caught.group_contains(StorageUnavailableError)
+
+
+def test_the_url_of_a_storage_opens_the_same_database(postgres_url: str) -> None:
+    with durable(postgres_url) as catalog:
+        catalog.shard("data").write(0, [(1,)])
+        assert catalog.storage.url.startswith("postgresql://postgres@/trio_reconcile_")
+        with durable(catalog.storage.url) as again:
+            assert again.shard("data").updates == [((1,), 0, 1)]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import attrs
 import pytest
 import trio
 
@@ -17,6 +18,7 @@ from replica.persist import (
     SqliteStorage,
     StorageCorruptError,
     StorageOpenError,
+    UnstorableError,
     open_catalog,
     open_storage,
 )
@@ -97,14 +99,19 @@ def test_a_batch_that_does_not_decode_is_corrupt_at_load(tmp_path: Path) -> None
 
 
 def test_a_closed_storage_refuses_changes(tmp_path: Path) -> None:
-    catalog = open_catalog(f"sqlite:{tmp_path / 'shards.db'}")
+    storage = open_storage(f"sqlite:{tmp_path / 'shards.db'}")
+    catalog = DurableShardCatalog.load(storage)
     data = catalog.shard("data")
     data.write(0, [(1,)])
     catalog.close()
     catalog.close()
     assert data.read_at(0) == [(1,)]
-    with pytest.raises(trio.ClosedResourceError, match=r"^sqlite storage '.*' is closed$"):
+    with pytest.raises(
+        trio.ClosedResourceError, match=r"^the shard catalog on 'sqlite:.*' is closed$"
+    ):
         data.write(1, [(2,)])
+    with pytest.raises(trio.ClosedResourceError, match=r"^sqlite storage '.*' is closed$"):
+        storage.append("data", b"\x90", 1, 2)
 
 
 async def test_sqlite_cannot_push_other_writers_changes(tmp_path: Path) -> None:
@@ -156,3 +163,90 @@ def test_storage_left_open_warns(tmp_path: Path) -> None:
     storage = open_storage(f"sqlite:{tmp_path / 'shards.db'}")
     with pytest.warns(ResourceWarning, match=r"^sqlite storage '.*' was not closed$"):
         del storage  # the last reference
+
+
+def test_every_commit_is_synced(tmp_path: Path) -> None:
+    storage = open_storage(f"sqlite:{tmp_path / 'shards.db'}")
+    assert isinstance(storage, SqliteStorage)
+    with DurableShardCatalog.load(storage):
+        assert storage._db is not None
+        assert storage._db.execute("PRAGMA synchronous").fetchone() == (2,)  # FULL
+
+
+@attrs.define
+class InterruptedConnection:
+    """A connection on which the statement starting with ``at`` raises
+    KeyboardInterrupt, as a Ctrl-C between two statements would."""
+
+    db: sqlite3.Connection
+    at: str
+
+    def execute(self, sql: str, *args: tuple[object, ...]) -> sqlite3.Cursor:
+        if sql.startswith(self.at):
+            raise KeyboardInterrupt
+        return self.db.execute(sql, *args)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.db, name)
+
+
+@pytest.mark.parametrize("at", ["INSERT INTO persist_batches", "INSERT INTO persist_shards"])
+def test_a_keyboard_interrupt_mid_change_stores_nothing_and_holds_no_lock(
+    tmp_path: Path, at: str
+) -> None:
+    path = tmp_path / "shards.db"
+    storage = open_storage(f"sqlite:{path}")
+    assert isinstance(storage, SqliteStorage)
+    with DurableShardCatalog.load(storage) as catalog:
+        db = storage._db
+        assert db is not None
+        storage._db = InterruptedConnection(db, at)  # type: ignore[assignment]
+        with pytest.raises(KeyboardInterrupt):
+            catalog.shard("data").write(0, [(1,)])
+        storage._db = db
+        assert not db.in_transaction
+        other = sqlite3.connect(path, timeout=0, isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")  # the file's write lock is free
+        other.execute("ROLLBACK")
+        other.close()
+        catalog.shard("data").write(0, [(2,)])
+    with open_catalog(f"sqlite:{path}") as reopened:
+        assert reopened.shard("data").updates == [((2,), 0, 1)]
+
+
+def test_a_batch_too_big_for_the_file_is_unstorable(tmp_path: Path) -> None:
+    storage = open_storage(f"sqlite:{tmp_path / 'shards.db'}")
+    assert isinstance(storage, SqliteStorage)
+    with DurableShardCatalog.load(storage) as catalog:
+        assert storage._db is not None
+        storage._db.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, 1_000)
+        with pytest.raises(UnstorableError, match=r"^sqlite file '.*': string or blob too big$"):
+            catalog.shard("data").write(0, [("x" * 2_000,)])
+        catalog.shard("data").write(0, [("x",)])
+
+
+def test_a_file_damaged_inside_is_corrupt(tmp_path: Path) -> None:
+    path = tmp_path / "shards.db"
+    with open_catalog(f"sqlite:{path}") as catalog:
+        for ts in range(100):
+            catalog.shard("data").write(ts, [("y" * 3_000,)])
+    with open(path, "r+b") as file:
+        file.seek(4096 * 5)
+        file.write(b"\xff" * 4096 * 20)
+    with pytest.raises(StorageCorruptError, match=r"^sqlite file '.*' is corrupt: "):
+        open_catalog(f"sqlite:{path}")
+
+
+def test_the_url_of_a_storage_opens_the_same_file(tmp_path: Path) -> None:
+    for url in (
+        f"sqlite:{tmp_path}/a.db",
+        f"sqlite://{tmp_path}/b.db",
+        f"sqlite:///{tmp_path}/c.db",
+    ):
+        storage = open_storage(url)
+        again = open_storage(storage.url)
+        assert isinstance(storage, SqliteStorage)
+        assert isinstance(again, SqliteStorage)
+        assert Path(again.path).resolve() == Path(storage.path).resolve()
+        storage.close()
+        again.close()
