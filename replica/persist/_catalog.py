@@ -14,6 +14,7 @@ or, where the store can push them, by running :meth:`~DurableShardCatalog.follow
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Sequence
 from typing import overload
 
@@ -105,12 +106,18 @@ class DurableShard(Shard):
             return False
         # Every batch decoded before memory changes: a corrupt one changes nothing.
         batches = [decode_batch(self.name, data) for data in state.data]
-        for updates in batches:
-            self.updates.extend(updates)
-        self._batches = state.batches
-        self.upper = state.upper
+        self._take_in(itertools.chain.from_iterable(batches), state.batches, state.upper)
         self._notify()
         return True
+
+    @trio.lowlevel.enable_ki_protection
+    def _take_in(self, updates: Iterable[Update], batches: int, upper: int) -> None:
+        # With KeyboardInterrupt deferred (under Trio): a Ctrl-C between the
+        # updates and the batch count would make the next catch-up take the
+        # updates in twice.
+        self.updates.extend(updates)
+        self._batches = batches
+        self.upper = upper
 
     def _check_open(self) -> None:
         if self._closed:
@@ -128,9 +135,7 @@ class DurableShard(Shard):
         if seq != self._batches:
             self.catch_up()  # others appended before: take theirs and this batch in order
             return
-        self.updates.extend(updates)
-        self._batches = seq + 1
-        self.upper = upper
+        self._take_in(updates, seq + 1, upper)
         self._notify()
 
 

@@ -182,7 +182,7 @@ class SqliteStorage:
 
     def _failed(self, error: sqlite3.Error) -> PersistError:
         """The error to raise for ``error``, met in a transaction rolled back."""
-        match error.sqlite_errorname:
+        match getattr(error, "sqlite_errorname", None):
             case "SQLITE_TOOBIG":
                 return UnstorableError(f"sqlite file {self.path!r}: {error}")
             case "SQLITE_CORRUPT" | "SQLITE_NOTADB":
@@ -216,7 +216,7 @@ def _prepare(db: sqlite3.Connection, path: str) -> None:
     except sqlite3.Error as error:
         if db.in_transaction:
             db.execute("ROLLBACK")
-        if error.sqlite_errorname in ("SQLITE_NOTADB", "SQLITE_CORRUPT"):
+        if getattr(error, "sqlite_errorname", None) in ("SQLITE_NOTADB", "SQLITE_CORRUPT"):
             raise StorageCorruptError(f"sqlite file {path!r} is corrupt: {error}") from None
         raise StorageOpenError(f"sqlite file {path!r} cannot be opened: {error}") from None
     if mode != "wal":

@@ -4,11 +4,15 @@ updates that cannot be stored."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import ClassVar
+
 import pytest
 import trio
 
 from replica import (
     ShardCatalog,
+    Update,
     UpperMismatchError,
     UpperRegressionError,
     WriteBelowUpperError,
@@ -254,3 +258,28 @@ def test_an_int_too_large_to_print_is_unstorable(url: str, change: object) -> No
         with pytest.raises(UnstorableError, match=r"too large to show"):
             change(data)  # type: ignore[operator]
         assert (data.upper, data.updates) == (0, [])
+
+
+class WatchedList(list[Update]):
+    """A shard's updates that record whether a KeyboardInterrupt would be
+    deferred (Trio's KI protection) while they grow."""
+
+    protected: ClassVar[list[bool]] = []
+
+    def extend(self, updates: Iterable[Update]) -> None:
+        WatchedList.protected.append(trio.lowlevel.currently_ki_protected())
+        super().extend(updates)
+
+
+def test_memory_changes_with_keyboard_interrupt_deferred(url: str) -> None:
+    async def main() -> None:
+        with durable(url) as first, durable(url) as second:
+            mine, theirs = first.shard("data"), second.shard("data")
+            mine.updates, theirs.updates = WatchedList(), WatchedList()
+            mine.write(0, [(1,)])
+            mine.append([((2,), 1, 1)], 1, 2)
+            assert second.refresh() == ["data"]
+
+    WatchedList.protected.clear()
+    trio.run(main)
+    assert WatchedList.protected == [True, True, True]

@@ -18,6 +18,7 @@ from replica.persist import (
     SqliteStorage,
     StorageCorruptError,
     StorageOpenError,
+    StorageUnavailableError,
     UnstorableError,
     open_catalog,
     open_storage,
@@ -250,3 +251,12 @@ def test_the_url_of_a_storage_opens_the_same_file(tmp_path: Path) -> None:
         assert Path(again.path).resolve() == Path(storage.path).resolve()
         storage.close()
         again.close()
+
+
+async def test_a_catalog_used_from_another_thread_is_refused_by_name(tmp_path: Path) -> None:
+    with open_catalog(f"sqlite:{tmp_path / 'shards.db'}") as catalog:
+        data = catalog.shard("data")
+        with pytest.raises(StorageUnavailableError, match=r"can only be used in that same thread"):
+            await trio.to_thread.run_sync(data.write, 0, [(1,)])
+        data.write(0, [(2,)])
+        assert data.updates == [((2,), 0, 1)]
