@@ -42,6 +42,10 @@ NOTIFY_CHANNEL = "trio_reconcile_persist"
 _PAYLOAD_LIMIT = 7999
 # Taken while the schema is created, so two first openers do not race.
 _SCHEMA_LOCK = 0x7472696F  # "trio"
+# Seconds a change waits for a shard's row locked by another session (as
+# SQLite's BUSY_TIMEOUT): then it fails, rather than block the Trio thread
+# for as long as that session lives.
+LOCK_TIMEOUT = 30.0
 
 _SCHEMA: tuple[LiteralString, ...] = (
     "CREATE TABLE persist_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -74,7 +78,7 @@ class PostgresStorage:
         refuses, :class:`StorageCorruptError` if the tables are not a shard
         store's, :class:`SchemaVersionError` if another version wrote them."""
         try:
-            db = psycopg.connect(conninfo, autocommit=True)
+            db = _connect(conninfo)
         except psycopg.Error as error:
             raise StorageOpenError(
                 f"postgresql {_shown(conninfo)} cannot be opened: {_open_failure(conninfo, error)}"
@@ -230,7 +234,7 @@ class PostgresStorage:
             raise trio.ClosedResourceError(f"postgresql storage {self.url!r} is closed")
         if self._db.closed:
             try:
-                self._db = psycopg.connect(self.conninfo, autocommit=True)
+                self._db = _connect(self.conninfo)
             except psycopg.Error as error:
                 raise self._failed(error) from None
         return self._db
@@ -255,6 +259,19 @@ class PostgresStorage:
             # for the index): it would fail again.
             return UnstorableError(f"postgresql {self.url!r}: {_first_line(error)}")
         return StorageUnavailableError(f"postgresql {self.url!r}: {_first_line(error)}")
+
+
+def _connect(conninfo: str) -> psycopg.Connection[tuple[object, ...]]:
+    """A connection for changes: autocommit, its lock waits bounded."""
+    db = psycopg.connect(conninfo, autocommit=True)
+    try:
+        db.execute(
+            "SELECT set_config('lock_timeout', %s, false)", (f"{int(LOCK_TIMEOUT * 1000)}ms",)
+        )
+    except BaseException:
+        db.close()
+        raise
+    return db
 
 
 def _prepare(db: psycopg.Connection[tuple[object, ...]], conninfo: str) -> None:

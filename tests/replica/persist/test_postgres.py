@@ -22,6 +22,7 @@ from replica.persist import (
     StorageOpenError,
     StorageUnavailableError,
     UnstorableError,
+    _postgres,
     open_storage,
 )
 
@@ -277,3 +278,21 @@ def test_the_url_of_a_storage_opens_the_same_database(postgres_url: str) -> None
         assert catalog.storage.url.startswith("postgresql://postgres@/trio_reconcile_")
         with durable(catalog.storage.url) as again:
             assert again.shard("data").updates == [((1,), 0, 1)]
+
+
+def test_a_change_waits_for_a_locked_shard_a_bounded_time(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_postgres, "LOCK_TIMEOUT", 0.2)
+    with durable(postgres_url) as catalog:
+        data = catalog.shard("data")
+        data.write(0, [(1,)])
+        with psycopg.connect(postgres_url) as other:  # a transaction holding the shard's row
+            # Ended by the server after TIME_LIMIT, should the change wait on.
+            other.execute(f"SET idle_in_transaction_session_timeout = '{TIME_LIMIT}s'")
+            other.execute("SELECT * FROM persist_shards WHERE name = 'data' FOR UPDATE")
+            with pytest.raises(StorageUnavailableError, match=r"lock timeout"):
+                data.write(1, [(2,)])
+            other.rollback()
+        data.write(1, [(2,)])
+        assert data.updates == [((1,), 0, 1), ((2,), 1, 1)]
