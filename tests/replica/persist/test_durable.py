@@ -4,6 +4,8 @@ updates that cannot be stored."""
 
 from __future__ import annotations
 
+import contextlib
+import random
 from collections.abc import Iterable
 from typing import ClassVar
 
@@ -283,3 +285,44 @@ def test_memory_changes_with_keyboard_interrupt_deferred(url: str) -> None:
     WatchedList.protected.clear()
     trio.run(main)
     assert WatchedList.protected == [True, True, True]
+
+
+def test_three_catalogs_interleaving_changes_and_refreshes_agree_with_the_store(
+    url: str,
+) -> None:
+    rng = random.Random(7)
+    catalogs = [durable(url) for _ in range(3)]
+    names = ["a", "é🙂", ""]
+    try:
+        for step in range(400):
+            catalog = rng.choice(catalogs)
+            shard = catalog.shard(rng.choice(names))
+            op = rng.random()
+            with contextlib.suppress(
+                UpperMismatchError, WriteBelowUpperError, UpperRegressionError
+            ):
+                if op < 0.3:
+                    shard.write(shard.upper + rng.randint(-1, 2), [(step,)])
+                elif op < 0.6:
+                    lower = shard.upper + rng.choice([0, 0, 1])
+                    shard.append([((step,), lower, 1)], lower, lower + rng.randint(1, 3))
+                elif op < 0.7:
+                    shard.advance(shard.upper + rng.randint(0, 2))
+                elif op < 0.85:
+                    catalog.refresh()
+                else:
+                    catalog.refresh([shard.name])
+        for catalog in catalogs:
+            catalog.refresh()
+        with durable(url) as fresh:
+            for name in names:
+                stored = fresh.shard(name)
+                steps = [row[0] for row, _, _ in stored.updates]
+                assert len(steps) == len(set(steps))  # no batch taken in twice
+                assert [t for _, t, _ in stored.updates] == sorted(t for _, t, _ in stored.updates)
+                for catalog in catalogs:
+                    mine = catalog.shard(name)
+                    assert (mine.upper, mine.updates) == (stored.upper, stored.updates)
+    finally:
+        for catalog in catalogs:
+            catalog.close()
