@@ -63,10 +63,12 @@ class Shard:
         self._notify()
         return len(batch)
 
-    def append(self, updates: Sequence[Update], lower: int, upper: int) -> None:
+    def append(self, updates: Iterable[Update], lower: int, upper: int) -> None:
         """Compare-and-append: add ``updates`` (times in ``[lower, upper)``)
         and move the upper to ``upper``, if the upper is ``lower`` now. Raises
         :class:`~replica.UpperMismatchError` (and changes nothing) otherwise."""
+        # A generator is read once, here.
+        updates = updates if isinstance(updates, Sequence) else list(updates)
         if lower != self.upper:
             raise UpperMismatchError(
                 f"append to shard {self.name!r} expected upper {lower}, found {self.upper}"

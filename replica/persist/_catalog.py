@@ -55,12 +55,14 @@ class DurableShard(Shard):
                 continue  # caught up with another writer: check ts again
             return len(batch)
 
-    def append(self, updates: Sequence[Update], lower: int, upper: int) -> None:
+    def append(self, updates: Iterable[Update], lower: int, upper: int) -> None:
         """Compare-and-append against the stored upper (see
         :meth:`replica.Shard.append`). A malformed batch raises ``ValueError``
         and one that cannot be stored :class:`UnstorableError`, before the
         uppers are compared."""
         self._check_open()
+        # A generator is read once, here.
+        updates = updates if isinstance(updates, Sequence) else list(updates)
         if upper <= lower:
             raise ValueError(
                 f"an append covers [lower, upper) with upper > lower: {lower}, {upper}"

@@ -326,3 +326,12 @@ def test_three_catalogs_interleaving_changes_and_refreshes_agree_with_the_store(
     finally:
         for catalog in catalogs:
             catalog.close()
+
+
+def test_an_append_of_a_generator_keeps_every_update(url: str) -> None:
+    with durable(url) as catalog, ShardCatalog() as memory:
+        for shard in (catalog.shard("data"), memory.shard("data")):
+            shard.append((update for update in [((1,), 0, 1), ((2,), 1, 1)]), 0, 2)
+            assert (shard.upper, shard.updates) == (2, [((1,), 0, 1), ((2,), 1, 1)])
+    with durable(url) as reopened:
+        assert reopened.shard("data").updates == [((1,), 0, 1), ((2,), 1, 1)]
