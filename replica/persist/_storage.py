@@ -172,6 +172,13 @@ def open_storage(url: str) -> ShardStorage:
 
     Raises :class:`~replica.persist.StorageUrlError` for another scheme, and
     the storage's own errors if it cannot be opened."""
+    if "\0" in url:  # C libraries would read it up to the NUL: another store
+        raise StorageUrlError(f"storage url {url!r} holds a NUL")
+    try:
+        url.encode("utf-8")
+    except UnicodeEncodeError:
+        if not url.lower().startswith("sqlite:"):  # a path may hold any byte
+            raise StorageUrlError(f"storage url {url!r} is not UTF-8") from None
     scheme, colon, rest = url.partition(":")
     if not colon:
         raise StorageUrlError(f"storage url {url!r} has no scheme (memory:, sqlite:, postgresql:)")

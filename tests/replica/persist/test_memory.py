@@ -96,3 +96,17 @@ async def test_a_closed_catalog_on_memory_storage_refuses_changes_and_follow() -
     assert (data.upper, data.updates) == (1, [((1,), 0, 1)])
     with DurableShardCatalog.load(storage) as again:
         assert again.shard("data").upper == 2
+
+
+@pytest.mark.parametrize(
+    ("url", "why"),
+    [
+        ("sqlite:a\0b.db", "holds a NUL"),
+        ("postgresql://someone@/db\0other?host=/nowhere", "holds a NUL"),
+        ("postgresql://someone@/db?host=/tmp/\udc80", "is not UTF-8"),
+    ],
+)
+def test_a_storage_url_with_a_nul_or_not_utf8_is_refused(url: str, why: str) -> None:
+    """libpq would read such a URL up to the NUL only: another database."""
+    with pytest.raises(StorageUrlError, match=rf"^storage url .* {why}$"):
+        open_storage(url)
