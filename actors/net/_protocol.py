@@ -86,6 +86,23 @@ DEFAULT_WINDOW = 1024
 
 _LENGTH = struct.Struct(">I")
 
+MAX_TEXT = 4096
+"""The longest error text, end reason or close reason a frame carries (longer
+ones are cut): what fails on one node cannot make a frame the other refuses."""
+
+_SEND_TAG = 3
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= MAX_TEXT else text[: MAX_TEXT - 3] + "..."
+
+
+def _is_send(payload: bytes | memoryview) -> bool:
+    """Whether an undecodable frame says it is a ``Send`` (an array whose
+    first item is its tag): it then counts against the sender's credit, and
+    gives it back, as a message refused."""
+    return len(payload) >= 2 and 0x90 <= payload[0] <= 0x9F and payload[1] == _SEND_TAG
+
 
 class Role(enum.Enum):
     """Which side of a connection: the one that dialled is the client."""
@@ -166,6 +183,8 @@ class Connection:
         self._peer_challenge: bytes | None = None
         self._proved = False  # we sent our proof
         self._in = bytearray()
+        # Bytes the frame begun in _in needs, its length prefix included.
+        self._need = 4
         self._out = bytearray()
         self._encoder = msgspec.msgpack.Encoder()
         self._decoder = msgspec.msgpack.Decoder(Frame)
@@ -193,6 +212,17 @@ class Connection:
 
     # ---- bytes out ----------------------------------------------------------
 
+    @property
+    def closed(self) -> bool:
+        """Whether the connection is over (closed by either side, or the
+        stream ended)."""
+        return self.state is State.CLOSED
+
+    @property
+    def buffered(self) -> int:
+        """Bytes queued and not yet taken by :meth:`data_to_send`."""
+        return len(self._out)
+
     def data_to_send(self) -> bytes:
         """Every byte queued so far (frames in the order they were queued),
         now taken: a burst of messages goes out as one write."""
@@ -202,6 +232,20 @@ class Connection:
 
     def _write(self, frame: Frame) -> None:
         payload = self._encoder.encode(frame)
+        self._out += _LENGTH.pack(len(payload))
+        self._out += payload
+        self._sent += 1
+
+    def _write_checked(self, frame: Frame, what: str) -> None:
+        """Queue ``frame``, or raise :class:`CodecError` (queueing nothing)
+        if it is over ``max_frame``: the peer would close the connection
+        for it (nodes of one cluster share their limits)."""
+        payload = self._encoder.encode(frame)
+        if len(payload) > self._max_frame:
+            raise CodecError(
+                f"{what}: a frame of {len(payload)} bytes is over the limit of "
+                f"{self._max_frame} bytes"
+            )
         self._out += _LENGTH.pack(len(payload))
         self._out += payload
         self._sent += 1
@@ -231,7 +275,7 @@ class Connection:
             raise CodecError(
                 f"message {name!r}: an ask carries a Reply and a reply number, a tell neither"
             )
-        self._write(Send(target, name, msgspec.Raw(data), reply))
+        self._write_checked(Send(target, name, data, reply), f"message {name!r}")
         self._credit -= 1
 
     def send_answer(self, reply: int, value: object) -> None:
@@ -241,27 +285,30 @@ class Connection:
         self._require_open("send_answer")
         try:
             name, data = self._codec.encode_value(value)
+            self._write_checked(Answer(reply, name, data), "an answer")
         except CodecError as error:
-            self._write(Failure(reply, "CodecError", str(error)))
-            return
-        self._write(Answer(reply, name, msgspec.Raw(data)))
+            self._write(Failure(reply, "CodecError", _clip(str(error))))
 
     def send_failure(self, reply: int, error: str, message: str) -> None:
         """Fail the peer's ask ``reply`` with an error of class ``error``."""
         self._require_open("send_failure")
-        self._write(Failure(reply, error, message))
+        self._write(Failure(reply, _clip(error), _clip(message)))
 
     def send_lookup(self, request: int, name: str) -> None:
         self._require_open("send_lookup")
-        self._write(Lookup(request, name))
+        self._write_checked(Lookup(request, name), "a look-up")
 
     def send_find(self, request: int, key: str) -> None:
         self._require_open("send_find")
-        self._write(Find(request, key))
+        self._write_checked(Find(request, key), "a find")
 
     def send_found(self, request: int, actors: list[tuple[str, int]]) -> None:
         self._require_open("send_found")
-        self._write(Found(request, actors))
+        try:
+            self._write_checked(Found(request, actors), "found actors")
+        except CodecError:
+            # More actors than a frame holds: found as none.
+            self._write(Found(request, []))
 
     def send_stop(self, target: int) -> None:
         self._require_open("send_stop")
@@ -269,7 +316,7 @@ class Connection:
 
     def send_ended(self, target: int, reason: str, detail: str, seq: int | None) -> None:
         self._require_open("send_ended")
-        self._write(Ended(target, reason, detail, seq))
+        self._write(Ended(target, _clip(reason), _clip(detail), seq))
 
     def delivered(self, messages: int = 1, *, flush: bool = False) -> None:
         """Report ``messages`` of the peer's as delivered: their credit goes
@@ -289,7 +336,7 @@ class Connection:
         event to act on, or None if it was already closed."""
         if self.state is State.CLOSED:
             return None
-        self._write(Close(reason))
+        self._write(Close(_clip(reason)))
         self.state = State.CLOSED
         return ConnectionClosed(reason, by_peer=False)
 
@@ -304,55 +351,69 @@ class Connection:
         events: list[Event] = []
         if not data:
             self.state = State.CLOSED
-            events.append(ConnectionClosed("the stream ended without a Close frame", by_peer=False))
+            held = len(self._in)
+            reason = "the stream ended without a Close frame"
+            if held:
+                reason += f" ({held} bytes into a frame)"
+            events.append(ConnectionClosed(reason, by_peer=False))
             return events
-        buffer = self._in
-        buffer += data
+        if self._in:
+            # The rest of a frame: gather until it is whole (copied once).
+            self._in += data
+            if len(self._in) < self._need:
+                return events
+            data = bytes(self._in)
+            self._in.clear()
+        view = memoryview(data)
         start = 0
-        size = len(buffer)
+        size = len(data)
         while size - start >= 4:
-            (length,) = _LENGTH.unpack_from(buffer, start)
+            (length,) = _LENGTH.unpack_from(data, start)
             limit = self._max_frame if self.state is State.OPEN else HANDSHAKE_MAX_FRAME
             if length > limit:
-                del buffer[:]
                 event = self.close(f"frame of {length} bytes is over the limit of {limit} bytes")
                 assert event is not None
                 events.append(event)
                 return events
             end = start + 4 + length
             if end > size:
+                self._need = end - start
                 break
-            payload = bytes(buffer[start + 4 : end])
-            start = end
             self._received += 1
-            if self._frame(payload, events) is State.CLOSED:
-                del buffer[:]
+            self._handle_frame(view[start + 4 : end], events)
+            start = end
+            if self.closed:
                 return events
-        del buffer[:start]
+        else:
+            self._need = 4
+        if start < size:
+            self._in += view[start:]
         return events
 
-    def _frame(self, payload: bytes, events: list[Event]) -> State:
-        """Handle one frame; the state after it."""
-        self._handle_frame(payload, events)
-        return self.state
-
-    def _handle_frame(self, payload: bytes, events: list[Event]) -> None:
+    def _handle_frame(self, payload: memoryview, events: list[Event]) -> None:
         try:
             frame = self._decoder.decode(payload)
         except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as error:
             if self.state is not State.OPEN:
                 self._refuse(f"handshake: undecodable frame: {error}", events)
                 return
-            reason = f"undecodable frame: {error}"
+            reason = _clip(f"undecodable frame: {error}")
+            is_send = _is_send(payload)
+            # A message, as far as credit goes: refused, so delivered.
+            if is_send and not self._count_message(events):
+                return
             self._write(Error(reason, None))
+            if is_send:
+                self.delivered(1)
             events.append(FrameRefused(reason, None))
             return
         if self.state is State.HANDSHAKE:
             self._handshake(frame, events)
             return
+        if type(frame) is Send:
+            self._send_in(frame, events)
+            return
         match frame:
-            case Send():
-                self._send_in(frame, events)
             case Answer():
                 try:
                     value = self._codec.decode_value(frame.type, frame.value)
@@ -385,21 +446,30 @@ class Connection:
                 events.append(ConnectionClosed(frame.reason, by_peer=True))
             case Hello() | Proof():
                 self._refuse(f"a {type(frame).__name__} frame after the handshake", events)
+            case Send():  # pragma: no cover (handled above)
+                pass
 
-    def _send_in(self, frame: Send, events: list[Event]) -> None:
+    def _count_message(self, events: list[Event]) -> bool:
+        """Count one message of the peer's against the window; False (and the
+        connection closed) if it sent past its credit."""
         self._undelivered += 1
         # What the peer sent and we have not granted back yet: delivered
         # messages whose credit waits for a batch still count.
         if self._undelivered + self._to_grant > self._window:
             self._refuse(f"the peer sent past its credit of {self._window} messages", events)
+            return False
+        return True
+
+    def _send_in(self, frame: Send, events: list[Event]) -> None:
+        if not self._count_message(events):
             return
         try:
             message = self._codec.decode(frame.type, frame.args, ask=frame.reply is not None)
         except CodecError as error:
+            reason = _clip(str(error))
+            self._write(Error(reason, frame.reply))
             # Refused, so delivered as far as credit goes.
             self.delivered(1)
-            reason = str(error)
-            self._write(Error(reason, frame.reply))
             events.append(FrameRefused(reason, frame.reply))
             return
         events.append(MessageReceived(frame.target, message, frame.reply))
