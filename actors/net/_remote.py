@@ -52,7 +52,7 @@ class Outbox:
     def _check(self) -> None:
         if self._closed:
             raise trio.ClosedResourceError
-        if self._peer.reason is not None:
+        if self._peer.reason is not None or self._peer._conn.closed:
             raise trio.BrokenResourceError
 
     def send_nowait(self, envelope: Envelope[Any]) -> None:

@@ -169,11 +169,26 @@ async def test_a_cancelled_ask_leaves_nothing_behind() -> None:
         with trio.move_on_after(1) as scope:
             await ref.ask(Hold)
         assert scope.cancelled_caught
-        assert pair.peer_a.statistics().asks_in_flight == 1  # its reply may still come
+        assert pair.peer_a.statistics().asks_in_flight == 0  # forgotten at once
         await ref.tell(Release())
         assert await ref.ask(Total, timeout=5) == 0
-        assert pair.peer_a.statistics().asks_in_flight == 0  # it came, and was dropped
+        stats = pair.peer_a.statistics()
+        assert (stats.asks_in_flight, stats.late_answers) == (0, 1)  # it came, and was dropped
         assert ref.statistics().pending_asks == 0
+
+
+async def test_asks_that_timed_out_leave_nothing_in_the_reply_table() -> None:
+    async with connected() as pair:
+        ref = await pair.counter_ref()
+        for _ in range(100):
+            with pytest.raises(actors.AskTimeoutError):
+                await ref.ask(Hold, timeout=1)
+        assert pair.peer_a.statistics().asks_in_flight == 0
+        assert ref.statistics().pending_asks == 0
+        await ref.tell(Release())  # the 100 answers come, late
+        assert await ref.ask(Total, timeout=5) == 0
+        stats = pair.peer_a.statistics()
+        assert (stats.asks_in_flight, stats.late_answers) == (0, 100)
 
 
 async def test_an_ask_times_out_by_the_local_clock() -> None:
