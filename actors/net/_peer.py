@@ -192,6 +192,7 @@ class Peer(metaclass=NoPublicConstructor):
         self._fd: int | None = None
         if os.name == "posix" and isinstance(stream, trio.SocketStream):
             self._fd = stream.socket.fileno()
+        self._write_now: Callable[[bytearray], int] = functools.partial(os.write, self._fd or -1)
         self.closed = trio.Event()
         self.reason: str | None = None
         """Why the connection ended, once it did."""
@@ -413,17 +414,18 @@ class Peer(metaclass=NoPublicConstructor):
         if fd is None or self._sending or self._leftover or self.reason is not None:
             self._writer_lot.unpark()
             return
-        data = self._conn.data_to_send()
-        if not data:
+        conn = self._conn
+        if not conn._out:
             return
         try:
-            sent = os.write(fd, data)
+            sent = conn.write_to(self._write_now)
         except OSError:  # full (EAGAIN), or broken: the writer finds out which
             sent = 0
         if sent:
-            self._progress(sent)
-        if sent < len(data):
-            self._leftover = memoryview(data)[sent:]
+            self._written += sent
+            if self._drained_lot:
+                self._drained_lot.unpark_all()
+        if conn._out:
             self._writer_lot.unpark()
 
     async def _reader(self) -> None:
@@ -435,8 +437,9 @@ class Peer(metaclass=NoPublicConstructor):
         conn = self._conn
         stream = self._stream
         fd = self._fd
-        while not conn.closed:
-            if self._unsent() > self._max_buffer:
+        out = conn._out
+        while conn.state is not State.CLOSED:
+            if len(out) + len(self._leftover) > self._max_buffer:
                 if not await self._wait_drained():
                     return
                 continue
@@ -455,7 +458,7 @@ class Peer(metaclass=NoPublicConstructor):
                 return
             for event in conn.receive_data(data):
                 self._handle(event)
-            if conn.buffered:
+            if out:
                 self._flush()
 
     async def _wait_drained(self) -> bool:
@@ -527,7 +530,7 @@ class Peer(metaclass=NoPublicConstructor):
         kind = type(event)
         if kind is MessageReceived:
             assert isinstance(event, MessageReceived)
-            if self._conn.closed:
+            if self._conn.state is State.CLOSED:
                 return  # it came before what closed the connection: not delivered
             if self._inbound or not self._deliver_now(event):
                 self._inbound.append(event)
@@ -668,7 +671,8 @@ class Peer(metaclass=NoPublicConstructor):
         assert event.reply is not None
         seq = cell.next_seq
         cell.next_seq = seq + 1
-        reply: Reply[Any] = Reply._create(cell.address.name, seq, cell.tracer, cell.token)
+        # Reply._create without its extra call (once per ask).
+        reply: Reply[Any] = type.__call__(Reply, cell.address.name, seq, cell.tracer, cell.token)
         reply._notify = functools.partial(self._answered, cell, seq, event.reply)
         self._codec.attach_reply(event.message, reply)
         envelope = Envelope(event.message, seq, None)

@@ -36,6 +36,7 @@ import hashlib
 import hmac
 import os
 import struct
+from collections.abc import Callable
 from typing import final
 
 import attrs
@@ -85,6 +86,7 @@ DEFAULT_MAX_FRAME = 1 << 20
 DEFAULT_WINDOW = 1024
 
 _LENGTH = struct.Struct(">I")
+_NO_LENGTH = bytes(4)
 
 MAX_TEXT = 4096
 """The longest error text, end reason or close reason a frame carries (longer
@@ -230,25 +232,39 @@ class Connection:
         self._out.clear()
         return data
 
-    def _write(self, frame: Frame) -> None:
-        payload = self._encoder.encode(frame)
-        self._out += _LENGTH.pack(len(payload))
-        self._out += payload
+    def write_to(self, write: Callable[[bytearray], int]) -> int:
+        """Hand what is queued to ``write`` (as ``os.write`` on a
+        non-blocking socket: it returns how many bytes it took, at once) and
+        drop what it took: :meth:`data_to_send` without a copy. Returns
+        what ``write`` returned."""
+        out = self._out
+        sent = write(out)
+        del out[:sent]
+        return sent
+
+    def _write(self, frame: Frame) -> int:
+        """Queue ``frame`` (encoded in place, behind its length); its size."""
+        out = self._out
+        start = len(out)
+        out += _NO_LENGTH
+        self._encoder.encode_into(frame, out, start + 4)
+        size = len(out) - start - 4
+        _LENGTH.pack_into(out, start, size)
         self._sent += 1
+        return size
 
     def _write_checked(self, frame: Frame, what: str) -> None:
         """Queue ``frame``, or raise :class:`CodecError` (queueing nothing)
         if it is over ``max_frame``: the peer would close the connection
         for it (nodes of one cluster share their limits)."""
-        payload = self._encoder.encode(frame)
-        if len(payload) > self._max_frame:
+        start = len(self._out)
+        size = self._write(frame)
+        if size > self._max_frame:
+            del self._out[start:]
+            self._sent -= 1
             raise CodecError(
-                f"{what}: a frame of {len(payload)} bytes is over the limit of "
-                f"{self._max_frame} bytes"
+                f"{what}: a frame of {size} bytes is over the limit of {self._max_frame} bytes"
             )
-        self._out += _LENGTH.pack(len(payload))
-        self._out += payload
-        self._sent += 1
 
     def _require_open(self, call: str) -> None:
         if self.state is not State.OPEN:
