@@ -457,7 +457,15 @@ class Peer(metaclass=NoPublicConstructor):
                 self._lost(f"the connection broke: {error or type(error).__name__}")
                 return
             for event in conn.receive_data(data):
-                self._handle(event)
+                # The answers to our asks, inline (the hot path).
+                if type(event) is AnswerReceived:
+                    reply = self._replies.pop(event.reply, None)
+                    if reply is None or reply.done:
+                        self._late(event.reply)
+                    else:
+                        reply.send(event.value)
+                else:
+                    self._handle(event)
             if out:
                 self._flush()
 
@@ -507,7 +515,7 @@ class Peer(metaclass=NoPublicConstructor):
             self._conn.send_message(uid, message)
             cell.delivered += 1
             return False
-        number = self._number()
+        self._numbers = number = self._numbers + 1
         self._conn.send_message(uid, message, number)
         cell.delivered += 1
         pending = cell.pending

@@ -396,8 +396,30 @@ class Connection:
                 self._need = end - start
                 break
             self._received += 1
-            self._handle_frame(view[start + 4 : end], events)
+            payload = view[start + 4 : end]
             start = end
+            # The frames of every ask and answer, inline (the hot path).
+            try:
+                frame = self._decoder.decode(payload)
+            except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as error:
+                self._undecodable(payload, error, events)
+            else:
+                kind = type(frame)
+                if kind is Send and self.state is State.OPEN:
+                    assert isinstance(frame, Send)
+                    self._send_in(frame, events)
+                elif kind is Answer and self.state is State.OPEN:
+                    assert isinstance(frame, Answer)
+                    try:
+                        value = self._codec.decode_value(frame.type, frame.value)
+                    except CodecError as codec_error:
+                        events.append(
+                            FailureReceived(frame.reply, "CodecError", str(codec_error))
+                        )
+                    else:
+                        events.append(AnswerReceived(frame.reply, value))
+                else:
+                    self._handle_frame(frame, events)
             if self.closed:
                 return events
         else:
@@ -406,23 +428,21 @@ class Connection:
             self._in += view[start:]
         return events
 
-    def _handle_frame(self, payload: memoryview, events: list[Event]) -> None:
-        try:
-            frame = self._decoder.decode(payload)
-        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as error:
-            if self.state is not State.OPEN:
-                self._refuse(f"handshake: undecodable frame: {error}", events)
-                return
-            reason = _clip(f"undecodable frame: {error}")
-            is_send = _is_send(payload)
-            # A message, as far as credit goes: refused, so delivered.
-            if is_send and not self._count_message(events):
-                return
-            self._write(Error(reason, None))
-            if is_send:
-                self.delivered(1)
-            events.append(FrameRefused(reason, None))
+    def _undecodable(self, payload: memoryview, error: Exception, events: list[Event]) -> None:
+        if self.state is not State.OPEN:
+            self._refuse(f"handshake: undecodable frame: {error}", events)
             return
+        reason = _clip(f"undecodable frame: {error}")
+        is_send = _is_send(payload)
+        # A message, as far as credit goes: refused, so delivered.
+        if is_send and not self._count_message(events):
+            return
+        self._write(Error(reason, None))
+        if is_send:
+            self.delivered(1)
+        events.append(FrameRefused(reason, None))
+
+    def _handle_frame(self, frame: Frame, events: list[Event]) -> None:
         if self.state is State.HANDSHAKE:
             self._handshake(frame, events)
             return
@@ -477,7 +497,9 @@ class Connection:
         return True
 
     def _send_in(self, frame: Send, events: list[Event]) -> None:
-        if not self._count_message(events):
+        self._undelivered += 1
+        if self._undelivered + self._to_grant > self._window:
+            self._refuse(f"the peer sent past its credit of {self._window} messages", events)
             return
         try:
             message = self._codec.decode(frame.type, frame.args, ask=frame.reply is not None)

@@ -56,9 +56,11 @@ class Outbox:
             raise trio.BrokenResourceError
 
     def send_nowait(self, envelope: Envelope[Any]) -> None:
-        self._check()
         peer = self._peer
-        if peer._conn.credit <= 0:
+        conn = peer._conn
+        if self._closed or peer.reason is not None or conn.closed:
+            self._check()
+        if conn.credit <= 0:
             raise trio.WouldBlock
         if peer._send(self._uid, self._cell, envelope):
             peer._flush()
