@@ -331,8 +331,10 @@ class Peer(metaclass=NoPublicConstructor):
         error = NodeDownError(
             f"the connection to node {node!r} was lost before the reply came: {reason}"
         )
-        replies, self._replies = self._replies, {}
-        for reply in replies.values():
+        # Emptied in place: each remote reference's _Pending holds this dict.
+        replies = list(self._replies.values())
+        self._replies.clear()
+        for reply in replies:
             if not reply.done:
                 reply._withdraw(error)
         remote, self._remote = self._remote, {}

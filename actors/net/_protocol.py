@@ -413,9 +413,7 @@ class Connection:
                     try:
                         value = self._codec.decode_value(frame.type, frame.value)
                     except CodecError as codec_error:
-                        events.append(
-                            FailureReceived(frame.reply, "CodecError", str(codec_error))
-                        )
+                        events.append(FailureReceived(frame.reply, "CodecError", str(codec_error)))
                     else:
                         events.append(AnswerReceived(frame.reply, value))
                 else:
@@ -522,6 +520,9 @@ class Connection:
                     return
                 if frame.challenge == self._challenge or len(frame.challenge) < 16:
                     self._refuse("handshake: a reused or short challenge", events)
+                    return
+                if not frame.node:
+                    self._refuse("handshake: a node without a name", events)
                     return
                 self.peer = frame.node
                 self._peer_challenge = frame.challenge

@@ -290,3 +290,15 @@ async def test_concurrent_closes_all_return_and_one_reason_stands() -> None:
         }
         assert pair.node_a.peers == []
         assert pair.node_b.peers == []
+
+
+async def test_bad_buffer_limits_are_refused_before_anything_starts() -> None:
+    async with actors.open_system() as system:
+        with pytest.raises(ValueError, match=r"^a node's max_buffer must be a whole number >= "):
+            async with open_node(
+                system, name="b", secret=SECRET, codec=codec(), max_frame=4096, max_buffer=1024
+            ):
+                pass
+        with pytest.raises(ValueError, match=r"^stall_timeout must be None or a number"):
+            async with open_node(system, name="b", secret=SECRET, codec=codec(), stall_timeout=-1):
+                pass

@@ -119,6 +119,13 @@ def test_a_reflected_challenge_is_refused() -> None:
     assert events == [ConnectionClosed("handshake: a reused or short challenge", by_peer=False)]
 
 
+def test_a_node_without_a_name_is_refused() -> None:
+    _, server = pair()
+    payload = msgspec.msgpack.encode(Hello(VERSION, "", b"n" * 32))
+    events = server.receive_data(struct.pack(">I", len(payload)) + payload)
+    assert events == [ConnectionClosed("handshake: a node without a name", by_peer=False)]
+
+
 def test_the_proof_names_the_role_so_a_relayed_proof_is_wrong() -> None:
     # Two servers with the secret cannot be played against each other: a
     # proof made by a server is not a client's.
