@@ -141,6 +141,13 @@ async def run_queue() -> None:
                 functools.partial(trio.run_process, command, env=environment, check=False)
             )
             print("[queue] started the workers' process", flush=True)
+
+            async def watch_child() -> None:
+                status = await child.wait()
+                if not done.is_set():
+                    raise RuntimeError(f"the workers' process ended early (status {status})")
+
+            nursery.start_soon(watch_child)
             await done.wait()
             status = await child.wait()
             print(f"[queue] the workers' process exited with status {status}", flush=True)
@@ -179,8 +186,9 @@ async def run_workers(port: int) -> None:
                 await system.spawn(worker, f"worker-{index}", queue, name=f"worker-{index}")
                 for index in range(1, WORKERS + 1)
             ]
-            for ref in refs:
-                await ref.wait_stopped()
+            reasons = [await ref.wait_stopped() for ref in refs]
+            if any(not isinstance(reason, actors.Normal) for reason in reasons):
+                raise RuntimeError(f"the workers did not all finish: {reasons}")
             print("[workers] the queue is empty: the workers' process ends", flush=True)
 
 
