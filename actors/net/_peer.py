@@ -160,6 +160,7 @@ class Peer(metaclass=NoPublicConstructor):
         self._delivery_lot = trio.lowlevel.ParkingLot()
         # The reader waits here while the output is over max_buffer.
         self._drained_lot = trio.lowlevel.ParkingLot()
+        self._drain_waiting = False  # exactly while the reader parks there
         # Bytes written so far (progress, for the stall check).
         self._written = 0
         self._late_answers = 0
@@ -192,7 +193,6 @@ class Peer(metaclass=NoPublicConstructor):
         self._fd: int | None = None
         if os.name == "posix" and isinstance(stream, trio.SocketStream):
             self._fd = stream.socket.fileno()
-        self._write_now: Callable[[bytearray], int] = functools.partial(os.write, self._fd or -1)
         self.closed = trio.Event()
         self.reason: str | None = None
         """Why the connection ended, once it did."""
@@ -403,7 +403,7 @@ class Peer(metaclass=NoPublicConstructor):
 
     def _progress(self, written: int) -> None:
         self._written += written
-        if self._drained_lot:
+        if self._drain_waiting:
             self._drained_lot.unpark_all()
 
     def _flush(self) -> None:
@@ -416,18 +416,19 @@ class Peer(metaclass=NoPublicConstructor):
         if fd is None or self._sending or self._leftover or self.reason is not None:
             self._writer_lot.unpark()
             return
-        conn = self._conn
-        if not conn._out:
+        out = self._conn._out
+        if not out:
             return
         try:
-            sent = conn.write_to(self._write_now)
+            sent = os.write(fd, out)
         except OSError:  # full (EAGAIN), or broken: the writer finds out which
             sent = 0
         if sent:
+            del out[:sent]
             self._written += sent
-            if self._drained_lot:
+            if self._drain_waiting:
                 self._drained_lot.unpark_all()
-        if conn._out:
+        if out:
             self._writer_lot.unpark()
 
     async def _reader(self) -> None:
@@ -459,8 +460,15 @@ class Peer(metaclass=NoPublicConstructor):
                 self._lost(f"the connection broke: {error or type(error).__name__}")
                 return
             for event in conn.receive_data(data):
-                # The answers to our asks, inline (the hot path).
-                if type(event) is AnswerReceived:
+                # Messages, and the answers to our asks, inline (the hot path).
+                kind = type(event)
+                if kind is MessageReceived and conn.state is State.OPEN:
+                    assert isinstance(event, MessageReceived)
+                    if self._inbound or not self._deliver_now(event):
+                        self._inbound.append(event)
+                        self._delivery_lot.unpark()
+                elif kind is AnswerReceived:
+                    assert isinstance(event, AnswerReceived)
                     reply = self._replies.pop(event.reply, None)
                     if reply is None or reply.done:
                         self._late(event.reply)
@@ -479,7 +487,11 @@ class Peer(metaclass=NoPublicConstructor):
             written = self._written
             with trio.move_on_after(self._stall_timeout):
                 while self._written == written and self.reason is None:
-                    await self._drained_lot.park()
+                    self._drain_waiting = True
+                    try:
+                        await self._drained_lot.park()
+                    finally:
+                        self._drain_waiting = False
             if self._written == written and self.reason is None:
                 self._lost(
                     f"node {self.node!r} read nothing for {self._stall_timeout:g}s while "
@@ -511,14 +523,13 @@ class Peer(metaclass=NoPublicConstructor):
         (taking a credit); whether it is an ask. Raises
         :class:`~actors.net.CodecError` if it cannot be encoded: nothing
         is sent then."""
-        message = envelope.message
-        reply = self._codec.reply_of(message)
+        name, data, reply = self._codec.encode_message(envelope.message)
         if reply is None:
-            self._conn.send_message(uid, message)
+            self._conn._send_encoded(uid, name, data, None)
             cell.delivered += 1
             return False
         self._numbers = number = self._numbers + 1
-        self._conn.send_message(uid, message, number)
+        self._conn._send_encoded(uid, name, data, number)
         cell.delivered += 1
         pending = cell.pending
         ask = None if pending is None else pending.get(envelope.seq)

@@ -257,11 +257,16 @@ class Connection:
         """Queue ``frame``, or raise :class:`CodecError` (queueing nothing)
         if it is over ``max_frame``: the peer would close the connection
         for it (nodes of one cluster share their limits)."""
-        start = len(self._out)
-        size = self._write(frame)
-        if size > self._max_frame:
-            del self._out[start:]
-            self._sent -= 1
+        out = self._out
+        start = len(out)
+        out += _NO_LENGTH
+        self._encoder.encode_into(frame, out, start + 4)
+        size = len(out) - start - 4
+        if size <= self._max_frame:
+            _LENGTH.pack_into(out, start, size)
+            self._sent += 1
+        else:
+            del out[start:]
             raise CodecError(
                 f"{what}: a frame of {size} bytes is over the limit of {self._max_frame} bytes"
             )
@@ -286,11 +291,21 @@ class Connection:
         self._require_open("send_message")
         if self._credit <= 0:
             raise NoCreditError(f"node {self.peer!r} granted no credit left")
-        name, data, has_reply = self._codec.encode(message)
-        if (reply is not None) != has_reply:
+        name, data, carried = self._codec.encode_message(message)
+        if (reply is not None) != (carried is not None):
             raise CodecError(
                 f"message {name!r}: an ask carries a Reply and a reply number, a tell neither"
             )
+        self._send_encoded(target, name, data, reply)
+
+    def _send_encoded(self, target: int, name: str, data: bytes, reply: int | None) -> None:
+        """:meth:`send_message` of a message the codec encoded already
+        (``Codec.encode_message``): for the node, which learns the reply
+        from the same encoding."""
+        if self.state is not State.OPEN:
+            self._require_open("send_message")
+        if self._credit <= 0:
+            raise NoCreditError(f"node {self.peer!r} granted no credit left")
         self._write_checked(Send(target, name, data, reply), f"message {name!r}")
         self._credit -= 1
 
@@ -298,7 +313,8 @@ class Connection:
         """Answer the peer's ask ``reply`` with ``value``. Answers take no
         credit (they are bounded by the peer's asks). A value the codec
         cannot encode is answered as a ``CodecError`` failure instead."""
-        self._require_open("send_answer")
+        if self.state is not State.OPEN:
+            self._require_open("send_answer")
         try:
             name, data = self._codec.encode_value(value)
             self._write_checked(Answer(reply, name, data), "an answer")

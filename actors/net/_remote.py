@@ -14,6 +14,7 @@ from .._envelope import Envelope
 from .._errors import ActorError, ActorFailedError, ActorStoppedError
 from .._monitors import ExitReason, Failed, Killed, NodeDown, Normal, Stopped
 from ._errors import NodeDownError, RemoteError
+from ._protocol import State
 
 if TYPE_CHECKING:
     from ._peer import Peer
@@ -58,9 +59,9 @@ class Outbox:
     def send_nowait(self, envelope: Envelope[Any]) -> None:
         peer = self._peer
         conn = peer._conn
-        if self._closed or peer.reason is not None or conn.closed:
+        if self._closed or peer.reason is not None or conn.state is State.CLOSED:
             self._check()
-        if conn.credit <= 0:
+        if conn._credit <= 0:
             raise trio.WouldBlock
         if peer._send(self._uid, self._cell, envelope):
             peer._flush()
