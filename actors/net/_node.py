@@ -21,6 +21,11 @@ from ._protocol import DEFAULT_MAX_FRAME, DEFAULT_WINDOW, Connection, Role, Stat
 
 logger = logging.getLogger("actors.net")
 
+MAX_HANDSHAKES = 64
+"""Connections a node's listener lets be in their handshake at once: past
+it, a new connection is closed at once (logged), so peers that connect and
+say nothing cannot pile up tasks and sockets for ``handshake_timeout`` each."""
+
 
 @final
 class Node(metaclass=NoPublicConstructor):
@@ -61,6 +66,8 @@ class Node(metaclass=NoPublicConstructor):
         self._stall_timeout = stall_timeout
         self.address: tuple[str, int] | None = None
         self.peers: list[Peer] = []
+        # Connections in their handshake now (dialled, accepted or served).
+        self._handshaking = 0
 
     def __repr__(self) -> str:
         return f"<Node {self.name!r} at {self.address} with {len(self.peers)} peers>"
@@ -109,6 +116,13 @@ class Node(metaclass=NoPublicConstructor):
         """A listener's handler: serves the connection until it ends (the
         listener closes the stream when this returns); a refused connection
         is logged, not raised."""
+        if self._handshaking >= MAX_HANDSHAKES:
+            logger.warning(
+                "node %r refused a connection: %d others are in their handshake",
+                self.name,
+                self._handshaking,
+            )
+            return
         if self._ssl_context is not None:
             stream = trio.SSLStream(stream, self._ssl_context, server_side=True)
         try:
@@ -131,7 +145,11 @@ class Node(metaclass=NoPublicConstructor):
         )
         try:
             async with stream:
-                peer, early = await self._handshake(stream, conn)
+                self._handshaking += 1
+                try:
+                    peer, early = await self._handshake(stream, conn)
+                finally:
+                    self._handshaking -= 1
                 task_status.started(peer)
                 self.peers.append(peer)
                 try:
