@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import re
 import struct
+from typing import cast
 
 import msgspec
 import pytest
@@ -15,11 +16,21 @@ import trio
 import trio.testing
 
 import actors
-from actors.net import Authenticated, Connection, Event, HandshakeError, Role, open_node
+from actors import ActorRef
+from actors.net import (
+    Authenticated,
+    Connection,
+    Event,
+    HandshakeError,
+    NodeDownError,
+    Peer,
+    Role,
+    open_node,
+)
 from actors.net._frames import Lookup, Send
 from actors.net._node import MAX_HANDSHAKES
 
-from .messages import SECRET, Add, codec
+from .messages import SECRET, Add, Echo, codec
 from .nodes import connected, counter
 
 
@@ -333,3 +344,58 @@ async def test_connections_that_say_nothing_cannot_pile_up_past_the_limit(
             # The silent ones time out, and the count comes back down.
         assert b._handshaking == 0
         assert b.peers == []
+
+
+async def test_two_nodes_flooding_each_other_with_asks_close_rather_than_hang() -> None:
+    # Each node asks the other's echo for answers of 3,000 bytes, 16 at a
+    # time, and the streams hold 4 KiB: both outputs pass max_buffer, both
+    # stop reading, and neither writes. The stall closes the connection.
+    async with actors.open_system() as system_a, actors.open_system() as system_b:
+        for system in (system_a, system_b):
+            await system.spawn(counter, name="counter", capacity=64)
+        nodes = [
+            open_node(
+                system,
+                name=name,
+                secret=SECRET,
+                codec=codec(),
+                listen=None,
+                window=16,
+                max_frame=4096,
+                max_buffer=8192,
+                stall_timeout=30,
+            )
+            for name, system in (("a", system_a), ("b", system_b))
+        ]
+        async with nodes[0] as a, nodes[1] as b:
+            ours, theirs = pipe_pair(capacity=4096)
+            peers: list[Peer] = []
+            async with trio.open_nursery() as nursery:
+
+                async def accept() -> None:
+                    peers.append(await b.accept(theirs))
+
+                nursery.start_soon(accept)
+                peer_a = await a.connect(ours)
+            (peer_b,) = peers
+            failures: list[BaseException] = []
+
+            async def flood(peer: Peer) -> None:
+                ref = cast("ActorRef[Echo]", await peer.lookup("counter"))
+                try:
+                    while True:
+                        await ref.ask(Echo, "x" * 3000)
+                except (actors.ActorStoppedError, NodeDownError) as error:
+                    failures.append(error)
+
+            start = trio.current_time()
+            async with trio.open_nursery() as nursery:
+                for peer in (peer_a, peer_b):
+                    for _ in range(16):
+                        nursery.start_soon(flood, peer)
+            assert peer_a.closed.is_set()
+            assert peer_b.closed.is_set()
+            reasons = f"{peer_a.reason} / {peer_b.reason}"
+            assert "read nothing for 30s" in reasons
+            assert trio.current_time() - start < 120
+            assert len(failures) == 32
