@@ -15,6 +15,13 @@ Rows:
   a server task reads it whole and writes back the very frame of the
   answer, which the client reads whole. The goal of issue 14: the ask row
   at least 0.7x of this one.
+* ``tcp ping-pong 4 hops``: the same bytes over the same hops as the ask,
+  by bare trio tasks: a reader task per end waits on its socket
+  (``wait_readable``, then ``os.read``), the far reader hands each frame to
+  an "actor" task through a memory channel, which writes the answer with
+  ``os.write``; the near reader wakes the asker. Four scheduler passes per
+  round trip, as the ask takes, against the ping-pong's two: what the hops
+  alone cost (for scale; POSIX only).
 * ``net tell (loopback tcp)``: tells of ``Add(i)`` in bursts (``tell_nowait``
   until the peer's credit is spent, then one ``await tell``) from node a to a
   counting actor on node b, timed until it has taken all of them: one op is
@@ -29,6 +36,7 @@ Rows:
 
 from __future__ import annotations
 
+import os
 import struct
 import time
 from typing import Any, cast
@@ -149,6 +157,54 @@ def raw_ping_pong(n: int) -> tuple[int, float]:
     return n, trio.run(main)
 
 
+def ping_pong_4_hops(n: int) -> tuple[int, float]:
+    ask, answer, _ = _frames()
+
+    async def main() -> float:
+        client, server, listener = await _tcp_pair()
+        near, far = client.socket.fileno(), server.socket.fileno()
+        to_actor, actor_inbox = trio.open_memory_channel[bytes](64)
+        asker: list[trio.lowlevel.Task] = []
+
+        async def far_reader() -> None:
+            while True:
+                await trio.lowlevel.wait_readable(far)
+                to_actor.send_nowait(os.read(far, 65536))
+
+        async def actor() -> None:
+            async for _ in actor_inbox:
+                os.write(far, answer)
+
+        async def near_reader() -> None:
+            while True:
+                await trio.lowlevel.wait_readable(near)
+                os.read(near, 65536)
+                trio.lowlevel.reschedule(asker.pop())
+
+        def abort(_: Any) -> trio.lowlevel.Abort:
+            return trio.lowlevel.Abort.SUCCEEDED
+
+        async def round_trip() -> None:
+            os.write(near, ask)
+            asker.append(trio.lowlevel.current_task())
+            await trio.lowlevel.wait_task_rescheduled(abort)
+
+        async with trio.open_nursery() as nursery:
+            for task in (far_reader, actor, near_reader):
+                nursery.start_soon(task)
+            await round_trip()
+            t0 = time.perf_counter()
+            for _ in range(n):
+                await round_trip()
+            elapsed = time.perf_counter() - t0
+            nursery.cancel_scope.cancel()
+        for resource in (client, server, listener):
+            await resource.aclose()
+        return elapsed
+
+    return n, trio.run(main)
+
+
 def _raw_frames(batch: int) -> Any:
     def bench(n: int) -> tuple[int, float]:
         _, _, tell = _frames()
@@ -252,6 +308,7 @@ def net_benchmarks() -> list[Any]:
     return [
         Bench("net ask (loopback tcp)", net_ask, ASK_N, ASK_N // QUICK, "round trip"),
         Bench("tcp ping-pong raw", raw_ping_pong, ASK_N, ASK_N // QUICK, "round trip"),
+        Bench("tcp ping-pong 4 hops", ping_pong_4_hops, ASK_N, ASK_N // QUICK, "round trip"),
         Bench("net tell (loopback tcp)", net_tell, TELL_N, TELL_N // QUICK, "message"),
         Bench("tcp frames raw", _raw_frames(1), TELL_N, TELL_N // QUICK, "message"),
         Bench("tcp frames raw batched", _raw_frames(RAW_BATCH), TELL_N, TELL_N // QUICK, "message"),

@@ -12,8 +12,9 @@ there, whose answer goes back over the connection.
 
 from __future__ import annotations
 
+import operator
 import typing
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, final
 
 import attrs
@@ -56,6 +57,10 @@ class _Entry:
     fields: tuple[str, ...]
     reply_index: int | None
     decoder: msgspec.msgpack.Decoder[tuple[Any, ...]]
+    # The values that travel (every field but the reply), as a tuple, and
+    # the reply field's value: read in C (operator.attrgetter).
+    values_of: Callable[[object], tuple[Any, ...]]
+    reply_of: Callable[[object], Any] | None
 
 
 @final
@@ -144,34 +149,48 @@ class Codec:
             value_types.append(hint)
         values_type: Any = tuple.__class_getitem__(tuple(value_types) if value_types else ((),))
         decoder: msgspec.msgpack.Decoder[tuple[Any, ...]] = msgspec.msgpack.Decoder(values_type)
-        return _Entry(name, cls, tuple(f.name for f in fields), reply_index, decoder)
+        names = tuple(f.name for f in fields)
+        travelling = [name for index, name in enumerate(names) if index != reply_index]
+        values_of: Callable[[object], tuple[Any, ...]]
+        if len(travelling) == 1:
+            one = operator.attrgetter(travelling[0])
+            values_of = lambda message: (one(message),)  # noqa: E731
+        elif travelling:
+            values_of = operator.attrgetter(*travelling)
+        else:
+            values_of = lambda message: ()  # noqa: E731
+        reply_of = None if reply_index is None else operator.attrgetter(names[reply_index])
+        return _Entry(name, cls, names, reply_index, decoder, values_of, reply_of)
 
     def encode(self, message: object) -> tuple[str, bytes, bool]:
         """``message`` as its registered name, its field values (MessagePack)
         and whether it carries a reply (an ask). Raises :class:`CodecError`
         if its class is not registered, a value cannot be encoded, or its
         class has a reply field holding no ``Reply`` (only an ask sends it)."""
+        name, data, reply = self.encode_message(message)
+        return name, data, reply is not None
+
+    def encode_message(self, message: object) -> tuple[str, bytes, Reply[Any] | None]:
+        """As :meth:`encode`, with the reply ``message`` carries (an ask's)
+        instead of whether it carries one."""
         entry = self._by_class.get(type(message))
         if entry is None:
             raise CodecError(
                 f"message class {type(message).__qualname__} is not registered in the codec"
             )
-        values = [getattr(message, field) for field in entry.fields]
-        index = entry.reply_index
-        has_reply = False
-        if index is not None:
-            has_reply = isinstance(values[index], Reply)
-            if not has_reply:
+        reply = None
+        if entry.reply_of is not None:
+            reply = entry.reply_of(message)
+            if not isinstance(reply, Reply):
                 raise CodecError(
                     f"message {entry.name!r} has a reply field, so it must be asked "
-                    f"(its reply field holds {values[index]!r}, not a Reply)"
+                    f"(its reply field holds {reply!r}, not a Reply)"
                 )
-            del values[index]
         try:
-            data = self._encoder.encode(values)
+            data = self._encoder.encode(entry.values_of(message))
         except (TypeError, ValueError, OverflowError, RecursionError) as error:
             raise CodecError(f"cannot encode message {entry.name!r}: {error}") from None
-        return entry.name, data, has_reply
+        return entry.name, data, reply
 
     def decode(self, name: str, data: bytes, *, ask: bool) -> object:
         """The message of class ``name`` with the field values ``data``; an

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import msgspec
 
-VERSION = 1
+VERSION = 2
+"""Version 2: a message's and an answer's values travel as a MessagePack
+``bin`` (bytes), so a frame decodes without looking into them: values the
+codec cannot decode are refused under the frame's reply number."""
 
 
 class Hello(msgspec.Struct, tag=1, tag_field="frame", array_like=True, frozen=True):
@@ -25,14 +28,14 @@ class Proof(msgspec.Struct, tag=2, tag_field="frame", array_like=True, frozen=Tr
 class Send(msgspec.Struct, tag=3, tag_field="frame", array_like=True, frozen=True):
     target: int
     type: str
-    args: msgspec.Raw
+    args: bytes
     reply: int | None = None
 
 
 class Answer(msgspec.Struct, tag=4, tag_field="frame", array_like=True, frozen=True):
     reply: int
     type: str | None
-    value: msgspec.Raw
+    value: bytes
 
 
 class Failure(msgspec.Struct, tag=5, tag_field="frame", array_like=True, frozen=True):

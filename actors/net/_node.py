@@ -21,6 +21,11 @@ from ._protocol import DEFAULT_MAX_FRAME, DEFAULT_WINDOW, Connection, Role, Stat
 
 logger = logging.getLogger("actors.net")
 
+MAX_HANDSHAKES = 64
+"""Connections a node's listener lets be in their handshake at once: past
+it, a new connection is closed at once (logged), so peers that connect and
+say nothing cannot pile up tasks and sockets for ``handshake_timeout`` each."""
+
 
 @final
 class Node(metaclass=NoPublicConstructor):
@@ -44,6 +49,8 @@ class Node(metaclass=NoPublicConstructor):
         handshake_timeout: float,
         close_timeout: float,
         ssl_context: ssl.SSLContext | None,
+        max_buffer: int,
+        stall_timeout: float,
     ) -> None:
         self.system = system
         self.name = name
@@ -55,8 +62,12 @@ class Node(metaclass=NoPublicConstructor):
         self._handshake_timeout = handshake_timeout
         self._close_timeout = close_timeout
         self._ssl_context = ssl_context
+        self._max_buffer = max_buffer
+        self._stall_timeout = stall_timeout
         self.address: tuple[str, int] | None = None
         self.peers: list[Peer] = []
+        # Connections in their handshake now (dialled, accepted or served).
+        self._handshaking = 0
 
     def __repr__(self) -> str:
         return f"<Node {self.name!r} at {self.address} with {len(self.peers)} peers>"
@@ -105,6 +116,13 @@ class Node(metaclass=NoPublicConstructor):
         """A listener's handler: serves the connection until it ends (the
         listener closes the stream when this returns); a refused connection
         is logged, not raised."""
+        if self._handshaking >= MAX_HANDSHAKES:
+            logger.warning(
+                "node %r refused a connection: %d others are in their handshake",
+                self.name,
+                self._handshaking,
+            )
+            return
         if self._ssl_context is not None:
             stream = trio.SSLStream(stream, self._ssl_context, server_side=True)
         try:
@@ -127,7 +145,11 @@ class Node(metaclass=NoPublicConstructor):
         )
         try:
             async with stream:
-                peer, early = await self._handshake(stream, conn)
+                self._handshaking += 1
+                try:
+                    peer, early = await self._handshake(stream, conn)
+                finally:
+                    self._handshaking -= 1
                 task_status.started(peer)
                 self.peers.append(peer)
                 try:
@@ -170,6 +192,8 @@ class Node(metaclass=NoPublicConstructor):
                                 stream,
                                 self.codec,
                                 self._close_timeout,
+                                self._max_buffer,
+                                self._stall_timeout,
                             )
                             return peer, events[index + 1 :]
                         case ConnectionClosed(reason=reason, by_peer=by_peer):
@@ -207,6 +231,8 @@ async def open_node(
     max_frame: int = DEFAULT_MAX_FRAME,
     handshake_timeout: float = 10.0,
     close_timeout: float = 5.0,
+    max_buffer: int | None = None,
+    stall_timeout: float = 30.0,
 ) -> AsyncIterator[Node]:
     """Make ``system`` reachable as the node ``name``.
 
@@ -223,11 +249,18 @@ async def open_node(
     a larger one closes the connection). A reference to a remote actor has
     no mailbox of its own: the peer's credit is its capacity.
 
+    ``max_buffer`` (bytes; default four frames of ``max_frame``) bounds
+    what waits to be written to one peer: past it, the node reads nothing
+    more from that peer (its look-ups and asks, whose answers pile up, wait
+    in its own writes) until the output drains; a peer that reads nothing
+    for ``stall_timeout`` seconds meanwhile is disconnected with a reason.
+
     Leaving the block closes every connection (peers read ``node closing``)
     and ends the node's tasks; references to remote actors end with
     :class:`~actors.NodeDown`. Raises :class:`ValueError` for a bad
     ``secret``, ``window``, ``max_frame`` or timeout, before
-    anything starts; :class:`TypeError` for a ``name`` that is not a
+    anything starts (also for a ``max_buffer`` under ``max_frame``, or a
+    bad ``stall_timeout``); :class:`TypeError` for a ``name`` that is not a
     non-empty str or a ``codec`` that is not a :class:`Codec`."""
     if not (isinstance(name, str) and name):
         raise TypeError(f"a node's name must be a non-empty str, not {name!r}")
@@ -239,6 +272,14 @@ async def open_node(
         raise ValueError(f"a node's window must be a whole number >= 2, not {window!r}")
     handshake_timeout = _seconds(handshake_timeout, "handshake_timeout")
     close_timeout = _seconds(close_timeout, "close_timeout")
+    stall_timeout = _seconds(stall_timeout, "stall_timeout")
+    if max_buffer is None:
+        max_buffer = 4 * max_frame if isinstance(max_frame, int) else DEFAULT_MAX_FRAME
+    if not (isinstance(max_buffer, int) and isinstance(max_frame, int) and max_buffer >= max_frame):
+        raise ValueError(
+            f"a node's max_buffer must be a whole number >= max_frame ({max_frame!r}), "
+            f"not {max_buffer!r}"
+        )
     Connection(role=Role.CLIENT, node=name, secret=secret, codec=codec, max_frame=max_frame)
     async with trio.open_nursery() as nursery:
         node = Node._create(
@@ -252,6 +293,8 @@ async def open_node(
             handshake_timeout=handshake_timeout,
             close_timeout=close_timeout,
             ssl_context=ssl_context,
+            max_buffer=max_buffer,
+            stall_timeout=stall_timeout,
         )
         listeners: list[trio.abc.Listener[trio.abc.Stream]] = []
         if isinstance(listen, tuple):

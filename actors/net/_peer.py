@@ -59,6 +59,9 @@ logger = logging.getLogger("actors.net")
 M = TypeVar("M")
 
 RECEIVE_SIZE = 65536
+WRITE_CHUNK = 256 * 1024
+"""The most the writer hands the stream at once: a peer reading slowly still
+shows progress chunk by chunk (see ``stall_timeout``)."""
 
 
 @final
@@ -74,6 +77,12 @@ class PeerStatistics:
     asks_in_flight: int
     waiting_delivery: int
     credit: int
+    buffered: int = 0
+    """Bytes queued for the peer and not yet written (at most about
+    ``max_buffer``: past it, this node stops reading from the peer)."""
+    late_answers: int = 0
+    """Answers that came for asks whose asker had given up (timed out or
+    cancelled): dropped."""
 
 
 @attrs.define(eq=False)
@@ -83,6 +92,27 @@ class _Export:
     cell: _Cell[Any]
     ref: ActorRef[Any]
     on_end: Callable[[ExitReason], None]
+
+
+class _Pending(dict[int, _Ask]):
+    """The asks in flight through one remote reference (its cell's
+    ``pending``), each with the reply number it went under: when an ask
+    leaves (answered, failed, or its asker gave up), its number leaves the
+    peer's reply table too, so an asker that timed out or was cancelled
+    leaves nothing behind, and its answer, if it comes, is a late one."""
+
+    __slots__ = ("numbers", "replies")
+
+    def __init__(self, replies: dict[int, Reply[Any]]) -> None:
+        super().__init__()
+        self.replies = replies
+        self.numbers: dict[int, int] = {}
+
+    def pop(self, seq: int, /, *default: Any) -> Any:
+        number = self.numbers.pop(seq, None)
+        if number is not None:
+            self.replies.pop(number, None)
+        return super().pop(seq, *default)
 
 
 @attrs.define(eq=False)
@@ -114,16 +144,26 @@ class Peer(metaclass=NoPublicConstructor):
         stream: trio.abc.Stream,
         codec: Codec,
         close_timeout: float,
+        max_buffer: int,
+        stall_timeout: float,
     ) -> None:
         self._system = system
         self._conn = connection
         self._stream = stream
         self._codec = codec
         self._close_timeout = close_timeout
+        self._max_buffer = max_buffer
+        self._stall_timeout = stall_timeout
         self._nursery: trio.Nursery | None = None
         self._writer_lot = trio.lowlevel.ParkingLot()
         self._credit_lot = trio.lowlevel.ParkingLot()
         self._delivery_lot = trio.lowlevel.ParkingLot()
+        # The reader waits here while the output is over max_buffer.
+        self._drained_lot = trio.lowlevel.ParkingLot()
+        self._drain_waiting = False  # exactly while the reader parks there
+        # Bytes written so far (progress, for the stall check).
+        self._written = 0
+        self._late_answers = 0
         # References to the peer's actors, by their uid there.
         self._remote: dict[int, _Cell[Any]] = {}
         # Local actors the peer looked up, by uid: all it may message.
@@ -144,8 +184,10 @@ class Peer(metaclass=NoPublicConstructor):
         self._send_scope: trio.CancelScope | None = None
         # When the writer gives up flushing, once the connection went down.
         self._close_by = float("inf")
-        # Bytes a non-blocking write left over: the writer sends them first.
-        self._leftover = b""
+        # Bytes taken from the connection and not written yet (what a
+        # non-blocking write left over, the rest of the writer's chunks):
+        # the writer sends them first.
+        self._leftover = memoryview(b"")
         # The socket's descriptor, for non-blocking writes from any task
         # (see _flush); None for other streams (TLS, memory).
         self._fd: int | None = None
@@ -172,7 +214,12 @@ class Peer(metaclass=NoPublicConstructor):
             len(self._replies),
             len(self._inbound),
             self._conn.credit,
+            self._unsent(),
+            self._late_answers,
         )
+
+    def _unsent(self) -> int:
+        return len(self._leftover) + self._conn.buffered
 
     def _number(self) -> int:
         self._numbers += 1
@@ -193,8 +240,10 @@ class Peer(metaclass=NoPublicConstructor):
         if not isinstance(name, str):
             raise TypeError(f"lookup takes an actor's name (a str), not {name!r}")
         actors = await self._request(lambda number: self._conn.send_lookup(number, name))
-        refs = [self._reference(actor_name, uid) for actor_name, uid in actors]
-        return cast("ActorRef[Never]", refs[0]) if refs else None
+        if not actors:
+            return None
+        actor_name, uid = actors[0]  # one at most (a peer sending more is not heeded)
+        return cast("ActorRef[Never]", self._reference(actor_name, uid))
 
     async def find(self, key: ServiceKey[M]) -> tuple[ActorRef[M], ...]:
         """The peer's actors registered under ``key`` now, in registration
@@ -235,6 +284,7 @@ class Peer(metaclass=NoPublicConstructor):
             cell.send_channel = cast(
                 "trio.MemorySendChannel[Envelope[Any]]", Outbox(self, uid, cell)
             )
+            cell.pending = _Pending(self._replies)
             self._remote[uid] = cell
         return cast("ActorRef[Any]", ActorRef._create(cell))
 
@@ -281,8 +331,10 @@ class Peer(metaclass=NoPublicConstructor):
         error = NodeDownError(
             f"the connection to node {node!r} was lost before the reply came: {reason}"
         )
-        replies, self._replies = self._replies, {}
-        for reply in replies.values():
+        # Emptied in place: each remote reference's _Pending holds this dict.
+        replies = list(self._replies.values())
+        self._replies.clear()
+        for reply in replies:
             if not reply.done:
                 reply._withdraw(error)
         remote, self._remote = self._remote, {}
@@ -310,44 +362,49 @@ class Peer(metaclass=NoPublicConstructor):
     # ---- tasks ------------------------------------------------------------
 
     async def _writer(self) -> None:
-        """Send what the connection queued, a burst per ``send_all``; after
-        the connection closed, flush the rest (within the close timeout)
-        and end the peer. A write under way when the connection goes down
-        gets the close timeout to finish; cut short, it leaves the stream
-        mid-frame, and nothing more is written."""
+        """Send what the connection queued, a burst per ``send_all`` (in
+        chunks of at most :data:`WRITE_CHUNK`); after the connection closed,
+        flush the rest (within the close timeout) and end the peer. A write
+        under way when the connection goes down gets the close timeout to
+        finish; cut short, it leaves the stream mid-frame, and nothing more
+        is written."""
         stream = self._stream
+        conn = self._conn
         try:
             while self.reason is None:
-                data = self._take_output()
-                if data:
-                    self._sending = True
-                    try:
-                        with trio.CancelScope() as scope:
-                            self._send_scope = scope
-                            await stream.send_all(data)
-                    finally:
-                        self._sending = False
-                        self._send_scope = None
-                    if scope.cancelled_caught:
-                        break
-                else:
-                    await self._writer_lot.park()
+                if not self._leftover:
+                    if not conn.buffered:
+                        await self._writer_lot.park()
+                        continue
+                    self._leftover = memoryview(conn.data_to_send())
+                chunk = self._leftover[:WRITE_CHUNK]
+                self._sending = True
+                try:
+                    with trio.CancelScope() as scope:
+                        self._send_scope = scope
+                        await stream.send_all(chunk)
+                finally:
+                    self._sending = False
+                    self._send_scope = None
+                if scope.cancelled_caught:
+                    break
+                self._leftover = self._leftover[len(chunk) :]
+                self._progress(len(chunk))
             else:
-                data = self._take_output()
-                if data:
-                    with trio.move_on_at(self._close_by):
+                with trio.move_on_at(self._close_by):
+                    while self._leftover or conn.buffered:
+                        data = self._leftover or memoryview(conn.data_to_send())
+                        self._leftover = memoryview(b"")
                         await stream.send_all(data)
         except (trio.BrokenResourceError, trio.ClosedResourceError) as error:
             self._down(f"the connection broke: {error or type(error).__name__}")
         assert self._nursery is not None
         self._nursery.cancel_scope.cancel()
 
-    def _take_output(self) -> bytes:
-        """What is to be written next: what a write left over, then what
-        the connection queued since."""
-        data = self._leftover + self._conn.data_to_send()
-        self._leftover = b""
-        return data
+    def _progress(self, written: int) -> None:
+        self._written += written
+        if self._drain_waiting:
+            self._drained_lot.unpark_all()
 
     def _flush(self) -> None:
         """Write what the connection queued now, from the calling task,
@@ -359,29 +416,89 @@ class Peer(metaclass=NoPublicConstructor):
         if fd is None or self._sending or self._leftover or self.reason is not None:
             self._writer_lot.unpark()
             return
-        data = self._conn.data_to_send()
-        if not data:
+        out = self._conn._out
+        if not out:
             return
         try:
-            sent = os.write(fd, data)
+            sent = os.write(fd, out)
         except OSError:  # full (EAGAIN), or broken: the writer finds out which
             sent = 0
-        if sent < len(data):
-            self._leftover = data[sent:]
+        if sent:
+            del out[:sent]
+            self._written += sent
+            if self._drain_waiting:
+                self._drained_lot.unpark_all()
+        if out:
             self._writer_lot.unpark()
 
     async def _reader(self) -> None:
+        """Bytes in, events out, until the connection closes. While more
+        than ``max_buffer`` bytes wait to be written to the peer, nothing is
+        read from it (what it asks for piles up no further, and its writes
+        wait); if it then reads nothing for ``stall_timeout``, the
+        connection is closed with a reason."""
         conn = self._conn
         stream = self._stream
+        fd = self._fd
+        out = conn._out
         while conn.state is not State.CLOSED:
+            if len(out) + len(self._leftover) > self._max_buffer:
+                if not await self._wait_drained():
+                    return
+                continue
             try:
-                data = await stream.receive_some(RECEIVE_SIZE)
-            except (trio.BrokenResourceError, trio.ClosedResourceError) as error:
+                if fd is not None:
+                    # The socket itself: one wait and one read per batch.
+                    await trio.lowlevel.wait_readable(fd)
+                    try:
+                        data: bytes | bytearray = os.read(fd, RECEIVE_SIZE)
+                    except BlockingIOError:
+                        continue
+                else:
+                    data = await stream.receive_some(RECEIVE_SIZE)
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as error:
                 self._lost(f"the connection broke: {error or type(error).__name__}")
                 return
             for event in conn.receive_data(data):
-                self._handle(event)
-            self._flush()
+                # Messages, and the answers to our asks, inline (the hot path).
+                kind = type(event)
+                if kind is MessageReceived and conn.state is State.OPEN:
+                    assert isinstance(event, MessageReceived)
+                    if self._inbound or not self._deliver_now(event):
+                        self._inbound.append(event)
+                        self._delivery_lot.unpark()
+                elif kind is AnswerReceived:
+                    assert isinstance(event, AnswerReceived)
+                    reply = self._replies.pop(event.reply, None)
+                    if reply is None or reply.done:
+                        self._late(event.reply)
+                    else:
+                        reply.send(event.value)
+                else:
+                    self._handle(event)
+            if out:
+                self._flush()
+
+    async def _wait_drained(self) -> bool:
+        """Wait, reading nothing, until the writer brings the output under
+        ``max_buffer``; False (and the connection closed) if the peer read
+        nothing for ``stall_timeout``."""
+        while self._unsent() > self._max_buffer and self.reason is None:
+            written = self._written
+            with trio.move_on_after(self._stall_timeout):
+                while self._written == written and self.reason is None:
+                    self._drain_waiting = True
+                    try:
+                        await self._drained_lot.park()
+                    finally:
+                        self._drain_waiting = False
+            if self._written == written and self.reason is None:
+                self._lost(
+                    f"node {self.node!r} read nothing for {self._stall_timeout:g}s while "
+                    f"{self._unsent()} bytes waited for it (the limit is {self._max_buffer})"
+                )
+                return False
+        return self.reason is None
 
     def _lost(self, reason: str) -> None:
         self._conn.close(reason)
@@ -406,47 +523,62 @@ class Peer(metaclass=NoPublicConstructor):
         (taking a credit); whether it is an ask. Raises
         :class:`~actors.net.CodecError` if it cannot be encoded: nothing
         is sent then."""
-        message = envelope.message
-        reply = self._codec.reply_of(message)
+        name, data, reply = self._codec.encode_message(envelope.message)
         if reply is None:
-            self._conn.send_message(uid, message)
+            self._conn._send_encoded(uid, name, data, None)
             cell.delivered += 1
             return False
-        number = self._number()
-        self._conn.send_message(uid, message, number)
+        self._numbers = number = self._numbers + 1
+        self._conn._send_encoded(uid, name, data, number)
         cell.delivered += 1
-        self._replies[number] = reply
         pending = cell.pending
         ask = None if pending is None else pending.get(envelope.seq)
         if ask is not None and ask.envelope is envelope:
+            # The reply number goes when the ask leaves (see _Pending).
             ask.taken = True
+            self._replies[number] = reply
+            assert isinstance(pending, _Pending)
+            pending.numbers[envelope.seq] = number
+        elif not reply.done:
+            # A message holding a reply, told (or asked of another actor
+            # first): its answer is awaited by whoever holds the reply.
+            self._replies[number] = reply
         return True
 
     # ---- events -----------------------------------------------------------
 
     def _handle(self, event: Event) -> None:
+        kind = type(event)
+        if kind is MessageReceived:
+            assert isinstance(event, MessageReceived)
+            if self._conn.state is State.CLOSED:
+                return  # it came before what closed the connection: not delivered
+            if self._inbound or not self._deliver_now(event):
+                self._inbound.append(event)
+                self._delivery_lot.unpark()
+            return
+        if kind is AnswerReceived:
+            assert isinstance(event, AnswerReceived)
+            reply = self._replies.pop(event.reply, None)
+            if reply is None or reply.done:
+                self._late(event.reply)
+            else:
+                reply.send(event.value)
+            return
         match event:
-            case MessageReceived():
-                if self._inbound or not self._deliver_now(event):
-                    self._inbound.append(event)
-                    self._delivery_lot.unpark()
-            case AnswerReceived():
-                reply = self._replies.pop(event.reply, None)
-                if reply is not None and not reply.done:
-                    reply.send(event.value)
             case FailureReceived():
-                reply = self._replies.pop(event.reply, None)
-                if reply is not None and not reply.done:
-                    reply.fail(remote_error(event.error, event.message))
+                self._fail_reply(event.reply, remote_error(event.error, event.message))
             case CreditGranted():
                 self._credit_lot.unpark(count=event.messages)
             case LookupRequested():
-                ref = self._system.lookup(event.name)
-                found = [] if ref is None else [self._export(ref._cell)]
-                self._conn.send_found(event.request, found)
+                if not self._conn.closed:
+                    ref = self._system.lookup(event.name)
+                    found = [] if ref is None else [self._export(ref._cell)]
+                    self._conn.send_found(event.request, found)
             case FindRequested():
-                refs = self._system.find(ServiceKey[Any](event.key))
-                self._conn.send_found(event.request, [self._export(ref._cell) for ref in refs])
+                if not self._conn.closed:
+                    refs = self._system.find(ServiceKey[Any](event.key))
+                    self._conn.send_found(event.request, [self._export(ref._cell) for ref in refs])
             case FoundReceived():
                 request = self._requests.get(event.request)
                 if request is not None:
@@ -457,7 +589,7 @@ class Peer(metaclass=NoPublicConstructor):
                 # flood of Stop frames costs nothing (the end goes back as
                 # an Ended frame when it comes).
                 export = self._exported.get(event.target)
-                if export is not None:
+                if export is not None and not self._conn.closed:
                     export.cell.request_stop()
             case EndedReceived():
                 cell = self._remote.pop(event.target, None)
@@ -468,9 +600,7 @@ class Peer(metaclass=NoPublicConstructor):
             case PeerRefused():
                 logger.warning("node %r refused a message: %s", self.node, event.reason)
                 if event.reply is not None:
-                    reply = self._replies.pop(event.reply, None)
-                    if reply is not None and not reply.done:
-                        reply.fail(RemoteError("CodecError", event.reason))
+                    self._fail_reply(event.reply, RemoteError("CodecError", event.reason))
             case ConnectionClosed():
                 self._down(
                     f"closed by node {self.node!r}: {event.reason}"
@@ -479,6 +609,19 @@ class Peer(metaclass=NoPublicConstructor):
                 )
             case Authenticated():  # pragma: no cover (handled by the node before)
                 pass
+
+    def _fail_reply(self, number: int, error: BaseException) -> None:
+        reply = self._replies.pop(number, None)
+        if reply is None or reply.done:
+            self._late(number)
+        else:
+            reply.fail(error)
+
+    def _late(self, number: int) -> None:
+        """An answer for an ask nobody waits for any more (its asker timed
+        out or was cancelled): dropped, and counted."""
+        self._late_answers += 1
+        logger.debug("node %r: a late answer to ask %d (dropped)", self.node, number)
 
     def _export(self, cell: _Cell[Any]) -> tuple[str, int]:
         uid = cell.address.uid
@@ -549,7 +692,8 @@ class Peer(metaclass=NoPublicConstructor):
         assert event.reply is not None
         seq = cell.next_seq
         cell.next_seq = seq + 1
-        reply: Reply[Any] = Reply._create(cell.address.name, seq, cell.tracer, cell.token)
+        # Reply._create without its extra call (once per ask).
+        reply: Reply[Any] = type.__call__(Reply, cell.address.name, seq, cell.tracer, cell.token)
         reply._notify = functools.partial(self._answered, cell, seq, event.reply)
         self._codec.attach_reply(event.message, reply)
         envelope = Envelope(event.message, seq, None)
@@ -587,6 +731,8 @@ class Peer(metaclass=NoPublicConstructor):
     def _undeliverable(self, event: MessageReceived) -> None:
         """``event``'s target is not an actor the peer looked up, or it
         stopped: an ask fails (ActorStoppedError), a tell is dropped (logged)."""
+        if self._conn.closed:
+            return
         export = self._exported.get(event.target)
         name = f"uid {event.target}" if export is None else repr(export.cell.address.name)
         if event.reply is not None:

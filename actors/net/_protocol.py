@@ -36,6 +36,7 @@ import hashlib
 import hmac
 import os
 import struct
+from collections.abc import Callable
 from typing import final
 
 import attrs
@@ -85,6 +86,24 @@ DEFAULT_MAX_FRAME = 1 << 20
 DEFAULT_WINDOW = 1024
 
 _LENGTH = struct.Struct(">I")
+_NO_LENGTH = bytes(4)
+
+MAX_TEXT = 4096
+"""The longest error text, end reason or close reason a frame carries (longer
+ones are cut): what fails on one node cannot make a frame the other refuses."""
+
+_SEND_TAG = 3
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= MAX_TEXT else text[: MAX_TEXT - 3] + "..."
+
+
+def _is_send(payload: bytes | memoryview) -> bool:
+    """Whether an undecodable frame says it is a ``Send`` (an array whose
+    first item is its tag): it then counts against the sender's credit, and
+    gives it back, as a message refused."""
+    return len(payload) >= 2 and 0x90 <= payload[0] <= 0x9F and payload[1] == _SEND_TAG
 
 
 class Role(enum.Enum):
@@ -166,6 +185,8 @@ class Connection:
         self._peer_challenge: bytes | None = None
         self._proved = False  # we sent our proof
         self._in = bytearray()
+        # Bytes the frame begun in _in needs, its length prefix included.
+        self._need = 4
         self._out = bytearray()
         self._encoder = msgspec.msgpack.Encoder()
         self._decoder = msgspec.msgpack.Decoder(Frame)
@@ -193,6 +214,17 @@ class Connection:
 
     # ---- bytes out ----------------------------------------------------------
 
+    @property
+    def closed(self) -> bool:
+        """Whether the connection is over (closed by either side, or the
+        stream ended)."""
+        return self.state is State.CLOSED
+
+    @property
+    def buffered(self) -> int:
+        """Bytes queued and not yet taken by :meth:`data_to_send`."""
+        return len(self._out)
+
     def data_to_send(self) -> bytes:
         """Every byte queued so far (frames in the order they were queued),
         now taken: a burst of messages goes out as one write."""
@@ -200,11 +232,44 @@ class Connection:
         self._out.clear()
         return data
 
-    def _write(self, frame: Frame) -> None:
-        payload = self._encoder.encode(frame)
-        self._out += _LENGTH.pack(len(payload))
-        self._out += payload
+    def write_to(self, write: Callable[[bytearray], int]) -> int:
+        """Hand what is queued to ``write`` (as ``os.write`` on a
+        non-blocking socket: it returns how many bytes it took, at once) and
+        drop what it took: :meth:`data_to_send` without a copy. Returns
+        what ``write`` returned."""
+        out = self._out
+        sent = write(out)
+        del out[:sent]
+        return sent
+
+    def _write(self, frame: Frame) -> int:
+        """Queue ``frame`` (encoded in place, behind its length); its size."""
+        out = self._out
+        start = len(out)
+        out += _NO_LENGTH
+        self._encoder.encode_into(frame, out, start + 4)
+        size = len(out) - start - 4
+        _LENGTH.pack_into(out, start, size)
         self._sent += 1
+        return size
+
+    def _write_checked(self, frame: Frame, what: str) -> None:
+        """Queue ``frame``, or raise :class:`CodecError` (queueing nothing)
+        if it is over ``max_frame``: the peer would close the connection
+        for it (nodes of one cluster share their limits)."""
+        out = self._out
+        start = len(out)
+        out += _NO_LENGTH
+        self._encoder.encode_into(frame, out, start + 4)
+        size = len(out) - start - 4
+        if size <= self._max_frame:
+            _LENGTH.pack_into(out, start, size)
+            self._sent += 1
+        else:
+            del out[start:]
+            raise CodecError(
+                f"{what}: a frame of {size} bytes is over the limit of {self._max_frame} bytes"
+            )
 
     def _require_open(self, call: str) -> None:
         if self.state is not State.OPEN:
@@ -226,42 +291,56 @@ class Connection:
         self._require_open("send_message")
         if self._credit <= 0:
             raise NoCreditError(f"node {self.peer!r} granted no credit left")
-        name, data, has_reply = self._codec.encode(message)
-        if (reply is not None) != has_reply:
+        name, data, carried = self._codec.encode_message(message)
+        if (reply is not None) != (carried is not None):
             raise CodecError(
                 f"message {name!r}: an ask carries a Reply and a reply number, a tell neither"
             )
-        self._write(Send(target, name, msgspec.Raw(data), reply))
+        self._send_encoded(target, name, data, reply)
+
+    def _send_encoded(self, target: int, name: str, data: bytes, reply: int | None) -> None:
+        """:meth:`send_message` of a message the codec encoded already
+        (``Codec.encode_message``): for the node, which learns the reply
+        from the same encoding."""
+        if self.state is not State.OPEN:
+            self._require_open("send_message")
+        if self._credit <= 0:
+            raise NoCreditError(f"node {self.peer!r} granted no credit left")
+        self._write_checked(Send(target, name, data, reply), f"message {name!r}")
         self._credit -= 1
 
     def send_answer(self, reply: int, value: object) -> None:
         """Answer the peer's ask ``reply`` with ``value``. Answers take no
         credit (they are bounded by the peer's asks). A value the codec
         cannot encode is answered as a ``CodecError`` failure instead."""
-        self._require_open("send_answer")
+        if self.state is not State.OPEN:
+            self._require_open("send_answer")
         try:
             name, data = self._codec.encode_value(value)
+            self._write_checked(Answer(reply, name, data), "an answer")
         except CodecError as error:
-            self._write(Failure(reply, "CodecError", str(error)))
-            return
-        self._write(Answer(reply, name, msgspec.Raw(data)))
+            self._write(Failure(reply, "CodecError", _clip(str(error))))
 
     def send_failure(self, reply: int, error: str, message: str) -> None:
         """Fail the peer's ask ``reply`` with an error of class ``error``."""
         self._require_open("send_failure")
-        self._write(Failure(reply, error, message))
+        self._write(Failure(reply, _clip(error), _clip(message)))
 
     def send_lookup(self, request: int, name: str) -> None:
         self._require_open("send_lookup")
-        self._write(Lookup(request, name))
+        self._write_checked(Lookup(request, name), "a look-up")
 
     def send_find(self, request: int, key: str) -> None:
         self._require_open("send_find")
-        self._write(Find(request, key))
+        self._write_checked(Find(request, key), "a find")
 
     def send_found(self, request: int, actors: list[tuple[str, int]]) -> None:
         self._require_open("send_found")
-        self._write(Found(request, actors))
+        try:
+            self._write_checked(Found(request, actors), "found actors")
+        except CodecError:
+            # More actors than a frame holds: found as none.
+            self._write(Found(request, []))
 
     def send_stop(self, target: int) -> None:
         self._require_open("send_stop")
@@ -269,7 +348,7 @@ class Connection:
 
     def send_ended(self, target: int, reason: str, detail: str, seq: int | None) -> None:
         self._require_open("send_ended")
-        self._write(Ended(target, reason, detail, seq))
+        self._write(Ended(target, _clip(reason), _clip(detail), seq))
 
     def delivered(self, messages: int = 1, *, flush: bool = False) -> None:
         """Report ``messages`` of the peer's as delivered: their credit goes
@@ -289,7 +368,7 @@ class Connection:
         event to act on, or None if it was already closed."""
         if self.state is State.CLOSED:
             return None
-        self._write(Close(reason))
+        self._write(Close(_clip(reason)))
         self.state = State.CLOSED
         return ConnectionClosed(reason, by_peer=False)
 
@@ -304,55 +383,87 @@ class Connection:
         events: list[Event] = []
         if not data:
             self.state = State.CLOSED
-            events.append(ConnectionClosed("the stream ended without a Close frame", by_peer=False))
+            held = len(self._in)
+            reason = "the stream ended without a Close frame"
+            if held:
+                reason += f" ({held} bytes into a frame)"
+            events.append(ConnectionClosed(reason, by_peer=False))
             return events
-        buffer = self._in
-        buffer += data
+        if self._in:
+            # The rest of a frame: gather until it is whole (copied once).
+            self._in += data
+            if len(self._in) < self._need:
+                return events
+            data = bytes(self._in)
+            self._in.clear()
+        view = memoryview(data)
         start = 0
-        size = len(buffer)
+        size = len(data)
         while size - start >= 4:
-            (length,) = _LENGTH.unpack_from(buffer, start)
+            (length,) = _LENGTH.unpack_from(data, start)
             limit = self._max_frame if self.state is State.OPEN else HANDSHAKE_MAX_FRAME
             if length > limit:
-                del buffer[:]
                 event = self.close(f"frame of {length} bytes is over the limit of {limit} bytes")
                 assert event is not None
                 events.append(event)
                 return events
             end = start + 4 + length
             if end > size:
+                self._need = end - start
                 break
-            payload = bytes(buffer[start + 4 : end])
-            start = end
             self._received += 1
-            if self._frame(payload, events) is State.CLOSED:
-                del buffer[:]
+            payload = view[start + 4 : end]
+            start = end
+            # The frames of every ask and answer, inline (the hot path).
+            try:
+                frame = self._decoder.decode(payload)
+            except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as error:
+                self._undecodable(payload, error, events)
+            else:
+                kind = type(frame)
+                if kind is Send and self.state is State.OPEN:
+                    assert isinstance(frame, Send)
+                    self._send_in(frame, events)
+                elif kind is Answer and self.state is State.OPEN:
+                    assert isinstance(frame, Answer)
+                    try:
+                        value = self._codec.decode_value(frame.type, frame.value)
+                    except CodecError as codec_error:
+                        events.append(FailureReceived(frame.reply, "CodecError", str(codec_error)))
+                    else:
+                        events.append(AnswerReceived(frame.reply, value))
+                else:
+                    self._handle_frame(frame, events)
+            if self.closed:
                 return events
-        del buffer[:start]
+        else:
+            self._need = 4
+        if start < size:
+            self._in += view[start:]
         return events
 
-    def _frame(self, payload: bytes, events: list[Event]) -> State:
-        """Handle one frame; the state after it."""
-        self._handle_frame(payload, events)
-        return self.state
-
-    def _handle_frame(self, payload: bytes, events: list[Event]) -> None:
-        try:
-            frame = self._decoder.decode(payload)
-        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as error:
-            if self.state is not State.OPEN:
-                self._refuse(f"handshake: undecodable frame: {error}", events)
-                return
-            reason = f"undecodable frame: {error}"
-            self._write(Error(reason, None))
-            events.append(FrameRefused(reason, None))
+    def _undecodable(self, payload: memoryview, error: Exception, events: list[Event]) -> None:
+        if self.state is not State.OPEN:
+            self._refuse(f"handshake: undecodable frame: {error}", events)
             return
+        reason = _clip(f"undecodable frame: {error}")
+        is_send = _is_send(payload)
+        # A message, as far as credit goes: refused, so delivered.
+        if is_send and not self._count_message(events):
+            return
+        self._write(Error(reason, None))
+        if is_send:
+            self.delivered(1)
+        events.append(FrameRefused(reason, None))
+
+    def _handle_frame(self, frame: Frame, events: list[Event]) -> None:
         if self.state is State.HANDSHAKE:
             self._handshake(frame, events)
             return
+        if type(frame) is Send:
+            self._send_in(frame, events)
+            return
         match frame:
-            case Send():
-                self._send_in(frame, events)
             case Answer():
                 try:
                     value = self._codec.decode_value(frame.type, frame.value)
@@ -385,21 +496,32 @@ class Connection:
                 events.append(ConnectionClosed(frame.reason, by_peer=True))
             case Hello() | Proof():
                 self._refuse(f"a {type(frame).__name__} frame after the handshake", events)
+            case Send():  # pragma: no cover (handled above)
+                pass
 
-    def _send_in(self, frame: Send, events: list[Event]) -> None:
+    def _count_message(self, events: list[Event]) -> bool:
+        """Count one message of the peer's against the window; False (and the
+        connection closed) if it sent past its credit."""
         self._undelivered += 1
         # What the peer sent and we have not granted back yet: delivered
         # messages whose credit waits for a batch still count.
+        if self._undelivered + self._to_grant > self._window:
+            self._refuse(f"the peer sent past its credit of {self._window} messages", events)
+            return False
+        return True
+
+    def _send_in(self, frame: Send, events: list[Event]) -> None:
+        self._undelivered += 1
         if self._undelivered + self._to_grant > self._window:
             self._refuse(f"the peer sent past its credit of {self._window} messages", events)
             return
         try:
             message = self._codec.decode(frame.type, frame.args, ask=frame.reply is not None)
         except CodecError as error:
+            reason = _clip(str(error))
+            self._write(Error(reason, frame.reply))
             # Refused, so delivered as far as credit goes.
             self.delivered(1)
-            reason = str(error)
-            self._write(Error(reason, frame.reply))
             events.append(FrameRefused(reason, frame.reply))
             return
         events.append(MessageReceived(frame.target, message, frame.reply))
@@ -414,6 +536,9 @@ class Connection:
                     return
                 if frame.challenge == self._challenge or len(frame.challenge) < 16:
                     self._refuse("handshake: a reused or short challenge", events)
+                    return
+                if not frame.node:
+                    self._refuse("handshake: a node without a name", events)
                     return
                 self.peer = frame.node
                 self._peer_challenge = frame.challenge

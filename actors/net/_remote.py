@@ -14,6 +14,7 @@ from .._envelope import Envelope
 from .._errors import ActorError, ActorFailedError, ActorStoppedError
 from .._monitors import ExitReason, Failed, Killed, NodeDown, Normal, Stopped
 from ._errors import NodeDownError, RemoteError
+from ._protocol import State
 
 if TYPE_CHECKING:
     from ._peer import Peer
@@ -52,13 +53,15 @@ class Outbox:
     def _check(self) -> None:
         if self._closed:
             raise trio.ClosedResourceError
-        if self._peer.reason is not None:
+        if self._peer.reason is not None or self._peer._conn.closed:
             raise trio.BrokenResourceError
 
     def send_nowait(self, envelope: Envelope[Any]) -> None:
-        self._check()
         peer = self._peer
-        if peer._conn.credit <= 0:
+        conn = peer._conn
+        if self._closed or peer.reason is not None or conn.state is State.CLOSED:
+            self._check()
+        if conn._credit <= 0:
             raise trio.WouldBlock
         if peer._send(self._uid, self._cell, envelope):
             peer._flush()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import attrs
 
 from actors import Reply
@@ -34,6 +36,14 @@ class Hold:
 
 
 @attrs.frozen
+class Keep:
+    """An ask whose value may nest as deep as the sender likes."""
+
+    value: list[Any]
+    reply: Reply[int]
+
+
+@attrs.frozen
 class Release:
     pass
 
@@ -61,6 +71,6 @@ class Unregistered:
 
 def codec() -> Codec:
     codec = Codec()
-    for cls in (Add, Total, Echo, Hold, Release, Tagged, Positive):
+    for cls in (Add, Total, Echo, Hold, Keep, Release, Tagged, Positive):
         codec.register(cls, name=cls.__name__)
     return codec

@@ -38,6 +38,7 @@ def test_the_net_rows_run_beside_the_baseline(tmp_path: Path) -> None:
     for row in (
         "net ask (loopback tcp)",
         "tcp ping-pong raw",
+        "tcp ping-pong 4 hops",
         "net tell (loopback tcp)",
         "tcp frames raw",
         "tcp frames raw batched",

@@ -169,11 +169,26 @@ async def test_a_cancelled_ask_leaves_nothing_behind() -> None:
         with trio.move_on_after(1) as scope:
             await ref.ask(Hold)
         assert scope.cancelled_caught
-        assert pair.peer_a.statistics().asks_in_flight == 1  # its reply may still come
+        assert pair.peer_a.statistics().asks_in_flight == 0  # forgotten at once
         await ref.tell(Release())
         assert await ref.ask(Total, timeout=5) == 0
-        assert pair.peer_a.statistics().asks_in_flight == 0  # it came, and was dropped
+        stats = pair.peer_a.statistics()
+        assert (stats.asks_in_flight, stats.late_answers) == (0, 1)  # it came, and was dropped
         assert ref.statistics().pending_asks == 0
+
+
+async def test_asks_that_timed_out_leave_nothing_in_the_reply_table() -> None:
+    async with connected() as pair:
+        ref = await pair.counter_ref()
+        for _ in range(100):
+            with pytest.raises(actors.AskTimeoutError):
+                await ref.ask(Hold, timeout=1)
+        assert pair.peer_a.statistics().asks_in_flight == 0
+        assert ref.statistics().pending_asks == 0
+        await ref.tell(Release())  # the 100 answers come, late
+        assert await ref.ask(Total, timeout=5) == 0
+        stats = pair.peer_a.statistics()
+        assert (stats.asks_in_flight, stats.late_answers) == (0, 100)
 
 
 async def test_an_ask_times_out_by_the_local_clock() -> None:
@@ -232,6 +247,32 @@ async def test_a_message_that_cannot_travel_is_refused_by_name_and_sends_nothing
         assert pair.peer_a.statistics().asks_in_flight == 0
 
 
+async def test_a_message_over_the_frame_limit_is_a_codec_error_in_the_sender() -> None:
+    async with connected(max_frame=2048) as pair:
+        ref = await pair.counter_ref()
+        with pytest.raises(
+            CodecError,
+            match=r"^message 'Echo': a frame of 5016 bytes is over the limit of 2048 bytes$",
+        ):
+            await ref.ask(Echo, "x" * 5000, timeout=5)
+        with pytest.raises(CodecError, match=r"^message 'Echo': a frame of"):
+            await ref.ask(Echo, "x" * 5000)
+        assert pair.peer_a.statistics().asks_in_flight == 0
+        assert await ref.ask(Echo, "x" * 100, timeout=5) == "X" * 100  # the connection goes on
+
+
+async def test_an_answer_over_the_frame_limit_fails_the_ask_and_the_connection_survives() -> None:
+    async with connected(max_frame=2048) as pair:
+        ref = await pair.counter_ref()
+        # The counter answers Echo with the text upper-cased: U+0149 is two
+        # bytes of UTF-8, upper-cased three, so the ask fits and its answer not.
+        with pytest.raises(
+            RemoteError, match=r"^CodecError: an answer: a frame of 3010 bytes is over the limit"
+        ):
+            await ref.ask(Echo, "\u0149" * 1000, timeout=5)
+        assert await ref.ask(Echo, "ok", timeout=5) == "OK"
+
+
 async def test_an_oversize_frame_closes_the_connection_with_a_reason() -> None:
     async with connected(max_frame=2048) as pair:
         ref = await pair.counter_ref()
@@ -243,8 +284,10 @@ async def test_an_oversize_frame_closes_the_connection_with_a_reason() -> None:
                 seen.append(envelope.message)
 
         await pair.system_a.spawn(monitor_it, name="monitor")
-        with pytest.raises(NodeDownError):
-            await ref.ask(Echo, "x" * 5000, timeout=5)
+        await trio.testing.wait_all_tasks_blocked()
+        # A peer that does not check its frames (a hand-written length).
+        await pair.stream_a.send_all(struct.pack(">I", 5013) + b"x" * 10)
+        await pair.peer_a.closed.wait()
         await trio.testing.wait_all_tasks_blocked()
         assert pair.peer_b.reason == "frame of 5013 bytes is over the limit of 2048 bytes"
         assert pair.peer_a.reason == (
@@ -268,7 +311,7 @@ async def test_a_peer_without_the_secret_is_refused_and_nothing_it_sent_is_deliv
             # message to the sink (its uid guessed) right behind its proof.
             impostor = Connection(role=Role.CLIENT, node="mallory", secret=b"x" * 32, codec=codec())
             payload = msgspec.msgpack.encode(
-                Send(sink_ref.address.uid, "Add", msgspec.Raw(msgspec.msgpack.encode([1])))
+                Send(sink_ref.address.uid, "Add", msgspec.msgpack.encode([1]))
             )
             refused: list[str] = []
 

@@ -89,7 +89,7 @@ def test_a_wrong_secret_is_refused_and_nothing_it_sent_is_delivered() -> None:
     with pytest.raises(ConnectionStateError, match=r"^send_message on the client connection"):
         client.send_message(0, Add(1))
     hello = client.data_to_send()
-    payload = msgspec.msgpack.encode(Send(0, "Add", msgspec.Raw(msgspec.msgpack.encode([1]))))
+    payload = msgspec.msgpack.encode(Send(0, "Add", msgspec.msgpack.encode([1])))
     events = server.receive_data(hello)
     assert events == []
     proof = server.data_to_send()
@@ -105,7 +105,7 @@ def test_a_wrong_secret_is_refused_and_nothing_it_sent_is_delivered() -> None:
 def test_a_frame_before_the_proof_closes_the_connection() -> None:
     client, server = pair()
     server.receive_data(client.data_to_send())
-    payload = msgspec.msgpack.encode(Send(0, "Add", msgspec.Raw(msgspec.msgpack.encode([1]))))
+    payload = msgspec.msgpack.encode(Send(0, "Add", msgspec.msgpack.encode([1])))
     events = server.receive_data(struct.pack(">I", len(payload)) + payload)
     assert events == [ConnectionClosed("handshake: unexpected Send frame", by_peer=False)]
 
@@ -117,6 +117,13 @@ def test_a_reflected_challenge_is_refused() -> None:
     payload = msgspec.msgpack.encode(Hello(VERSION, "mirror", b"s" * 32))
     events = server.receive_data(struct.pack(">I", len(payload)) + payload)
     assert events == [ConnectionClosed("handshake: a reused or short challenge", by_peer=False)]
+
+
+def test_a_node_without_a_name_is_refused() -> None:
+    _, server = pair()
+    payload = msgspec.msgpack.encode(Hello(VERSION, "", b"n" * 32))
+    events = server.receive_data(struct.pack(">I", len(payload)) + payload)
+    assert events == [ConnectionClosed("handshake: a node without a name", by_peer=False)]
 
 
 def test_the_proof_names_the_role_so_a_relayed_proof_is_wrong() -> None:
@@ -152,7 +159,7 @@ def test_messages_and_asks_travel_with_their_fields() -> None:
 
 def test_an_unknown_message_type_is_answered_with_an_error_and_the_connection_survives() -> None:
     client, server = opened()
-    payload = msgspec.msgpack.encode(Send(3, "Nope", msgspec.Raw(msgspec.msgpack.encode([])), 4))
+    payload = msgspec.msgpack.encode(Send(3, "Nope", msgspec.msgpack.encode([]), 4))
     seen = server.receive_data(struct.pack(">I", len(payload)) + payload)
     assert seen == [FrameRefused("unknown message type 'Nope'", 4)]
     seen_client, _ = pump(client, server)
@@ -176,14 +183,14 @@ def test_an_undecodable_frame_is_answered_with_an_error_and_the_connection_survi
 
 def test_fields_of_the_wrong_type_are_refused_by_name() -> None:
     _client, server = opened()
-    payload = msgspec.msgpack.encode(Send(3, "Add", msgspec.Raw(msgspec.msgpack.encode(["1"]))))
+    payload = msgspec.msgpack.encode(Send(3, "Add", msgspec.msgpack.encode(["1"])))
     seen = server.receive_data(struct.pack(">I", len(payload)) + payload)
     assert seen == [FrameRefused("message 'Add': Expected `int`, got `str` - at `$[0]`", None)]
 
 
 def test_a_class_validator_refusing_the_values_is_a_refused_frame() -> None:
     _client, server = opened()
-    payload = msgspec.msgpack.encode(Send(3, "Positive", msgspec.Raw(msgspec.msgpack.encode([-1]))))
+    payload = msgspec.msgpack.encode(Send(3, "Positive", msgspec.msgpack.encode([-1])))
     seen = server.receive_data(struct.pack(">I", len(payload)) + payload)
     assert seen == [
         FrameRefused("message 'Positive' refused by its class: value must be > 0, not -1", None)
@@ -245,7 +252,7 @@ def test_credit_runs_out_and_comes_back_as_messages_are_delivered() -> None:
 
 def test_a_peer_that_sends_past_its_credit_is_closed() -> None:
     _client, server = opened(window=2)
-    payload = msgspec.msgpack.encode(Send(1, "Add", msgspec.Raw(msgspec.msgpack.encode([1]))))
+    payload = msgspec.msgpack.encode(Send(1, "Add", msgspec.msgpack.encode([1])))
     frame = struct.pack(">I", len(payload)) + payload
     seen = server.receive_data(frame * 3)
     assert seen[:2] == [MessageReceived(1, Add(1), None)] * 2
@@ -271,26 +278,42 @@ def test_bad_arguments_are_refused_by_name() -> None:
         Connection(role=Role.CLIENT, node="a", secret=SECRET, codec=codec(), window=1)
 
 
-def test_values_nested_deeper_than_the_decoder_can_go_are_a_refused_frame() -> None:
-    client, server = opened()
-    deep = b"\x91" * 100_000 + b"\xc0"  # a list in a list in a list ...
-    payload = msgspec.msgpack.encode(Send(3, "Add", msgspec.Raw(deep), 4))
-    seen = server.receive_data(struct.pack(">I", len(payload)) + payload)
-    assert seen == [
-        FrameRefused(
-            "undecodable frame: maximum recursion depth exceeded while deserializing an object",
-            None,
-        )
-    ]
+def test_values_nested_deeper_than_the_decoder_can_go_are_a_refused_ask() -> None:
+    client, server = opened(window=4)
+    deep = b"\x91" + b"\x91" * 100_000 + b"\xc0"  # a list in a list in a list ...
+    payload = msgspec.msgpack.encode(Send(3, "Keep", deep, 4))
+    frame = struct.pack(">I", len(payload)) + payload
+    seen = server.receive_data(frame)
+    reason = "message 'Keep': maximum recursion depth exceeded while deserializing an object"
+    assert seen == [FrameRefused(reason, 4)]  # under its reply number: the asker learns
+    assert server.receive_data(frame) == [FrameRefused(reason, 4)]  # not past its credit
+    seen_client, _ = pump(client, server)
+    assert seen_client == [PeerRefused(reason, 4), PeerRefused(reason, 4), CreditGranted(2)]
     client.send_message(3, Add(2))
     _, seen = pump(client, server)
     assert seen == [MessageReceived(3, Add(2), None)]
     assert server.state is client.state is State.OPEN
 
 
+def test_an_undecodable_send_frame_gives_its_credit_back() -> None:
+    # A Send frame whose own fields are wrong (a target that is no number):
+    # refused whole, and its credit comes back as for any refused message.
+    client, server = opened(window=4)
+    payload = msgspec.msgpack.encode([3, "not a uid", "Add", msgspec.msgpack.encode([1]), None])
+    frame = struct.pack(">I", len(payload)) + payload
+    for _ in range(2):
+        (event,) = server.receive_data(frame)
+        assert isinstance(event, FrameRefused)
+        assert event.reason.startswith("undecodable frame: Expected `int`, got `str`")
+    assert server.statistics().undelivered == 0
+    seen_client, _ = pump(client, server)
+    assert seen_client[-1] == CreditGranted(2)
+    assert server.state is State.OPEN
+
+
 def test_a_peer_that_sends_past_its_credit_while_a_grant_is_held_back_is_closed() -> None:
     _client, server = opened(window=4)
-    payload = msgspec.msgpack.encode(Send(1, "Add", msgspec.Raw(msgspec.msgpack.encode([1]))))
+    payload = msgspec.msgpack.encode(Send(1, "Add", msgspec.msgpack.encode([1])))
     frame = struct.pack(">I", len(payload)) + payload
     assert server.receive_data(frame * 4) == [MessageReceived(1, Add(1), None)] * 4
     server.delivered(1)  # below half a window: its credit is held back, not granted
