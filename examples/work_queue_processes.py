@@ -71,6 +71,14 @@ def codec() -> Codec:
     return codec
 
 
+def say(line: str) -> None:
+    """Print ``line`` in one write: the two processes share one stdout, and a
+    line written in two parts (text, then newline, as ``print`` does when
+    Python runs unbuffered) can have the other process's line between them."""
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
 def count_primes(limit: int) -> int:
     sieve = bytearray([1]) * limit
     sieve[0:2] = b"\0\0"
@@ -101,15 +109,15 @@ async def coordinator(inbox: Inbox[Want | Result | Down], node: Node, done: trio
             case Result(job, worker, primes):
                 results[job] = Result(job, worker, primes)
                 if len(results) == len(LIMITS):
-                    print(f"[queue] all {len(results)} jobs done:", flush=True)
+                    say(f"[queue] all {len(results)} jobs done:")
                     for number in sorted(results):
                         result = results[number]
                         limit = LIMITS[number - 1]
-                        print(f"[queue]   primes below {limit}: {result.primes}", flush=True)
+                        say(f"[queue]   primes below {limit}: {result.primes}")
                     workers = sorted({result.worker for result in results.values()})
-                    print(f"[queue] workers that took part: {', '.join(workers)}", flush=True)
+                    say(f"[queue] workers that took part: {', '.join(workers)}")
             case Down(address, reason):
-                print(f"[queue] Down from {address.name}: {reason}", flush=True)
+                say(f"[queue] Down from {address.name}: {reason}")
                 ended += 1
                 if ended == WORKERS + 1:  # the workers, then their keeper
                     done.set()
@@ -133,14 +141,14 @@ async def run_queue() -> None:
             await system.spawn(coordinator, node, done, name="coordinator")
             assert node.address is not None
             host, port = node.address
-            print(f"[queue] node 'queue' listening on {host} (loopback)", flush=True)
+            say(f"[queue] node 'queue' listening on {host} (loopback)")
             command = [sys.executable, HERE, "workers", str(port)]
             environment = {**os.environ, SECRET_VARIABLE: secret.hex()}
             # If anything here fails, leaving the nursery kills the child.
             child: trio.Process = await nursery.start(
                 functools.partial(trio.run_process, command, env=environment, check=False)
             )
-            print("[queue] started the workers' process", flush=True)
+            say("[queue] started the workers' process")
 
             async def watch_child() -> None:
                 status = await child.wait()
@@ -150,7 +158,7 @@ async def run_queue() -> None:
             nursery.start_soon(watch_child)
             await done.wait()
             status = await child.wait()
-            print(f"[queue] the workers' process exited with status {status}", flush=True)
+            say(f"[queue] the workers' process exited with status {status}")
             if status != 0:
                 raise SystemExit(f"the workers' process failed (status {status})")
 
@@ -178,7 +186,7 @@ async def run_workers(port: int) -> None:
         ):
             await system.spawn(keeper, name="keeper")
             peer = await node.connect(("127.0.0.1", port))
-            print(f"[workers] connected to node {peer.node!r}, handshake done", flush=True)
+            say(f"[workers] connected to node {peer.node!r}, handshake done")
             found = await peer.lookup("coordinator")
             assert found is not None
             queue = cast("ActorRef[Want | Result]", found)
@@ -189,7 +197,7 @@ async def run_workers(port: int) -> None:
             reasons = [await ref.wait_stopped() for ref in refs]
             if any(not isinstance(reason, actors.Normal) for reason in reasons):
                 raise RuntimeError(f"the workers did not all finish: {reasons}")
-            print("[workers] the queue is empty: the workers' process ends", flush=True)
+            say("[workers] the queue is empty: the workers' process ends")
 
 
 def main(argv: list[str]) -> int:
@@ -200,7 +208,7 @@ def main(argv: list[str]) -> int:
         print("usage: work_queue_processes.py", file=sys.stderr)
         return 2
     trio.run(run_queue)
-    print("[queue] done", flush=True)
+    say("[queue] done")
     return 0
 
 
