@@ -153,7 +153,7 @@ def _finish_run(run: _Parser, args: argparse.Namespace) -> None:
 
 
 def command_list(parser: _Parser) -> str:
-    """``run, workflow, simulate, demo or explore``."""
+    """``run, workflow, simulate, demo, explore or serve``."""
     *rest, last = parser.commands
     return f"{', '.join(rest)} or {last}"
 

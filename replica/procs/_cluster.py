@@ -273,6 +273,15 @@ class Cluster:
         starts a new generation; the host serves ``catalog`` (a fresh one by
         default) and the counters start at zero."""
         await self.settle()
+        await self.recover()
+        self.host.replace(ShardCatalog() if catalog is None else catalog)
+
+    async def recover(self) -> None:
+        """Every process starts a fresh replica in place, and the shards stay:
+        what follows the loss of a process (a replica whose process died
+        restarts whole, as a timely cluster does; a controller then
+        reconnects and replays what it wants). Returns once every process
+        said it did; the replica's counters start at zero."""
         token = next(self._tokens)
         done = self._resets[token] = set()
         for process in self.processes:
@@ -281,7 +290,8 @@ class Cluster:
             await self._wait_change()
         del self._resets[token]
         self._servers.clear()
-        self.host.replace(ShardCatalog() if catalog is None else catalog)
+        for hub in (self.controller_hub, self.shards_hub):
+            hub.sent = hub.received = hub.dropped = 0
         self.metrics = Metrics()
 
     # Starting and restarting processes.

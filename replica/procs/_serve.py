@@ -409,6 +409,8 @@ class _Server:
             self.token += 1
             async with open_generation(self.options, self.hub, self.token) as generation:
                 self.generation = generation
+                # A quiescence test counts within one generation.
+                self.hub.sent = self.hub.received = self.hub.dropped = 0
                 self.hub.send(SHARDS, ("ready", self.options.process, self.token))
                 for token in self._reset_tokens:
                     self.hub.send(CONTROLLER, ("reset-done", token, self.options.process))

@@ -1,0 +1,93 @@
+"""Faults for real: a replica process killed with SIGKILL mid-spec and
+started again, and a partitioned controller connection (its frames dropped).
+
+Plain tests on the real clock (each runs its own ``trio.run`` under a
+generous bound); the processes are stopped when the cluster's block ends,
+on failure too."""
+
+from __future__ import annotations
+
+import trio
+
+from replica import ReplicaConfig, open_controller, row_order
+from replica.procs import open_cluster
+
+from .helpers import Proxy, Session, index, run_real
+
+
+def _rows(start: int, count: int, time: int = 0) -> list[tuple[tuple[int, str], int, int]]:
+    return [((n, f"row {n}"), time, 1) for n in range(start, start + count)]
+
+
+def test_a_process_killed_mid_spec_and_started_again_loses_nothing_written() -> None:
+    async def main() -> None:
+        config = ReplicaConfig(processes=2, workers=1, interactive=True)
+        async with open_cluster(config, seed=3) as cluster, open_controller(cluster) as controller:
+            session = Session(controller)
+            shard = cluster.shards.shard("data")
+            shard.append(_rows(0, 100), 0, 1)
+            await session.start(index(1000, 1001))
+            await controller.await_frontier(1001, 1)
+            assert len(await controller.peek(1001, 0)) == 100
+            # Mid-spec: a write in flight, then process 1 dies without a word.
+            shard.append(_rows(100, 50, 1), 1, 2)
+            cluster.kill(1)
+            await cluster.slots[1].exited.wait()
+            while cluster.losses.get(1, 0) == 0:
+                await cluster._wait_change()
+            await cluster.restart(1)
+            await cluster.recover()
+            # The controller reconnects and replays; reconciliation runs.
+            await session.reconnect()
+            shard.append(_rows(150, 10, 2), 2, 3)
+            await controller.await_frontier(1001, 3)
+            rows = await controller.peek(1001, 2)
+            assert sorted(rows, key=row_order) == [(n, f"row {n}") for n in range(160)]
+            assert controller.rejections == []
+            assert await cluster.violations() == []
+
+    run_real(main)
+
+
+def test_a_partitioned_controller_connection_behaves_as_a_lost_one() -> None:
+    async def main() -> None:
+        proxy = Proxy()
+        config = ReplicaConfig(processes=1, workers=1, interactive=True)
+
+        def dial(process: int, address: tuple[str, int]) -> tuple[str, int]:
+            proxy.target = address
+            return proxy.address
+
+        async with trio.open_nursery() as nursery:
+            await nursery.start(proxy.serve)
+            async with (
+                open_cluster(
+                    config, seed=5, dial=dial, heartbeat=0.1, heartbeat_timeout=1.0
+                ) as cluster,
+                open_controller(cluster) as controller,
+            ):
+                session = Session(controller)
+                lost = trio.Event()
+                cluster.on_lost.append(lambda process: lost.set())
+                shard = cluster.shards.shard("data")
+                shard.append(_rows(0, 10), 0, 1)
+                await session.start(index(1000, 1001))
+                await controller.await_frontier(1001, 1)
+                proxy.partition()
+                # Frames dropped: a write's frontier never arrives, and the
+                # missed heartbeats close the connection.
+                shard.append(_rows(10, 10, 1), 1, 2)
+                with trio.move_on_after(0.5):
+                    await controller.await_frontier(1001, 2)
+                    raise AssertionError("a frontier crossed a partition")
+                await lost.wait()
+                assert proxy.dropped > 0
+                # The controller reconnects (a new connection, through the
+                # proxy again) and replays; the replica kept its dataflow.
+                await session.reconnect()
+                await controller.await_frontier(1001, 2)
+                rows = await controller.peek(1001, 1)
+                assert sorted(rows, key=row_order) == [(n, f"row {n}") for n in range(20)]
+            nursery.cancel_scope.cancel()
+
+    run_real(main)
