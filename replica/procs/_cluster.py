@@ -37,6 +37,7 @@ from .._process import INTERACTIVE, MAINTENANCE
 from .._replica import ReplicaConfig
 from .._shard import ShardCatalog
 from .._sinks import Metrics
+from . import _wire
 from ._links import MAX_FRAME, Hub, codec
 from ._serve import CONTROLLER, SHARDS, process_node
 from ._shards import ShardHost
@@ -172,9 +173,9 @@ class Cluster:
     async def _pump(self, process: int, server: ServerEnd) -> None:
         target = process_node(process)
         async for first in server.commands:
-            self.controller_hub.send(
-                target, ("cmds", server.nonce, [first, *queued(server.commands)])
-            )
+            # Each command encoded on its own: process 0 forwards these bytes.
+            encoded = [_wire.encode(command) for command in [first, *queued(server.commands)]]
+            self.controller_hub.send(target, ("cmds", server.nonce, encoded))
         self.controller_hub.send(target, ("end", server.nonce))
         self._servers.pop((process, server.nonce), None)
 

@@ -9,11 +9,11 @@ process in one Trio run; what crosses to another process goes over
 - the controller's connections: ``open``/``cmds``/``end`` in, each
   connection's responses out (``resp``), over the connection the controller
   dialled;
-- the command channel: process 0's global worker 0 adapter sequences into a
-  sequencer whose members are process 0's workers and one forwarder per
-  other process; a forwarder puts each sequenced command on the link to its
-  process (``seq``), where a local sequencer hands it to that process's
-  workers, in the same order;
+- the command channel: process 0's global worker 0 adapter sequences each
+  batch onto the link to every other process (``seq``, one item a batch) and
+  into the sequencer of process 0's workers; at another process a local
+  sequencer hands the batch to its workers: the same commands in the same
+  order everywhere;
 - exchanges (:mod:`._fabric`) and shards (:mod:`._shards`);
 - the materialized-view counters (``metric``), summed by the controller.
 
@@ -29,7 +29,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import math
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -38,7 +38,7 @@ import trio
 import trio.testing
 
 import actors
-from actors import ActorRef, ActorSystem, Inbox, Sequencer
+from actors import ActorRef, ActorSystem, Sequencer
 from actors.net import open_node
 from barrier import ReconcileBarrier, Side
 from sharing import Registry
@@ -100,6 +100,27 @@ class _ForwardedMetrics(Metrics):
 
 
 @attrs.define(eq=False)
+class _Encoded:
+    """The bytes each recent command arrived as, by the command (so process 0
+    forwards them as they came instead of encoding them again); at most
+    ``limit`` of them, the oldest forgotten first."""
+
+    limit: int = 1 << 16
+    _by_id: dict[int, tuple[object, bytes]] = attrs.field(factory=dict)
+
+    def remember(self, command: object, data: bytes) -> None:
+        if len(self._by_id) >= self.limit:
+            del self._by_id[next(iter(self._by_id))]
+        self._by_id[id(command)] = (command, data)
+
+    def of(self, command: object) -> bytes:
+        found = self._by_id.get(id(command))
+        if found is not None and found[0] is command:
+            return found[1]
+        return _wire.encode(command)
+
+
+@attrs.define(eq=False)
 class Generation:
     """One composition of this process's part of the replica."""
 
@@ -117,6 +138,7 @@ class Generation:
     connections: dict[int, tuple[trio.MemorySendChannel[Command], ResponseLine]] = attrs.field(
         factory=dict
     )
+    encoded: _Encoded = attrs.field(factory=lambda: _Encoded())
 
     # What the controller sends.
 
@@ -126,11 +148,15 @@ class Generation:
         self.connections[nonce] = (send, line)
         self.process.accept(ServerEnd(nonce, receive, line))
 
-    def commands(self, nonce: int, commands: list[Command]) -> None:
+    def commands(self, nonce: int, encoded: list[bytes]) -> None:
+        """Commands of connection ``nonce``, each encoded on its own: process
+        0 forwards the same bytes to the other processes (:class:`_Fanout`)."""
         found = self.connections.get(nonce)
         if found is None:
             return
-        for command in commands:
+        for data in encoded:
+            command = _wire.decode(data)
+            self.encoded.remember(command, data)
             try:
                 found[0].send_nowait(command)
             except (trio.ClosedResourceError, trio.BrokenResourceError):
@@ -264,20 +290,9 @@ async def _start_runtime(
         )
         workers.append(worker)
     if index == 0:
-        members = list(refs)
-        for other in range(1, config.processes):
-            members.append(
-                await system.spawn(
-                    _forwarder,
-                    hub,
-                    process_node(other),
-                    name,
-                    name=f"{name}/forward-to-p{other}",
-                    capacity=math.inf,
-                )
-            )
-        command_channel = system.sequencer(members, name=f"{name}/command-channel")
-        adapters[0].sequencer = command_channel
+        command_channel = system.sequencer(refs, name=f"{name}/command-channel")
+        others = [process_node(other) for other in range(1, config.processes)]
+        adapters[0].sequencer = _Fanout(command_channel, hub, others, name, generation.encoded)
         adapters[0].leader_order = generation.process.order
     else:
         command_channel = system.sequencer(refs, name=f"{name}/command-relay")
@@ -287,11 +302,32 @@ async def _start_runtime(
         nursery.start_soon(adapter.run, name=f"{name}/p{index}/adapter{adapter.local}")
 
 
-async def _forwarder(inbox: Inbox[SequencedCommand], hub: Hub, target: str, runtime: str) -> None:
-    """A member of process 0's command channel standing for another process:
-    each sequenced command goes on the link to it, in order."""
-    async for envelope in inbox:
-        hub.send(target, ("seq", runtime, envelope.message))
+@attrs.define(eq=False)
+class _Fanout:
+    """Process 0's command channel: each batch goes on the link to every other
+    process (``seq``, one item a batch), then to this process's workers
+    through the local sequencer. Links keep their order, so every process's
+    workers get the same commands in the same order."""
+
+    local: Sequencer[SequencedCommand]
+    hub: Hub
+    others: list[str]
+    runtime: str
+    encoded: _Encoded
+
+    async def broadcast_many(self, messages: Iterable[SequencedCommand]) -> object:
+        batch = list(messages)
+        if self.others:
+            # One item per run of the same connection and position.
+            runs: list[tuple[int, int, list[bytes]]] = []
+            for sequenced in batch:
+                if not runs or runs[-1][:2] != (sequenced.nonce, sequenced.position):
+                    runs.append((sequenced.nonce, sequenced.position, []))
+                runs[-1][2].append(self.encoded.of(sequenced.command))
+            for target in self.others:
+                for nonce, position, commands in runs:
+                    self.hub.send(target, ("seq", self.runtime, nonce, position, commands))
+        return await self.local.broadcast_many(batch)
 
 
 async def serve(
@@ -365,13 +401,17 @@ class _Server:
             # A new connection from the controller: answer over it.
             self.hub.inbound(CONTROLLER).refresh()
 
-    async def _seq(self, source: str, runtime: str, sequenced: SequencedCommand) -> None:
+    async def _seq(
+        self, source: str, runtime: str, nonce: int, position: int, encoded: list[bytes]
+    ) -> None:
         if self.generation is None:
             return
         relay = self.generation.relays.get(runtime)
         if relay is None:
             raise ProtocolError(f"process {self.options.process} relays no {runtime} runtime")
-        await relay.broadcast_many([sequenced])
+        await relay.broadcast_many(
+            [SequencedCommand(nonce, position, _wire.decode(data)) for data in encoded]
+        )
 
     def _probe(self, source: str, token: int, final: bool) -> None:
         self.nursery.start_soon(self._answer_probe, token, final)
