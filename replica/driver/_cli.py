@@ -264,6 +264,8 @@ def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
 
 def _serve(args: argparse.Namespace) -> int:
     """``serve``: one replica process, until a signal stops it."""
+    import signal
+
     import trio
 
     from replica import ReplicaConfig
@@ -288,7 +290,18 @@ def _serve(args: argparse.Namespace) -> int:
         align=args.align,
     )
     options = ServeOptions(args.process, config, args.listen, args.peers, args.shards, secret)
-    trio.run(serve, options)
+
+    async def until_terminated() -> None:
+        # SIGTERM (how run --spawn stops its processes) ends the process
+        # cleanly: its connections are closed, its peers see it go.
+        with trio.open_signal_receiver(signal.SIGTERM) as signals:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(serve, options)
+                async for _ in signals:
+                    nursery.cancel_scope.cancel()
+                    return
+
+    trio.run(until_terminated)
     return 0
 
 

@@ -45,6 +45,9 @@ from ._shards import ShardHost
 logger = logging.getLogger("replica.procs")
 
 
+COMMANDS_PER_ITEM = 256
+
+
 class ClusterError(Exception):
     """A replica process did not start, or went away when it must not have."""
 
@@ -174,8 +177,12 @@ class Cluster:
         target = process_node(process)
         async for first in server.commands:
             # Each command encoded on its own: process 0 forwards these bytes.
+            # In items of at most COMMANDS_PER_ITEM, so that process 0 starts on
+            # a long burst (and passes it on) before the whole of it arrived.
             encoded = [_wire.encode(command) for command in [first, *queued(server.commands)]]
-            self.controller_hub.send(target, ("cmds", server.nonce, encoded))
+            for start in range(0, len(encoded), COMMANDS_PER_ITEM):
+                chunk = encoded[start : start + COMMANDS_PER_ITEM]
+                self.controller_hub.send(target, ("cmds", server.nonce, chunk))
         self.controller_hub.send(target, ("end", server.nonce))
         self._servers.pop((process, server.nonce), None)
 

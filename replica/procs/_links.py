@@ -49,6 +49,7 @@ LINK: Final = ServiceKey[Wire]("replica.link")
 MAX_FRAME: Final = 256 * 2**20
 """The largest frame a replica node accepts (a shard's snapshot may be big)."""
 _CHUNK: Final = 16 * 2**20
+_ITEMS: Final = 16
 UNCOUNTED: Final = frozenset(
     {"hello", "ping", "pong", "probe", "probed", "reset", "reset-done", "ready"}
 )
@@ -136,6 +137,15 @@ class Outlink:
 
 
 def _payloads(batch: list[tuple[Any, ...]]) -> list[bytes]:
+    """``batch`` in messages of at most ``_ITEMS`` items and (unless one item
+    is larger) ``_CHUNK`` bytes: the receiver handles one message a turn, so
+    a long burst is worked on as it arrives."""
+    if len(batch) > _ITEMS:
+        return [
+            payload
+            for start in range(0, len(batch), _ITEMS)
+            for payload in _payloads(batch[start : start + _ITEMS])
+        ]
     payload = _wire.encode(batch)
     if len(payload) <= _CHUNK or len(batch) == 1:
         return [payload]
