@@ -19,7 +19,7 @@ from .._controller import open_controller
 from .._faults import Faults
 from ..driver._runner import SpecRun, Topology, run_stanzas
 from ..driver._spec import Spec
-from ._cluster import Cluster, open_cluster
+from ._cluster import Cluster, ClusterError, open_cluster
 
 
 @attrs.define(eq=False)
@@ -67,16 +67,43 @@ async def _run_spawned(
     done: Callable[[Spec, SpecRun], None],
     max_wait: float,
 ) -> None:
-    async with open_cluster(topology.config(), seed=seed) as cluster:
-        backend = ClusterBackend(cluster, max_wait)
-        for number, spec in enumerate(specs):
-            if number:
-                await cluster.reset()
-            async with open_controller(cluster) as controller:
+    async with (
+        open_cluster(topology.config(), seed=seed) as cluster,
+        trio.open_nursery() as nursery,
+    ):
+        lost = trio.Event()
+        losses: list[int] = []
 
-                async def violations(controller: object = controller) -> list[str]:
-                    return await cluster.violations()
+        def on_lost(process: int) -> None:
+            losses.append(process)
+            lost.set()
 
-                run = await run_stanzas(spec, backend, controller, cluster.shards, violations)
-                run.violations[:0] = [r for r in controller.regressions if r not in run.violations]
-            done(spec, run)
+        async def watch() -> None:
+            # A spec has no way to recover a lost process: the run ends, named.
+            await lost.wait()
+            raise ClusterError(f"lost the connection to replica process {losses[0]}")
+
+        cluster.on_lost.append(on_lost)
+        nursery.start_soon(watch)
+        await _run_each(cluster, specs, done, max_wait)
+        nursery.cancel_scope.cancel()
+
+
+async def _run_each(
+    cluster: Cluster,
+    specs: Sequence[Spec],
+    done: Callable[[Spec, SpecRun], None],
+    max_wait: float,
+) -> None:
+    backend = ClusterBackend(cluster, max_wait)
+    for number, spec in enumerate(specs):
+        if number:
+            await cluster.reset()
+        async with open_controller(cluster) as controller:
+
+            async def violations(controller: object = controller) -> list[str]:
+                return await cluster.violations()
+
+            run = await run_stanzas(spec, backend, controller, cluster.shards, violations)
+            run.violations[:0] = [r for r in controller.regressions if r not in run.violations]
+        done(spec, run)

@@ -7,6 +7,14 @@ on failure too."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
 import trio
 
 from replica import ReplicaConfig, open_controller, row_order
@@ -91,3 +99,45 @@ def test_a_partitioned_controller_connection_behaves_as_a_lost_one() -> None:
             nursery.cancel_scope.cancel()
 
     run_real(main)
+
+
+def _children(pid: int) -> list[int]:
+    """The child processes of ``pid`` (of any of its threads: Trio starts a
+    process from a worker thread)."""
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            found += [int(child) for child in (task / "children").read_text().split()]
+        except OSError:
+            continue
+    return sorted(found)
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux's /proc")
+def test_a_process_killed_during_run_spawn_ends_the_run_with_a_named_error(
+    tmp_path: Path,
+) -> None:
+    spec = tmp_path / "waits.spec"
+    spec.write_text(
+        "create-instance\n----\nok\n\n"
+        "await-frontier id=11 ts=1 timeout-secs=60\n----\nerror: frontier for u11 did not "
+        "reach 1 in time\n"
+    )
+    command = [sys.executable, "-m", "replica.driver", "run", str(spec), "--spawn"]
+    command += ["--processes", "2", "--max-wait", "60"]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as run:
+        try:
+            deadline = time.monotonic() + 60
+            while len(_children(run.pid)) < 2:
+                assert run.poll() is None, run.communicate()
+                assert time.monotonic() < deadline, "the replica processes did not start"
+                time.sleep(0.05)
+            time.sleep(1.0)  # the spec's wait has begun
+            os.kill(_children(run.pid)[1], signal.SIGKILL)
+            _, err = run.communicate(timeout=60)
+        finally:
+            if run.poll() is None:
+                run.kill()
+    assert run.returncode == 1
+    assert b"trio-reconcile: error: " in err
+    assert b"replica process " in err
