@@ -137,6 +137,8 @@ class Cluster:
     # Each process's latest generation token, once it said it is ready.
     ready: dict[int, int] = attrs.field(factory=dict)
     _servers: dict[tuple[int, int], ServerEnd] = attrs.field(factory=dict)
+    # The scopes of the tasks forwarding each connection's commands.
+    _pumps: set[trio.CancelScope] = attrs.field(factory=set)
     _changed: trio.Event = attrs.field(factory=trio.Event)
     _probes: dict[int, dict[int, tuple[int, int, dict[str, Any]]]] = attrs.field(factory=dict)
     _tokens: itertools.count[int] = attrs.field(factory=lambda: itertools.count(1))
@@ -174,6 +176,14 @@ class Cluster:
         self.nursery.start_soon(self._pump, process, server)
 
     async def _pump(self, process: int, server: ServerEnd) -> None:
+        with trio.CancelScope() as scope:
+            self._pumps.add(scope)
+            try:
+                await self._forward(process, server)
+            finally:
+                self._pumps.discard(scope)
+
+    async def _forward(self, process: int, server: ServerEnd) -> None:
         target = process_node(process)
         async for first in server.commands:
             # Each command encoded on its own: process 0 forwards these bytes.
@@ -298,6 +308,8 @@ class Cluster:
             await self._wait_change()
         del self._resets[token]
         self._servers.clear()
+        for scope in self._pumps:
+            scope.cancel()
         for hub in (self.controller_hub, self.shards_hub):
             hub.sent = hub.received = hub.dropped = 0
         self.metrics = Metrics()
