@@ -30,6 +30,7 @@ EXTRAS = (
     HERE / "dataflow_bench.py",
     HERE / "explore_bench.py",
     HERE / "net_bench.py",
+    HERE / "persist_bench.py",
     HERE / "procs_bench.py",
 )
 ENV_VAR = "TRIO_RECONCILE_BASELINE"

@@ -1,6 +1,10 @@
 """Shards: shared append-only logs of updates with an upper, like persist
 shards (DESIGN.md §2.5). A change wakes every reader that listens.
 
+These shards live in memory and vanish with the process; a catalog on
+durable storage (SQLite, PostgreSQL) is :mod:`replica.persist`'s, with the
+same shards and the same synchronous API (:meth:`ShardCatalog.open`).
+
 A shard holds updates ``(row, time, diff)``; every time before ``upper`` is
 complete. Appends are compare-and-append, as persist's are: a batch covers
 ``[lower, upper)`` and applies only if ``lower`` is the shard's upper. The
@@ -11,11 +15,16 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
+from types import TracebackType
+from typing import TYPE_CHECKING, Self
 
 import attrs
 
 from ._errors import UpperMismatchError, UpperRegressionError, WriteBelowUpperError
 from ._protocol import Row, Update
+
+if TYPE_CHECKING:
+    from .persist import ShardStorage
 
 
 @attrs.define(eq=False)
@@ -139,12 +148,38 @@ class Partitioned:
 
 @attrs.define(eq=False)
 class ShardCatalog:
-    """The shards of a deployment, by name; a shard exists once it is named."""
+    """The shards of a deployment, by name; a shard exists once it is named.
+
+    This catalog keeps its shards in memory only; :meth:`open` gives one
+    whose shards are durable. Either is a context manager that closes it."""
 
     shards: dict[str, Shard] = attrs.field(factory=dict)
+
+    @staticmethod
+    def open(storage: str | ShardStorage) -> ShardCatalog:
+        """A catalog on ``storage``, a URL (``memory:``, ``sqlite:PATH``,
+        ``postgresql://...``) or an open :class:`~replica.persist.ShardStorage`:
+        see :func:`replica.persist.open_catalog`."""
+        from .persist import open_catalog
+
+        return open_catalog(storage)
 
     def shard(self, name: str) -> Shard:
         shard = self.shards.get(name)
         if shard is None:
             shard = self.shards[name] = Shard(name)
         return shard
+
+    def close(self) -> None:
+        """Release what the catalog holds (nothing, in memory)."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

@@ -1,0 +1,210 @@
+"""Durable shards: the in-memory shards of :mod:`replica._shard`, written
+through to a :class:`ShardStorage` before memory changes.
+
+A :class:`DurableShardCatalog` loads every stored shard when it opens. A
+change (``write``, ``append``, ``advance``) is first one transaction in the
+store, which decides it against the stored upper (another catalog on the same
+store may have moved it); only then does memory change and the shard's
+listeners wake. A change refused by the store (another writer got there
+first) changes nothing of it, and the catalog catches up with what the other
+writer did before the error is raised, so a retry sees the new upper. Other
+writers' changes otherwise reach this catalog by :meth:`~DurableShardCatalog.refresh`
+or, where the store can push them, by running :meth:`~DurableShardCatalog.follow`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import overload
+
+import attrs
+import trio
+
+from .._errors import UpperMismatchError, UpperRegressionError, WriteBelowUpperError
+from .._protocol import Row, Update
+from .._shard import Shard, ShardCatalog
+from ._codec import check_name, check_time, decode_batch, encode_batch
+from ._storage import ShardState, ShardStorage, open_storage
+
+
+@attrs.define(eq=False)
+class DurableShard(Shard):
+    """A shard whose every change is stored first. Same API as
+    :class:`~replica.Shard`; reads are from memory."""
+
+    _storage: ShardStorage = attrs.field(kw_only=True)
+    # Invariant: memory holds the stored batches [0, _batches) and an upper
+    # the store had with them.
+    _batches: int = attrs.field(default=0, kw_only=True)
+
+    def write(self, ts: int, rows: Iterable[Row]) -> int:
+        batch = [(row, ts, 1) for row in rows]
+        while True:
+            if ts < self.upper:
+                raise WriteBelowUpperError(
+                    f"write at ts {ts} is below the shard upper {self.upper}"
+                )
+            try:
+                self._append(batch, self.upper, ts + 1)
+            except UpperMismatchError:
+                continue  # caught up with another writer: check ts again
+            return len(batch)
+
+    def append(self, updates: Sequence[Update], lower: int, upper: int) -> None:
+        """Compare-and-append against the stored upper (see
+        :meth:`replica.Shard.append`). A malformed batch raises ``ValueError``
+        and one that cannot be stored :class:`UnstorableError`, before the
+        uppers are compared."""
+        if upper <= lower:
+            raise ValueError(
+                f"an append covers [lower, upper) with upper > lower: {lower}, {upper}"
+            )
+        stray = next((t for _, t, _ in updates if not lower <= t < upper), None)
+        if stray is not None:
+            raise ValueError(f"an update at {stray} is outside the batch [{lower}, {upper})")
+        self._append(updates, lower, upper)
+
+    def advance(self, upper: int) -> None:
+        if upper < self.upper:
+            raise UpperRegressionError(f"upper {upper} is below the shard upper {self.upper}")
+        if upper == self.upper:
+            return
+        check_time(self.name, "upper", upper)
+        stored = self._storage.advance(self.name, upper)
+        if stored.upper > upper or stored.batches != self._batches:
+            self.catch_up()
+            if stored.upper > upper:
+                raise UpperRegressionError(f"upper {upper} is below the shard upper {self.upper}")
+            return
+        self.upper = upper
+        self._notify()
+
+    def catch_up(self) -> bool:
+        """Take in what other writers stored since this shard last looked;
+        wake the listeners if anything changed. Return whether it did."""
+        return self.take(self._storage.read(self.name, self._batches))
+
+    def take(self, state: ShardState) -> bool:
+        """Take in ``state``, read from the store with the batches from this
+        shard's batch count on. Return whether anything changed."""
+        assert state.batches == self._batches + len(state.data), (
+            f"shard {self.name!r}: read {len(state.data)} batches from {self._batches}, "
+            f"the store holds {state.batches}"
+        )
+        assert state.upper >= self.upper, (
+            f"shard {self.name!r}: the stored upper {state.upper} is below {self.upper}"
+        )
+        if state.upper == self.upper and not state.data:
+            return False
+        # Every batch decoded before memory changes: a corrupt one changes nothing.
+        batches = [decode_batch(self.name, data) for data in state.data]
+        for updates in batches:
+            self.updates.extend(updates)
+        self._batches = state.batches
+        self.upper = state.upper
+        self._notify()
+        return True
+
+    def _append(self, updates: Sequence[Update], lower: int, upper: int) -> None:
+        check_time(self.name, "lower", lower)
+        check_time(self.name, "upper", upper)
+        data = encode_batch(self.name, updates)
+        try:
+            seq = self._storage.append(self.name, data, lower, upper)
+        except UpperMismatchError:
+            self.catch_up()
+            raise
+        if seq != self._batches:
+            self.catch_up()  # others appended before: take theirs and this batch in order
+            return
+        self.updates.extend(updates)
+        self._batches = seq + 1
+        self.upper = upper
+        self._notify()
+
+
+@attrs.define(eq=False)
+class DurableShardCatalog(ShardCatalog):
+    """A catalog whose shards are stored in ``storage`` (which it owns and
+    closes). Build it with :meth:`load` (or :func:`open_catalog`)."""
+
+    storage: ShardStorage = attrs.field(kw_only=True)
+
+    @classmethod
+    def load(cls, storage: ShardStorage) -> DurableShardCatalog:
+        """A catalog with every shard ``storage`` holds, rows and uppers.
+        Closes ``storage`` if the load fails."""
+        catalog = cls(storage=storage)
+        try:
+            catalog.refresh()
+        except BaseException:
+            storage.close()
+            raise
+        return catalog
+
+    def shard(self, name: str) -> DurableShard:
+        shard = self.shards.get(name)
+        if shard is None:
+            check_name(name)
+            shard = self.shards[name] = DurableShard(name, storage=self.storage)
+        assert isinstance(shard, DurableShard), f"shard {name!r} is not durable"
+        return shard
+
+    def refresh(self, names: Iterable[str] | None = None) -> list[str]:
+        """Catch up with other writers: the shards ``names`` (every stored
+        shard if ``None``) take in what was stored since this catalog last
+        looked, and their listeners wake. Return the names of the shards that
+        changed. Other writers' changes reach a catalog on SQLite only so."""
+        changed: list[str] = []
+        if names is None:
+            for name, state in self.storage.uppers().items():
+                shard = self.shard(name)
+                if (state.upper, state.batches) != (shard.upper, shard._batches):
+                    shard.catch_up()
+                    changed.append(name)
+        else:
+            for name in names:
+                if self._catch_up(name):
+                    changed.append(name)
+        return changed
+
+    def _catch_up(self, name: str) -> bool:
+        shard = self.shards.get(name)
+        if isinstance(shard, DurableShard):
+            return shard.catch_up()
+        state = self.storage.read(name, 0)
+        if state.upper == 0 and state.batches == 0:
+            return False  # nothing stored: no shard to make
+        return self.shard(name).take(state)
+
+    async def follow(
+        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Until cancelled, take in other writers' changes as the store pushes
+        them (PostgreSQL's NOTIFY; never polling). Start it with
+        ``await nursery.start(catalog.follow)``: once started, every change
+        stored after this point reaches the listeners. Raises
+        :class:`NotificationsUnsupportedError` on SQLite. Cancelling it
+        leaves the catalog as it was, with the changes taken so far."""
+        await self.storage.watch(self.refresh, task_status=task_status)
+
+    def close(self) -> None:
+        """Close the storage; the shards stay readable in memory, and a
+        change raises ``trio.ClosedResourceError``."""
+        self.storage.close()
+
+
+@overload
+def open_catalog(storage: ShardStorage) -> DurableShardCatalog: ...
+@overload
+def open_catalog(storage: str | ShardStorage) -> ShardCatalog: ...
+def open_catalog(storage: str | ShardStorage) -> ShardCatalog:
+    """A shard catalog on ``storage``: a URL (see :func:`open_storage`) or an
+    open storage, which the catalog then owns. ``memory:`` gives today's
+    in-memory :class:`~replica.ShardCatalog`, which stores nothing; anything
+    else a :class:`DurableShardCatalog` with every stored shard loaded."""
+    if isinstance(storage, str):
+        if storage.strip().lower() == "memory:":
+            return ShardCatalog()
+        storage = open_storage(storage)
+    return DurableShardCatalog.load(storage)
