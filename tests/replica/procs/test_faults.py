@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from replica import ReplicaConfig, open_controller, row_order
+from replica import ReplicaConfig, Row, ShardCatalog, open_controller, row_order
 from replica.procs import open_cluster
 
 from .helpers import Proxy, Session, index, run_real
@@ -141,3 +141,27 @@ def test_a_process_killed_during_run_spawn_ends_the_run_with_a_named_error(
     assert run.returncode == 1
     assert b"trio-reconcile: error: " in err
     assert b"replica process " in err
+
+
+def test_the_shard_host_serves_a_durable_catalog_across_restarts(tmp_path: Path) -> None:
+    url = f"sqlite:{tmp_path / 'shards.db'}"
+    config = ReplicaConfig(processes=2, workers=1, interactive=False)
+
+    async def run(write: bool) -> list[Row]:
+        with ShardCatalog.open(url) as catalog:
+            async with (
+                open_cluster(config, catalog=catalog) as cluster,
+                open_controller(cluster) as controller,
+            ):
+                if write:
+                    cluster.shards.shard("data").append(_rows(0, 30), 0, 1)
+                await Session(controller).start(index(1000, 1001))
+                await controller.await_frontier(1001, 1)
+                return sorted(await controller.peek(1001, 0), key=row_order)
+
+    async def main() -> None:
+        assert await run(write=True) == [(n, f"row {n}") for n in range(30)]
+        # Everything stopped, the catalog closed: a new replica reads it back.
+        assert await run(write=False) == [(n, f"row {n}") for n in range(30)]
+
+    run_real(main)
