@@ -4,7 +4,10 @@
 * ``procs command channel P=p W=1`` (p = 1, 2): a Solo replica of p
   ``trio-reconcile serve`` processes of one worker each, spawned on loopback
   (untimed, as is the shutdown). The controller (in this process) sends M
-  ``UpdateConfiguration`` commands to process 0, whose global worker 0
+  ``CancelPeek`` commands of peeks nobody made (a no-op at a worker, and,
+  unlike ``UpdateConfiguration``, sent to process 0 only, as every command
+  but ``Hello`` and ``UpdateConfiguration`` is) to process 0, whose global
+  worker 0
   adapter sequences them to its own worker and, over an ``actors.net`` link,
   to the other process's worker; then an index dataflow of a written shard,
   whose merged frontier reaches the controller only once every worker of
@@ -31,13 +34,13 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from replica import (  # noqa: E402 (the project root first, when run as a script)
+    CancelPeek,
     CreateDataflow,
     CreateInstance,
     DataflowDescription,
     InitializationComplete,
     ReplicaConfig,
     Schedule,
-    UpdateConfiguration,
     open_controller,
 )
 from replica.procs import open_cluster  # noqa: E402
@@ -57,11 +60,10 @@ def make_command_channel(processes: int) -> BenchFn:
                 await controller.send(CreateInstance())
                 await controller.send(InitializationComplete())
                 await cluster.settle()
-                command = UpdateConfiguration((("k", "v"),))
                 index = DataflowDescription.index(1, "bench", 2, (0,), as_of=0)
                 start = time.perf_counter()
-                for _ in range(m):
-                    await controller.send(command)
+                for uuid in range(m):
+                    await controller.send(CancelPeek(uuid))
                 await controller.send(CreateDataflow(index))
                 await controller.send(Schedule(2))
                 await controller.await_frontier(2, 1)
