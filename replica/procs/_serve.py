@@ -109,9 +109,10 @@ class _Encoded:
     _by_id: dict[int, tuple[object, bytes]] = attrs.field(factory=dict)
 
     def remember(self, command: object, data: bytes) -> None:
-        if len(self._by_id) >= self.limit:
-            del self._by_id[next(iter(self._by_id))]
-        self._by_id[id(command)] = (command, data)
+        by_id = self._by_id
+        if len(by_id) >= self.limit:
+            del by_id[next(iter(by_id))]
+        by_id[id(command)] = (command, data)
 
     def of(self, command: object) -> bytes:
         found = self._by_id.get(id(command))
@@ -154,9 +155,11 @@ class Generation:
         found = self.connections.get(nonce)
         if found is None:
             return
+        forwarding = self.options.process == 0 and self.options.config.processes > 1
         for data in encoded:
             command = _wire.decode(data)
-            self.encoded.remember(command, data)
+            if forwarding:
+                self.encoded.remember(command, data)
             try:
                 found[0].send_nowait(command)
             except (trio.ClosedResourceError, trio.BrokenResourceError):

@@ -124,25 +124,28 @@ def from_builtins(data: Any) -> Any:
         raise WireError("an empty array on the wire")
     tag = data[0]
     try:
+        # The most common first: objects, then tuples (rows, updates).
+        if tag == _OBJECT:
+            cls = _BY_NAME[data[1]]
+            return _construct(
+                cls, [v if type(v) in _PRIMITIVES else from_builtins(v) for v in data[2:]]
+            )
         if tag == _TUPLE:
-            return tuple(v if type(v) is not list else from_builtins(v) for v in data[1:])
+            return tuple(v if type(v) in _PRIMITIVES else from_builtins(v) for v in data[1:])
+        if tag == _ID:
+            _, namespace, number = data
+            return GlobalId(namespace, number)
         if tag == _LIST:
-            return [from_builtins(v) for v in data[1:]]
+            return [v if type(v) in _PRIMITIVES else from_builtins(v) for v in data[1:]]
         if tag == _BIG:
             _, text = data
             return int(text)
         if tag == _DICT:
             flat = [from_builtins(v) for v in data[1:]]
             return dict(zip(flat[::2], flat[1::2], strict=True))
-        if tag == _ID:
-            _, namespace, number = data
-            return GlobalId(namespace, number)
         if tag == _ENUM:
             _, name, member = data
             return _ENUM_BY_NAME[name](member)
-        if tag == _OBJECT:
-            cls = _BY_NAME[data[1]]
-            return _construct(cls, [from_builtins(v) for v in data[2:]])
     except WireError:
         raise
     except (KeyError, TypeError, ValueError) as error:
