@@ -134,6 +134,8 @@ class Cluster:
     metrics: Metrics = attrs.field(factory=Metrics)
     heartbeat: float = 0.5
     heartbeat_timeout: float = 10.0
+    # How long a process may take to answer a probe (it answers once idle).
+    probe_patience: float = 120.0
     # Each process's latest generation token, once it said it is ready.
     ready: dict[int, int] = attrs.field(factory=dict)
     _servers: dict[tuple[int, int], ServerEnd] = attrs.field(factory=dict)
@@ -230,9 +232,14 @@ class Cluster:
         try:
             for process in self.processes:
                 self.controller_hub.send(process_node(process.index), ("probe", token, final))
-            while len(answers) < len(self.processes):
-                await self._wait_change()
-            return answers
+            with trio.move_on_after(self.probe_patience):
+                while len(answers) < len(self.processes):
+                    await self._wait_change()
+                return answers
+            silent = [p.index for p in self.processes if p.index not in answers]
+            raise ClusterError(
+                f"replica processes {silent} did not answer within {self.probe_patience:g}s"
+            )
         finally:
             self._probes.pop(token, None)
 
@@ -304,8 +311,14 @@ class Cluster:
         done = self._resets[token] = set()
         for process in self.processes:
             self.controller_hub.send(process_node(process.index), ("reset", token))
-        while len(done) < len(self.processes):
-            await self._wait_change()
+        with trio.move_on_after(self.probe_patience):
+            while len(done) < len(self.processes):
+                await self._wait_change()
+        if len(done) < len(self.processes):
+            silent = [p.index for p in self.processes if p.index not in done]
+            raise ClusterError(
+                f"replica processes {silent} did not reset within {self.probe_patience:g}s"
+            )
         del self._resets[token]
         self._servers.clear()
         for scope in self._pumps:

@@ -21,6 +21,7 @@ is idle and the sums agree twice in a row, nothing is in flight.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import math
 from collections.abc import Awaitable, Callable
@@ -54,7 +55,9 @@ UNCOUNTED: Final = frozenset(
     {"hello", "ping", "pong", "probe", "probed", "reset", "reset-done", "ready"}
 )
 
-Handler = Callable[..., Awaitable[None] | None]
+Handler = Callable[..., object]
+"""An item's handler: called with the sender's node name and the item's
+values; awaited if it returns an awaitable."""
 
 
 def codec() -> Codec:
@@ -66,6 +69,11 @@ def codec() -> Codec:
 
 class LinkLost(Exception):
     """The node an outlink sends to could not be reached."""
+
+
+class HandlerFailed(Exception):
+    """An item's handler raised: the node stops (a bug, or a peer that broke
+    the protocol), rather than go on without the link that failed."""
 
 
 @attrs.define(eq=False)
@@ -169,15 +177,24 @@ class Hub:
     dropped: int = 0
     # Set when an item from a node arrives (the inbound links wait for it).
     _heard: dict[str, trio.Event] = attrs.field(factory=dict)
+    _failed: trio.Event = attrs.field(factory=trio.Event)
+    _failure: str = ""
+    _cause: BaseException | None = None
 
     @property
     def system(self) -> ActorSystem:
         return self.node.system
 
     async def start(self) -> None:
-        """Serve this node's link actor."""
+        """Serve this node's link actor (in this hub's nursery: a handler
+        that raises ends the nursery with :class:`HandlerFailed`)."""
         ref = await self.system.spawn(self._serve, name="link", capacity=math.inf)
         self.system.register(LINK, ref)
+        self.nursery.start_soon(self._fail_on_error)
+
+    async def _fail_on_error(self) -> None:
+        await self._failed.wait()
+        raise HandlerFailed(self._failure) from self._cause
 
     def send(self, target: str, item: tuple[Any, ...]) -> None:
         """Put ``item`` on the link to ``target`` (opened with :meth:`dial`
@@ -272,6 +289,18 @@ class Hub:
                 if handler is None:
                     logger.error("%s: no handler for %r from %s", self.name, channel, wire.source)
                     continue
-                result = handler(wire.source, *item[1:])
-                if result is not None:
-                    await result
+                try:
+                    result = handler(wire.source, *item[1:])
+                    if inspect.isawaitable(result):
+                        await result
+                except Exception as error:
+                    logger.exception(
+                        "%s: the handler of %r from %s", self.name, channel, wire.source
+                    )
+                    self._failure = (
+                        f"{self.name}: the handler of {channel!r} from {wire.source} raised "
+                        f"{type(error).__name__}: {error}"
+                    )
+                    self._cause = error
+                    self._failed.set()
+                    return
