@@ -435,6 +435,12 @@ class Cluster:
                 link.put(("ping", now))
             await trio.sleep(self.heartbeat)
 
+    async def wait_lost(self, index: int, *, times: int = 1) -> None:
+        """Wait until the controller's link to process ``index`` went down
+        ``times`` times in all."""
+        while self.losses.get(index, 0) < times:
+            await self._wait_change()
+
     async def _wait_change(self) -> None:
         await self._changed.wait()
 
