@@ -301,8 +301,14 @@ def _serve(args: argparse.Namespace) -> int:
                     nursery.cancel_scope.cancel()
                     return
 
-    trio.run(until_terminated)
-    return 0
+    failures: list[BaseException] = []
+    try:
+        trio.run(until_terminated)
+    except* OSError as group:
+        failures += _leaves(group)
+    for failure in failures:
+        print(f"{PROG}: error: serve --process {args.process}: {failure}", file=sys.stderr)
+    return 1 if failures else 0
 
 
 @attrs.define

@@ -445,8 +445,9 @@ def _add_serve(commands: Commands) -> None:
         commands,
         "serve",
         "run one replica process as an OS process (what run --spawn starts)",
-        "stopped by a signal after serving",
-        "(not used)",
+        "stopped by SIGTERM (how run --spawn stops it)",
+        "the process failed: it could not listen on --listen, or a link's\n"
+        "       handler raised (a bug, or a peer breaking the protocol)",
         "Process I hosts process I's workers of each runtime, its multiplexer and its\n"
         "channel adapters. Everything that crosses processes goes over actors.net nodes\n"
         "(MessagePack frames, an HMAC handshake with the shared secret): the controller's\n"

@@ -5,6 +5,7 @@ mock clock; the options refused with --spawn; a process that cannot start."""
 from __future__ import annotations
 
 import io
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -124,3 +125,28 @@ def test_a_process_that_cannot_start_is_a_named_error_not_a_hang() -> None:
         assert caught.group_contains(ClusterError, match="replica process 0 exited")
 
     run_real(main, limit=30)
+
+
+def test_serve_on_an_address_in_use_exits_1_with_the_reason(tmp_path: Path) -> None:
+    secret = tmp_path / "secret"
+    secret.write_bytes(b"s" * 32)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        address = f"127.0.0.1:{taken.getsockname()[1]}"
+        done = subprocess.run(
+            [
+                *(sys.executable, "-m", "replica.driver", "serve", "--process", "0"),
+                *("--listen", address, "--peers", address, "--shards", "127.0.0.1:1"),
+                *("--secret-file", str(secret)),
+            ],
+            capture_output=True,
+            check=False,
+            timeout=60,
+        )
+    assert done.returncode == 1
+    assert (
+        done.stderr.decode()
+        .splitlines()[-1]
+        .startswith("trio-reconcile: error: serve --process 0: [Errno ")
+    )
