@@ -76,11 +76,18 @@ def test_a_partitioned_controller_connection_behaves_as_a_lost_one() -> None:
             ):
                 session = Session(controller)
                 lost = trio.Event()
-                cluster.on_lost.append(lambda process: lost.set())
+                partitioned = False
+
+                def on_lost(process: int) -> None:
+                    assert partitioned, "the connection was lost before the partition"
+                    lost.set()
+
+                cluster.on_lost.append(on_lost)
                 shard = cluster.shards.shard("data")
                 shard.append(_rows(0, 10), 0, 1)
                 await session.start(index(1000, 1001))
                 await controller.await_frontier(1001, 1)
+                partitioned = True
                 proxy.partition()
                 # Frames dropped: a write's frontier never arrives, and the
                 # missed heartbeats close the connection.

@@ -48,7 +48,8 @@ def test_bundled_specs_pass_on_processes_and_report_as_on_the_mock_clock(
             specs.append(read_spec(path, name))
     mock, spawned = io.StringIO(), io.StringIO()
     assert run_command(specs, topology, 1, False, Recording.of(None, None, None), mock) == 0
-    assert spawn_command(specs, topology, 1, spawned) == 0
+    # These specs expect no wait to time out: a generous cap costs nothing.
+    assert spawn_command(specs, topology, 1, spawned, max_wait=60) == 0
     assert spawned.getvalue() == mock.getvalue()
     assert spawned.getvalue().count("ok ") == len(names)
 
