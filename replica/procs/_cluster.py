@@ -58,7 +58,6 @@ class RemoteProcess:
 
     index: int
     cluster: Cluster
-    held: list[str] = attrs.field(factory=list)
 
     def accept(self, connection: ServerEnd) -> None:
         """The controller opened ``connection`` to this process."""
