@@ -31,6 +31,7 @@ EXTRAS = (
     HERE / "explore_bench.py",
     HERE / "net_bench.py",
     HERE / "persist_bench.py",
+    HERE / "procs_bench.py",
 )
 ENV_VAR = "TRIO_RECONCILE_BASELINE"
 IDLE_ACTORS = 10_000

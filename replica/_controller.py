@@ -11,14 +11,18 @@ from __future__ import annotations
 
 import functools
 import itertools
-from collections.abc import AsyncIterator, Collection
+from collections.abc import AsyncIterator, Collection, Sequence
 from contextlib import asynccontextmanager
+from typing import Protocol
 
 import attrs
 import trio
 
-from ._connection import ClientEnd, logger, open_connection
+from actors import ActorSystem
+
+from ._connection import ClientEnd, ServerEnd, logger, open_connection
 from ._errors import PeekCanceledError, PeekFailedError, ProtocolError
+from ._faults import Faults
 from ._ids import GlobalId, as_id
 from ._merge import PartitionedState
 from ._protocol import (
@@ -41,8 +45,33 @@ from ._protocol import (
     UpdateConfiguration,
     row_order,
 )
-from ._replica import Replica
 from ._shard import Shard
+from ._sinks import Metrics
+
+
+class Endpoint(Protocol):
+    """Where a controller connection to one process opens: an in-process
+    :class:`~replica.Process`, or a process across the network."""
+
+    def accept(self, connection: ServerEnd) -> None: ...
+
+
+class Served(Protocol):
+    """What a controller needs of the replica it drives: its processes, the
+    faults to inject, the actor system whose seeded random makes nonces, and
+    the replica's counters. A :class:`~replica.Replica` is one."""
+
+    @property
+    def processes(self) -> Sequence[Endpoint]: ...
+
+    @property
+    def faults(self) -> Faults: ...
+
+    @property
+    def system(self) -> ActorSystem: ...
+
+    @property
+    def metrics(self) -> Metrics: ...
 
 
 @attrs.define(eq=False)
@@ -75,7 +104,7 @@ class _Session:
 class Controller:
     """A controller of one replica; built by :func:`open_controller`."""
 
-    replica: Replica
+    replica: Served
     _nursery: trio.Nursery
     _session: _Session | None = None
     _uuids: itertools.count[int] = attrs.field(factory=lambda: itertools.count(1))
@@ -287,7 +316,7 @@ class Controller:
 
 
 @asynccontextmanager
-async def open_controller(replica: Replica, *, connect: bool = True) -> AsyncIterator[Controller]:
+async def open_controller(replica: Served, *, connect: bool = True) -> AsyncIterator[Controller]:
     """A controller for ``replica``, connected (``Hello`` sent) unless told not to."""
     async with trio.open_nursery() as nursery:
         controller = Controller(replica, nursery)

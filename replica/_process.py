@@ -21,12 +21,11 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Protocol
 
 import attrs
 import trio
-
-from actors import Sequencer
 
 from ._connection import ConnectionOrder, RuntimeConnection, ServerEnd, queued
 from ._errors import ProtocolError
@@ -48,6 +47,17 @@ from ._protocol import (
 )
 from ._worker import SequencedCommand
 
+
+class CommandChannel(Protocol):
+    """What global worker 0's adapter sequences into: the runtime's
+    :class:`~actors.Sequencer` (in one process), or one that also forwards
+    each batch to the other processes (``replica.procs``)."""
+
+    async def broadcast_many(self, messages: Iterable[SequencedCommand]) -> object:
+        """Give every worker of the runtime ``messages``, in order."""
+        ...
+
+
 MAINTENANCE = "maintenance"
 INTERACTIVE = "interactive"
 MAINTENANCE_ONLY = (MAINTENANCE,)
@@ -68,7 +78,7 @@ class ChannelAdapter:
     index: int
     local: int
     connections: trio.MemoryReceiveChannel[RuntimeConnection]
-    sequencer: Sequencer[SequencedCommand] | None
+    sequencer: CommandChannel | None
     leader_order: ConnectionOrder | None
     stash: list[tuple[int, Response]] = attrs.field(factory=list)
     seen: set[int] = attrs.field(factory=set)

@@ -121,6 +121,8 @@ def _dispatch(args: argparse.Namespace) -> int:
             return demo(args.seed, sys.stdout, args.timeline)
         case "explore":
             return _explore(args)
+        case "serve":
+            return _serve(args)
     raise AssertionError(f"unknown command {args.command!r}")
 
 
@@ -191,6 +193,8 @@ def _run(args: argparse.Namespace) -> int:
         (topology,) = topologies.values()
     else:
         topology = with_options(Topology(args.processes, args.workers, args.interactive))
+    if args.spawn:
+        return spawn_command(specs, topology, args.seed, sys.stdout, max_wait=args.max_wait)
     if args.check_determinism:
         return determinism_command(specs, topology, args.seed, sys.stdout)
     return run_command(specs, topology, args.seed, args.rewrite, recording, sys.stdout)
@@ -224,6 +228,87 @@ def run_command(
         replace_text(spec.path, rewritten(spec, run.outcomes))
         print(f"rewrote {spec.path} ({len(run.outcomes)} stanzas, {topology})", file=out)
     return 1 if failed else 0
+
+
+def spawn_command(
+    specs: Sequence[Spec], topology: Topology, seed: int, out: TextIO, *, max_wait: float = 5.0
+) -> int:
+    """``run --spawn``: each spec against replica processes started as OS
+    processes; reported as :func:`run_command` reports."""
+    from replica.procs import ClusterError, run_spawned
+
+    failed = False
+
+    def done(spec: Spec, run: SpecRun) -> None:
+        nonlocal failed
+        failed |= report(spec, run.outcomes, topology, out)
+        failed |= report_violations(spec, run, out)
+        out.flush()
+
+    broken: list[BaseException] = []
+    try:
+        run_spawned(specs, topology, seed, done, max_wait=max_wait)
+    except* ClusterError as group:
+        broken.extend(_leaves(group))
+    for error in broken:
+        print(f"{PROG}: error: {error}", file=sys.stderr)
+    return 1 if failed or broken else 0
+
+
+def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
+    found: list[BaseException] = []
+    for error in group.exceptions:
+        found += _leaves(error) if isinstance(error, BaseExceptionGroup) else [error]
+    return found
+
+
+def _serve(args: argparse.Namespace) -> int:
+    """``serve``: one replica process, until a signal stops it."""
+    import signal
+
+    import trio
+
+    from replica import ReplicaConfig
+    from replica.procs import ServeOptions, serve
+
+    try:
+        with open(args.secret_file, "rb") as file:
+            secret = file.read(1 << 16)
+    except OSError as error:
+        print(
+            f"{PROG}: error: --secret-file: {error.strerror}: {args.secret_file}", file=sys.stderr
+        )
+        return 2
+    if len(secret) < 16:
+        print(f"{PROG}: error: --secret-file: a secret is at least 16 bytes", file=sys.stderr)
+        return 2
+    config = ReplicaConfig(
+        processes=args.processes,
+        workers=args.workers,
+        interactive=args.interactive,
+        barrier=args.barrier,
+        align=args.align,
+    )
+    options = ServeOptions(args.process, config, args.listen, args.peers, args.shards, secret)
+
+    async def until_terminated() -> None:
+        # SIGTERM (how run --spawn stops its processes) ends the process
+        # cleanly: its connections are closed, its peers see it go.
+        with trio.open_signal_receiver(signal.SIGTERM) as signals:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(serve, options)
+                async for _ in signals:
+                    nursery.cancel_scope.cancel()
+                    return
+
+    failures: list[BaseException] = []
+    try:
+        trio.run(until_terminated)
+    except* OSError as group:
+        failures += _leaves(group)
+    for failure in failures:
+        print(f"{PROG}: error: serve --process {args.process}: {failure}", file=sys.stderr)
+    return 1 if failures else 0
 
 
 @attrs.define

@@ -88,6 +88,7 @@ def build_parser() -> _Parser:
     _add_simulate(commands)
     _add_demo(commands)
     _add_explore(commands)
+    _add_serve(commands)
     parser.subcommands = dict(commands.choices)
     return parser
 
@@ -98,6 +99,8 @@ def parse(parser: _Parser, argv: Sequence[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.command == "run":
         _finish_run(parser.subcommands["run"], args)
+    elif args.command == "serve":
+        _finish_serve(parser.subcommands["serve"], args)
     return args
 
 
@@ -114,6 +117,26 @@ def _finish_run(run: _Parser, args: argparse.Namespace) -> None:
         "--interactive": args.interactive is True,
         "--check-determinism": args.check_determinism,
     }
+    if args.max_wait is not None and not args.spawn:
+        run.error("argument --max-wait: only with --spawn")
+    if args.max_wait is None:
+        args.max_wait = 5.0
+    if args.spawn:
+        refused = {
+            "--topologies": args.topologies is not None,
+            "--check-determinism": args.check_determinism,
+            "--faults": bool(args.faults),
+            "--rewrite (or REWRITE=1)": args.rewrite,
+            "--trace": args.trace is not None,
+            "--timeline": args.timeline is not None,
+            "--chrome-trace": args.chrome_trace is not None,
+        }
+        for option, given in refused.items():
+            if given:
+                run.error(
+                    f"argument --spawn: not allowed with argument {option} (not supported "
+                    "across OS processes)"
+                )
     if args.topologies is None:
         args.workers = 1 if args.workers is None else args.workers
         args.processes = 1 if args.processes is None else args.processes
@@ -130,7 +153,7 @@ def _finish_run(run: _Parser, args: argparse.Namespace) -> None:
 
 
 def command_list(parser: _Parser) -> str:
-    """``run, workflow, simulate, demo or explore``."""
+    """``run, workflow, simulate, demo, explore or serve``."""
     *rest, last = parser.commands
     return f"{', '.join(rest)} or {last}"
 
@@ -227,6 +250,24 @@ def _add_run(commands: Commands) -> None:
         "--check-determinism",
         action="store_true",
         help="run each spec twice with the seed and fail if the traces differ",
+    )
+    run.add_argument(
+        "--spawn",
+        action="store_true",
+        help="run against --processes replica processes started as OS processes "
+        "('trio-reconcile serve', the same Python), over loopback TCP on the real clock "
+        "(timeout-secs are real seconds), then stop them; one set of processes serves every "
+        "spec, reset to a fresh replica before each; not with --topologies, "
+        "--check-determinism, --faults, --rewrite, --trace, --timeline or --chrome-trace",
+    )
+    run.add_argument(
+        "--max-wait",
+        type=_seconds,
+        default=None,
+        metavar="SECONDS",
+        help="with --spawn: a stanza waits at most SECONDS real seconds, whatever its "
+        "timeout-secs (default 5; the output still names the spec's timeout): a spec whose "
+        "waits are meant to time out does not take its 600-second default each",
     )
 
 
@@ -399,6 +440,95 @@ def _add_explore(commands: Commands) -> None:
     )
 
 
+def _add_serve(commands: Commands) -> None:
+    serve = _command(
+        commands,
+        "serve",
+        "run one replica process as an OS process (what run --spawn starts)",
+        "stopped by SIGTERM (how run --spawn stops it)",
+        "the process failed: it could not listen on --listen, or a link's\n"
+        "       handler raised (a bug, or a peer breaking the protocol)",
+        "Process I hosts process I's workers of each runtime, its multiplexer and its\n"
+        "channel adapters. Everything that crosses processes goes over actors.net nodes\n"
+        "(MessagePack frames, an HMAC handshake with the shared secret): the controller's\n"
+        "connections (the controller dials --listen), the command channel (process 0's\n"
+        "global worker 0 adapter sequences for every process), the exchanges between\n"
+        "workers, and the shards, mirrored from the shard host at --shards, which pushes\n"
+        "their changes. See docs/processes.md.",
+    )
+    serve.add_argument(
+        "--process",
+        type=_up_to(MAX_PROCESSES - 1, least=0),
+        required=True,
+        metavar="I",
+        help=f"this process's index, 0 to {MAX_PROCESSES - 1} (below --processes)",
+    )
+    _add_shape(serve, default=1)
+    serve.add_argument(
+        "--solo",
+        dest="interactive",
+        action="store_false",
+        default=True,
+        help="one runtime that does everything (default: two runtimes)",
+    )
+    serve.add_argument(
+        "--no-barrier",
+        dest="barrier",
+        action="store_false",
+        default=True,
+        help="turn off the reconcile barrier (unsafe)",
+    )
+    _add_no_align(serve)
+    serve.add_argument(
+        "--listen",
+        type=_address,
+        required=True,
+        metavar="HOST:PORT",
+        help="where this process's node listens (the controller and the other processes dial it)",
+    )
+    serve.add_argument(
+        "--peers",
+        type=_addresses,
+        required=True,
+        metavar="ADDR,...",
+        help="every replica process's HOST:PORT, in process order (--processes of them; "
+        "this process's own among them)",
+    )
+    serve.add_argument(
+        "--shards",
+        type=_address,
+        required=True,
+        metavar="HOST:PORT",
+        help="the shard host's node (the driver's): shards are mirrored from it",
+    )
+    serve.add_argument(
+        "--secret-file",
+        required=True,
+        metavar="FILE",
+        help="a file holding the nodes' shared secret (at least 16 bytes, used as is)",
+    )
+
+
+def _finish_serve(serve: _Parser, args: argparse.Namespace) -> None:
+    if args.process >= args.processes:
+        serve.error(f"argument --process: must be below --processes ({args.processes})")
+    if len(args.peers) != args.processes:
+        serve.error(f"argument --peers: {len(args.peers)} addresses for {args.processes} processes")
+
+
+def _address(text: str) -> tuple[str, int]:
+    host, colon, port = text.rpartition(":")
+    if not colon or not host or not _DIGITS.fullmatch(port) or len(port) > 5:
+        raise argparse.ArgumentTypeError(f"not HOST:PORT: {text[:60]!r}")
+    if int(port) > 65535:
+        raise argparse.ArgumentTypeError(f"a port is at most 65535: {text[:60]!r}")
+    return host.strip("[]"), int(port)
+
+
+def _addresses(text: str) -> tuple[tuple[str, int], ...]:
+    return tuple(_address(part) for part in text.split(","))
+
+
 def _add_seed(parser: _Parser, what: str) -> None:
     parser.add_argument(
         "--seed", type=int, default=DEFAULT_SEED, metavar="N", help=f"{what} (default 1)"
@@ -442,6 +572,16 @@ def _topologies(text: str) -> tuple[str, ...]:
         return topology_names(text)
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text[:20]!r}") from None
+    if not 0 < value <= MAX_TIMEOUT_SECS:
+        raise argparse.ArgumentTypeError(f"must be above 0 and at most {MAX_TIMEOUT_SECS:,}")
+    return value
 
 
 def _rate(text: str) -> float:

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import math
+from collections.abc import Awaitable, Callable
+from typing import Protocol
+
 import attrs
 import trio
 import trio.testing
@@ -14,6 +18,7 @@ from replica import (
     CreateDataflow,
     DataflowDescription,
     FaultPlan,
+    Faults,
     GlobalId,
     InitializationComplete,
     PeekCanceledError,
@@ -100,9 +105,61 @@ class Outcome:
         return self.actual == self.stanza.expected
 
 
+class Backend(Protocol):
+    """What the runner needs of the replica besides its controller: an
+    in-process :class:`Replica` (:class:`LocalBackend`), or one on OS
+    processes (``replica.procs``)."""
+
+    @property
+    def faults(self) -> Faults: ...
+
+    @property
+    def max_wait(self) -> float:
+        """The longest a stanza waits, whatever its ``timeout-secs``."""
+        ...
+
+    async def settle(self) -> None:
+        """Wait until the replica is quiescent."""
+
+    def hold(self, runtime: str) -> None: ...
+
+    def release(self, runtime: str) -> None: ...
+
+    async def divergence(self) -> list[str]:
+        """Where the runtimes disagree when they must agree."""
+        ...
+
+
+@attrs.define(eq=False)
+class LocalBackend:
+    """The replica in this Trio run."""
+
+    replica: Replica
+
+    @property
+    def faults(self) -> Faults:
+        return self.replica.faults
+
+    @property
+    def max_wait(self) -> float:
+        return math.inf  # the mock clock: a timeout costs no real time
+
+    async def settle(self) -> None:
+        await settle(self.replica)
+
+    def hold(self, runtime: str) -> None:
+        self.replica.hold(runtime)
+
+    def release(self, runtime: str) -> None:
+        self.replica.release(runtime)
+
+    async def divergence(self) -> list[str]:
+        return runtime_divergence(self.replica)
+
+
 @attrs.define(eq=False)
 class _Session:
-    replica: Replica
+    backend: Backend
     controller: Controller
     shards: ShardCatalog
     # What was sent since the last reconnect, until InitializationComplete:
@@ -111,13 +168,17 @@ class _Session:
     # Where the runtimes disagreed when they had to agree (at a settle).
     divergence: list[str] = attrs.field(factory=list)
 
-    def check_agreement(self) -> None:
-        for found in runtime_divergence(self.replica):
+    def wait(self, timeout: Timeout) -> float:
+        """How long a stanza waits: its timeout, at most the backend's cap."""
+        return min(timeout.seconds, self.backend.max_wait)
+
+    async def check_agreement(self) -> None:
+        for found in await self.backend.divergence():
             if found not in self.divergence:
                 self.divergence.append(found)
 
     async def send(self, command: Command) -> None:
-        if self.window is not None and self.replica.faults.reconnect():
+        if self.window is not None and self.backend.faults.reconnect():
             await self.controller.connect()
             for earlier in self.window:
                 await self.controller.send(earlier)
@@ -174,23 +235,39 @@ def violations(replica: Replica, controller: Controller) -> list[str]:
 
 async def _run(spec: Spec, topology: Topology, trace: actors.Tracer | None) -> SpecRun:
     shards = ShardCatalog()
-    outcomes: list[Outcome] = []
     async with (
         open_replica(topology.config(), shards=shards, tracer=trace) as replica,
         open_controller(replica) as controller,
     ):
-        session = _Session(replica, controller, shards)
-        for stanza in spec.stanzas:
-            try:
-                actual = await _execute(session, stanza.payload)
-            except (ComputeError, _PrintedError) as error:
-                actual = [f"error: {error}"]
-            outcomes.append(Outcome(stanza, tuple(actual), trio.current_time()))
-        await settle(replica)
-        found = session.divergence + [
-            v for v in violations(replica, controller) if v not in session.divergence
-        ]
-    return SpecRun(outcomes, found, dict(replica.faults.injected))
+
+        async def found() -> list[str]:
+            return violations(replica, controller)
+
+        return await run_stanzas(spec, LocalBackend(replica), controller, shards, found)
+
+
+async def run_stanzas(
+    spec: Spec,
+    backend: Backend,
+    controller: Controller,
+    shards: ShardCatalog,
+    violations: Callable[[], Awaitable[list[str]]],
+) -> SpecRun:
+    """Run every stanza of ``spec`` with ``controller`` (connected) against
+    ``backend``'s replica, whose shards are ``shards``; then settle and
+    gather the invariants broken (``violations``)."""
+    outcomes: list[Outcome] = []
+    session = _Session(backend, controller, shards)
+    for stanza in spec.stanzas:
+        try:
+            actual = await _execute(session, stanza.payload)
+        except (ComputeError, _PrintedError) as error:
+            actual = [f"error: {error}"]
+        outcomes.append(Outcome(stanza, tuple(actual), trio.current_time()))
+    await backend.settle()
+    broken = await violations()
+    found = session.divergence + [v for v in broken if v not in session.divergence]
+    return SpecRun(outcomes, found, dict(backend.faults.injected))
 
 
 async def _execute(session: _Session, payload: Payload) -> list[str]:
@@ -210,13 +287,13 @@ async def _execute(session: _Session, payload: Payload) -> list[str]:
             # has taken every command sent before it by the time it lands,
             # injected delays included (a runtime whose delivery is delayed
             # must not write a view the next connection redefines).
-            await settle(session.replica)
+            await session.backend.settle()
             return [_write(session.shards.shard(payload.shard), payload)]
         case Advance(shard, upper):
-            await settle(session.replica)
+            await session.backend.settle()
             session.shards.shard(shard).advance(upper)
         case AwaitFrontier(id, ts, timeout, allow_timeout):
-            with trio.move_on_after(timeout.seconds):
+            with trio.move_on_after(session.wait(timeout)):
                 await controller.await_frontier(id, ts)
                 return ["awaited" if allow_timeout else "ok"]
             return [
@@ -225,36 +302,36 @@ async def _execute(session: _Session, payload: Payload) -> list[str]:
                 else f"error: frontier for {id} did not reach {ts} in time"
             ]
         case PeekRows(id, ts, timeout, shard):
-            with trio.move_on_after(timeout.seconds):
+            with trio.move_on_after(session.wait(timeout)):
                 if shard is not None:
                     return render_rows(await controller.peek_shard(session.shards.shard(shard), ts))
                 return render_rows(await _peek(controller, id, ts))
             return _timed_out(timeout)
         case PeekCount(id, ts, literals, timeout):
-            with trio.move_on_after(timeout.seconds):
+            with trio.move_on_after(session.wait(timeout)):
                 return [str(len(await _peek(controller, id, ts, literals)))]
             return _timed_out(timeout)
         case CountRows(id, ts, dataflow, output, timeout):
-            with trio.move_on_after(timeout.seconds):
+            with trio.move_on_after(session.wait(timeout)):
                 return [await _count(session, id, ts, dataflow, output)]
             return _timed_out(timeout)
         case AwaitSubscribe(id, up_to, timeout):
-            with trio.move_on_after(timeout.seconds):
+            with trio.move_on_after(session.wait(timeout)):
                 return render_updates(await controller.await_subscribe(id, up_to))
             return [f"error: subscribe {id} did not reach {up_to} in time"]
         case MetricsWait(name, most, minus, timeout):
-            with trio.move_on_after(timeout.seconds):
+            with trio.move_on_after(session.wait(timeout)):
                 await controller.await_metric(name, minus, most)
                 return [f"value <= {most}"]
             less = "" if minus is None else f" - {minus}"
             return [f"error: {name}{less} did not fall to {most} in {timeout.text}s"]
         case Hold(runtime):
-            session.replica.hold(runtime)
+            session.backend.hold(runtime)
         case Release(runtime):
-            session.replica.release(runtime)
+            session.backend.release(runtime)
         case Settle():
-            await settle(session.replica)
-            session.check_agreement()
+            await session.backend.settle()
+            await session.check_agreement()
     return ["ok"]
 
 

@@ -438,14 +438,14 @@ def test_sigint_exits_130_with_one_line(tmp_path: Path) -> None:
 def test_the_bare_command_names_every_command(capsys: pytest.CaptureFixture[str]) -> None:
     assert main([]) == 2
     assert capsys.readouterr().err.splitlines()[-1] == (
-        f"{ERROR}a command is required (run, workflow, simulate, demo or explore)"
+        f"{ERROR}a command is required (run, workflow, simulate, demo, explore or serve)"
     )
 
 
 def test_every_option_and_positional_of_every_command_has_help() -> None:
     parser = build_parser()
     (commands,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
-    names = ("run", "workflow", "simulate", "demo", "explore")
+    names = ("run", "workflow", "simulate", "demo", "explore", "serve")
     assert tuple(commands.choices) == parser.commands == names
     missing = [
         f"{name} {action.dest}"

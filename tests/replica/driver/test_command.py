@@ -127,6 +127,7 @@ def test_no_command_is_a_usage_error() -> None:
     result = trio_reconcile()
     assert result.returncode == 2
     assert result.stderr.splitlines()[-1] == (
-        "trio-reconcile: error: a command is required (run, workflow, simulate, demo or explore)"
+        "trio-reconcile: error: a command is required "
+        "(run, workflow, simulate, demo, explore or serve)"
     )
     assert shutil.which(SCRIPT) is not None

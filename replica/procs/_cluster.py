@@ -1,0 +1,542 @@
+"""The driver's side of a replica on OS processes: the controller's node, the
+shard host's node, and the ``serve`` processes it spawned.
+
+:func:`open_cluster` spawns ``P`` ``trio-reconcile serve`` processes (the
+same Python, ``-m replica.driver``), hosts the shards, and gives a
+:class:`Cluster` that a :class:`~replica.Controller` drives as it drives an
+in-process :class:`~replica.Replica`: ``cluster.processes[i].accept``
+opens a controller connection to process ``i`` over the network.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import logging
+import os
+import socket
+import sys
+import tempfile
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import attrs
+import trio
+import trio.testing
+
+import actors
+from actors import ActorSystem
+from actors.net import open_node
+
+from .._connection import ServerEnd, queued
+from .._errors import ProtocolError
+from .._faults import FaultPlan, Faults
+from .._process import INTERACTIVE, MAINTENANCE
+from .._replica import ReplicaConfig
+from .._shard import ShardCatalog
+from .._sinks import Metrics
+from . import _wire
+from ._links import MAX_FRAME, Hub, codec
+from ._serve import CONTROLLER, SHARDS, process_node
+from ._shards import ShardHost
+
+logger = logging.getLogger("replica.procs")
+
+
+COMMANDS_PER_ITEM = 256
+
+
+class ClusterError(Exception):
+    """A replica process did not start, or went away when it must not have."""
+
+
+@attrs.define(eq=False)
+class RemoteProcess:
+    """A replica process as the controller sees it: where a connection opens."""
+
+    index: int
+    cluster: Cluster
+
+    def accept(self, connection: ServerEnd) -> None:
+        """The controller opened ``connection`` to this process."""
+        self.cluster.open(self.index, connection)
+
+
+def serve_command(
+    config: ReplicaConfig,
+    process: int,
+    listen: tuple[str, int],
+    peers: list[tuple[str, int]],
+    shards: tuple[str, int],
+    secret_file: str,
+    *,
+    python: str = sys.executable,
+) -> list[str]:
+    """The command line of one replica process."""
+    command = [python, "-m", "replica.driver", "serve"]
+    command += ["--process", str(process), "--processes", str(config.processes)]
+    command += ["--workers", str(config.workers)]
+    command += [] if config.interactive else ["--solo"]
+    command += [] if config.barrier else ["--no-barrier"]
+    command += [] if config.align else ["--no-align"]
+    command += ["--listen", _address(listen), "--peers", ",".join(map(_address, peers))]
+    command += ["--shards", _address(shards), "--secret-file", secret_file]
+    return command
+
+
+def _address(address: tuple[str, int]) -> str:
+    return f"{address[0]}:{address[1]}"
+
+
+def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
+    """``count`` ports free on ``host`` now (the processes bind them next)."""
+    sockets = []
+    try:
+        for _ in range(count):
+            sock = socket.socket()
+            sock.bind((host, 0))
+            sockets.append(sock)
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+@attrs.define(eq=False)
+class Slot:
+    """One spawned replica process: its command line and the OS process."""
+
+    index: int
+    command: list[str]
+    process: trio.Process | None = None
+    # Set when the OS process ended (by whatever cause).
+    exited: trio.Event = attrs.field(factory=trio.Event)
+    expected_exit: bool = False
+
+
+@attrs.define(eq=False)
+class Cluster:
+    """A replica on OS processes, from the driver's side. ``processes``,
+    ``faults``, ``system`` and ``metrics`` are what a controller uses."""
+
+    config: ReplicaConfig
+    system: ActorSystem
+    controller_hub: Hub
+    shards_hub: Hub
+    host: ShardHost
+    nursery: trio.Nursery
+    processes: list[RemoteProcess] = attrs.field(factory=list)
+    slots: list[Slot] = attrs.field(factory=list)
+    faults: Faults = attrs.field(factory=lambda: Faults.seeded(FaultPlan(), 0))
+    metrics: Metrics = attrs.field(factory=Metrics)
+    heartbeat: float = 0.5
+    heartbeat_timeout: float = 10.0
+    # How long a process may take to answer a probe (it answers once idle).
+    probe_patience: float = 120.0
+    # Each process's latest generation token, once it said it is ready.
+    ready: dict[int, int] = attrs.field(factory=dict)
+    _servers: dict[tuple[int, int], ServerEnd] = attrs.field(factory=dict)
+    # The scopes of the tasks forwarding each connection's commands.
+    _pumps: set[trio.CancelScope] = attrs.field(factory=set)
+    _changed: trio.Event = attrs.field(factory=trio.Event)
+    _probes: dict[int, dict[int, tuple[int, int, dict[str, Any]]]] = attrs.field(factory=dict)
+    _tokens: itertools.count[int] = attrs.field(factory=lambda: itertools.count(1))
+    _resets: dict[int, set[int]] = attrs.field(factory=dict)
+    _pongs: dict[int, float] = attrs.field(factory=dict)
+    # How many times the controller's link to each process went down.
+    losses: dict[int, int] = attrs.field(factory=dict)
+    # Called with a process index when the controller's link to it is lost.
+    on_lost: list[Callable[[int], None]] = attrs.field(factory=list)
+
+    @property
+    def shards(self) -> ShardCatalog:
+        """The catalog the host owns (the driver writes and reads it)."""
+        return self.host.catalog
+
+    def install(self) -> None:
+        handlers = self.controller_hub.handlers
+        handlers["resp"] = self._response
+        handlers["metric"] = lambda source, name, amount: self.metrics.add(name, amount)
+        handlers["probed"] = self._probed
+        handlers["reset-done"] = self._reset_done
+        handlers["pong"] = self._pong
+        self.controller_hub.on_lost.append(self._lost)
+        handlers = self.shards_hub.handlers
+        handlers["hello"] = lambda source: self.shards_hub.inbound(source).refresh()
+        handlers["ready"] = self._ready
+        handlers["sub"] = lambda source, token, name: self.host.subscribe(source, token, name)
+        handlers["append"] = lambda source, *args: self.host.append(*args)
+
+    # Connections.
+
+    def open(self, process: int, server: ServerEnd) -> None:
+        self._servers[process, server.nonce] = server
+        self.controller_hub.send(process_node(process), ("open", server.nonce))
+        self.nursery.start_soon(self._pump, process, server)
+
+    async def _pump(self, process: int, server: ServerEnd) -> None:
+        with trio.CancelScope() as scope:
+            self._pumps.add(scope)
+            try:
+                await self._forward(process, server)
+            finally:
+                self._pumps.discard(scope)
+
+    async def _forward(self, process: int, server: ServerEnd) -> None:
+        target = process_node(process)
+        async for first in server.commands:
+            # Each command encoded on its own: process 0 forwards these bytes.
+            # In items of at most COMMANDS_PER_ITEM, so that process 0 starts on
+            # a long burst (and passes it on) before the whole of it arrived.
+            encoded = [_wire.encode(command) for command in [first, *queued(server.commands)]]
+            for start in range(0, len(encoded), COMMANDS_PER_ITEM):
+                chunk = encoded[start : start + COMMANDS_PER_ITEM]
+                self.controller_hub.send(target, ("cmds", server.nonce, chunk))
+        self.controller_hub.send(target, ("end", server.nonce))
+        self._servers.pop((process, server.nonce), None)
+
+    def _response(self, source: str, nonce: int, response: Any) -> None:
+        server = self._servers.get((int(source[1:]), nonce))
+        if server is None:
+            return
+        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+            server.responses.send_nowait(response)
+
+    # Holding a runtime at every process's multiplexer (in order with commands).
+
+    def hold(self, runtime: str) -> None:
+        self._check(runtime)
+        for process in self.processes:
+            self.controller_hub.send(process_node(process.index), ("hold", runtime))
+
+    def release(self, runtime: str) -> None:
+        self._check(runtime)
+        for process in self.processes:
+            self.controller_hub.send(process_node(process.index), ("release", runtime))
+
+    def _check(self, runtime: str) -> None:
+        running = [MAINTENANCE, INTERACTIVE] if self.config.interactive else [MAINTENANCE]
+        if runtime not in running:
+            raise ProtocolError(f"process 0 runs no {runtime} runtime (only {', '.join(running)})")
+
+    # Quiescence.
+
+    async def probe(self, *, final: bool = False) -> dict[int, tuple[int, int, dict[str, Any]]]:
+        """Ask every process for its counts (and, ``final``, its report)
+        once it is idle."""
+        token = next(self._tokens)
+        answers = self._probes[token] = {}
+        try:
+            for process in self.processes:
+                self.controller_hub.send(process_node(process.index), ("probe", token, final))
+            with trio.move_on_after(self.probe_patience):
+                while len(answers) < len(self.processes):
+                    await self._wait_change()
+                return answers
+            silent = [p.index for p in self.processes if p.index not in answers]
+            raise ClusterError(
+                f"replica processes {silent} did not answer within {self.probe_patience:g}s"
+            )
+        finally:
+            self._probes.pop(token, None)
+
+    async def settle(self) -> None:
+        """Wait until the replica is quiescent: every process idle, and
+        nothing in flight between any two nodes (the items put and the items
+        handled agree, twice in a row)."""
+        previous: tuple[int, int] | None = None
+        while True:
+            await trio.testing.wait_all_tasks_blocked(0.001)
+            answers = await self.probe()
+            sent = self.controller_hub.sent + self.shards_hub.sent
+            handled = self.controller_hub.received + self.controller_hub.dropped
+            handled += self.shards_hub.received + self.shards_hub.dropped
+            for process_sent, process_handled, _ in answers.values():
+                sent += process_sent
+                handled += process_handled
+            now = (sent, handled)
+            if sent == handled and now == previous:
+                return
+            previous = now
+
+    async def reports(self) -> list[dict[str, Any]]:
+        """Every process's report on the invariants (see ``Generation.report``)."""
+        answers = await self.probe(final=True)
+        return [answers[index][2] for index in sorted(answers)]
+
+    async def violations(self) -> list[str]:
+        """The invariants the replica broke, as the processes report them: a
+        merger's regressions; the runtimes' divergence; workers of a runtime
+        that applied other commands than its worker 0."""
+        found: list[str] = []
+        reports = await self.reports()
+        firsts: dict[str, str] = {}
+        for index, report in enumerate(reports):
+            found += report.get("regressions", [])
+            found += [d for d in report.get("divergence", []) if d not in found]
+            for name, digests in report.get("digests", {}).items():
+                for local, digest in enumerate(digests):
+                    first = firsts.setdefault(name, digest)
+                    if digest != first:
+                        worker = index * self.config.workers + local
+                        found.append(
+                            f"{name}: worker {worker} applied other commands than worker 0"
+                        )
+        return found
+
+    async def divergence(self) -> list[str]:
+        found: list[str] = []
+        for report in await self.reports():
+            found += [d for d in report.get("divergence", []) if d not in found]
+        return found
+
+    async def reset(self, catalog: ShardCatalog | None = None) -> None:
+        """A fresh replica on the same processes: settle, then every process
+        starts a new generation; the host serves ``catalog`` (a fresh one by
+        default) and the counters start at zero."""
+        await self.settle()
+        await self.recover()
+        self.host.replace(ShardCatalog() if catalog is None else catalog)
+
+    async def recover(self) -> None:
+        """Every process starts a fresh replica in place, and the shards stay:
+        what follows the loss of a process (a replica whose process died
+        restarts whole, as a timely cluster does; a controller then
+        reconnects and replays what it wants). Returns once every process
+        said it did; the replica's counters start at zero."""
+        token = next(self._tokens)
+        done = self._resets[token] = set()
+        for process in self.processes:
+            self.controller_hub.send(process_node(process.index), ("reset", token))
+        with trio.move_on_after(self.probe_patience):
+            while len(done) < len(self.processes):
+                await self._wait_change()
+        if len(done) < len(self.processes):
+            silent = [p.index for p in self.processes if p.index not in done]
+            raise ClusterError(
+                f"replica processes {silent} did not reset within {self.probe_patience:g}s"
+            )
+        del self._resets[token]
+        self._servers.clear()
+        for scope in self._pumps:
+            scope.cancel()
+        for hub in (self.controller_hub, self.shards_hub):
+            hub.sent = hub.received = hub.dropped = 0
+        self.metrics = Metrics()
+
+    # Starting and restarting processes.
+
+    async def wait_ready(
+        self,
+        indexes: list[int] | None = None,
+        *,
+        after: dict[int, int] | None = None,
+        patience: float = 60.0,
+    ) -> None:
+        """Wait until each process (every one by default) said it is ready
+        (with a generation newer than ``after``'s)."""
+        wanted = list(range(len(self.slots))) if indexes is None else indexes
+        after = after or {}
+        with trio.move_on_after(patience) as scope:
+            while any(self.ready.get(i, 0) <= after.get(i, 0) for i in wanted):
+                for i in wanted:
+                    if self.slots[i].exited.is_set() and not self.slots[i].expected_exit:
+                        raise ClusterError(f"replica process {i} exited while starting")
+                await self._wait_change()
+        if scope.cancelled_caught:
+            late = [i for i in wanted if self.ready.get(i, 0) <= after.get(i, 0)]
+            raise ClusterError(f"replica processes {late} did not start within {patience:g}s")
+
+    async def start(self, index: int) -> None:
+        """Start (or start again) the OS process of replica process ``index``."""
+        slot = self.slots[index]
+        slot.exited = trio.Event()
+        slot.expected_exit = False
+        slot.process = await self.nursery.start(self._run_process, slot)
+
+    async def _run_process(self, slot: Slot, *, task_status: trio.TaskStatus[trio.Process]) -> None:
+        try:
+            done = await trio.run_process(
+                slot.command, check=False, stdin=b"", task_status=task_status
+            )
+        finally:
+            slot.exited.set()
+            self._notify()
+        if not slot.expected_exit:
+            raise ClusterError(f"replica process {slot.index} exited with status {done.returncode}")
+
+    def kill(self, index: int) -> None:
+        """SIGKILL replica process ``index`` (a fault: it gets no say)."""
+        slot = self.slots[index]
+        slot.expected_exit = True
+        if slot.process is not None:
+            slot.process.kill()
+
+    async def restart(self, index: int, *, patience: float = 60.0) -> None:
+        """Start replica process ``index`` again (after :meth:`kill`) and wait
+        until it is ready."""
+        await self.slots[index].exited.wait()
+        self.ready.pop(index, None)
+        await self.start(index)
+        await self.wait_ready([index], patience=patience)
+
+    # Handlers.
+
+    def _ready(self, source: str, process: int, token: int) -> None:
+        self.ready[process] = token
+        self.host.forget(source)
+        self.shards_hub.inbound(source).discard()
+        self._notify()
+
+    def _probed(
+        self, source: str, token: int, process: int, sent: int, handled: int, report: dict[str, Any]
+    ) -> None:
+        answers = self._probes.get(token)
+        if answers is not None:
+            answers[process] = (sent, handled, report)
+            self._notify()
+
+    def _reset_done(self, source: str, token: int, process: int) -> None:
+        done = self._resets.get(token)
+        if done is not None:
+            done.add(process)
+            self._notify()
+
+    def _pong(self, source: str, sent_at: float) -> None:
+        self._pongs[int(source[1:])] = trio.current_time()
+
+    def _lost(self, target: str) -> None:
+        if not target.startswith("p"):
+            return
+        index = int(target[1:])
+        self.losses[index] = self.losses.get(index, 0) + 1
+        for server in [s for (p, _), s in self._servers.items() if p == index]:
+            server.responses.close()
+        for callback in list(self.on_lost):
+            callback(index)
+        self._notify()
+
+    async def heartbeats(self) -> None:
+        """Ping every process; close the link to one that stayed silent for
+        ``heartbeat_timeout`` (a partition then behaves as a lost connection)."""
+        while True:
+            now = trio.current_time()
+            for process in self.processes:
+                link = self.controller_hub.outlinks[process_node(process.index)]
+                last = self._pongs.setdefault(process.index, now)
+                if link.peer is not None and now - last > self.heartbeat_timeout:
+                    logger.warning("no answer from process %d: closing its link", process.index)
+                    self._pongs[process.index] = now
+                    peer = link.peer
+                    self.nursery.start_soon(peer.close, "heartbeat missed")
+                link.put(("ping", now))
+            await trio.sleep(self.heartbeat)
+
+    async def wait_lost(self, index: int, *, times: int = 1) -> None:
+        """Wait until the controller's link to process ``index`` went down
+        ``times`` times in all."""
+        while self.losses.get(index, 0) < times:
+            await self._wait_change()
+
+    async def _wait_change(self) -> None:
+        await self._changed.wait()
+
+    def _notify(self) -> None:
+        self._changed.set()
+        self._changed = trio.Event()
+
+
+@asynccontextmanager
+async def open_cluster(
+    config: ReplicaConfig,
+    *,
+    seed: int | None = None,
+    python: str = sys.executable,
+    catalog: ShardCatalog | None = None,
+    dial: Callable[[int, tuple[str, int]], tuple[str, int]] | None = None,
+    heartbeat: float = 0.5,
+    heartbeat_timeout: float = 10.0,
+    start_timeout: float = 60.0,
+) -> AsyncIterator[Cluster]:
+    """Spawn ``config.processes`` replica processes on loopback and host their
+    shards (``catalog``, a fresh in-memory one by default: any
+    :class:`ShardCatalog` works); stop them when the block ends.
+
+    ``dial(index, address)`` says where the controller dials process
+    ``index`` (a proxy, for partition tests); the address itself by default.
+    Raises :class:`ClusterError` if a process does not start in time."""
+    host_address = "127.0.0.1"
+    with tempfile.TemporaryDirectory(prefix="trio-reconcile-") as folder:
+        secret = os.urandom(32)
+        secret_file = Path(folder) / "secret"
+        secret_file.touch(mode=0o600)
+        secret_file.write_bytes(secret)
+        async with (
+            actors.open_system(seed=seed) as controller_system,
+            actors.open_system() as shards_system,
+            open_node(
+                shards_system,
+                name=SHARDS,
+                secret=secret,
+                codec=codec(),
+                listen=(host_address, 0),
+                max_frame=MAX_FRAME,
+            ) as shards_node,
+            open_node(
+                controller_system,
+                name=CONTROLLER,
+                secret=secret,
+                codec=codec(),
+                listen=None,
+                max_frame=MAX_FRAME,
+            ) as controller_node,
+            trio.open_nursery() as nursery,
+        ):
+            assert shards_node.address is not None
+            shards_hub = Hub(SHARDS, shards_node, nursery)
+            await shards_hub.start()
+            controller_hub = Hub(CONTROLLER, controller_node, nursery)
+            await controller_hub.start()
+            host = ShardHost(
+                ShardCatalog() if catalog is None else catalog,
+                lambda process, item: shards_hub.send(process, item),
+            )
+            cluster = Cluster(
+                config,
+                controller_system,
+                controller_hub,
+                shards_hub,
+                host,
+                nursery,
+                heartbeat=heartbeat,
+                heartbeat_timeout=heartbeat_timeout,
+            )
+            cluster.install()
+            addresses = [(host_address, port) for port in free_ports(config.processes)]
+            for index in range(config.processes):
+                cluster.processes.append(RemoteProcess(index, cluster))
+                command = serve_command(
+                    config,
+                    index,
+                    addresses[index],
+                    addresses,
+                    shards_node.address,
+                    str(secret_file),
+                    python=python,
+                )
+                cluster.slots.append(Slot(index, command))
+            try:
+                for index in range(config.processes):
+                    await cluster.start(index)
+                await cluster.wait_ready(patience=start_timeout)
+                for index, address in enumerate(addresses):
+                    target = address if dial is None else dial(index, address)
+                    controller_hub.dial(process_node(index), target)
+                nursery.start_soon(cluster.heartbeats)
+                yield cluster
+            finally:
+                for slot in cluster.slots:
+                    slot.expected_exit = True
+                nursery.cancel_scope.cancel()

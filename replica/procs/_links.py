@@ -1,0 +1,306 @@
+"""Links between the nodes of a replica on several OS processes.
+
+Every node (the controller's, the shard host's, each replica process's)
+registers one actor under :data:`LINK`; what one node sends another travels
+as :class:`Wire` messages to that actor, each a batch of *items*: a channel
+name and its values (:mod:`._wire`). An :class:`Outlink` carries a node's
+items to one other node over one ``actors.net`` connection, so items reach
+it in the order they were put, whatever their channel; its task sends
+everything queued in one message (one write). A :class:`Hub` is a node's
+outlinks, and the handlers of the items that arrive, which it calls in
+arrival order.
+
+A node dials the nodes it sends to (:meth:`Hub.dial`); a node that was
+dialled answers over the connection it was dialled on (:meth:`Hub.inbound`),
+found by the dialler's node name once its first item arrived.
+
+For the replica's quiescence test the hub counts the items it put and the
+items it handled (the channels in :data:`UNCOUNTED` aside): once every node
+is idle and the sums agree twice in a row, nothing is in flight.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import math
+from collections.abc import Awaitable, Callable
+from typing import Any, Final
+
+import attrs
+import trio
+
+from actors import ActorRef, ActorStoppedError, ActorSystem, Inbox, ServiceKey
+from actors.net import Codec, Node, NodeDownError, Peer
+
+from . import _wire
+
+logger = logging.getLogger("replica.procs")
+
+
+@attrs.frozen
+class Wire:
+    """A batch of items from node ``source`` (MessagePack, :mod:`._wire`)."""
+
+    source: str
+    payload: bytes
+
+
+LINK: Final = ServiceKey[Wire]("replica.link")
+MAX_FRAME: Final = 256 * 2**20
+"""The largest frame a replica node accepts (a shard's snapshot may be big)."""
+_CHUNK: Final = 16 * 2**20
+_ITEMS: Final = 16
+UNCOUNTED: Final = frozenset(
+    {"hello", "ping", "pong", "probe", "probed", "reset", "reset-done", "ready"}
+)
+
+Handler = Callable[..., object]
+"""An item's handler: called with the sender's node name and the item's
+values; awaited if it returns an awaitable."""
+
+
+def codec() -> Codec:
+    """The one message class replica nodes exchange."""
+    result = Codec()
+    result.register(Wire, name="replica.Wire")
+    return result
+
+
+class LinkLost(Exception):
+    """The node an outlink sends to could not be reached."""
+
+
+class HandlerFailed(Exception):
+    """An item's handler raised: the node stops (a bug, or a peer that broke
+    the protocol), rather than go on without the link that failed."""
+
+
+@attrs.define(eq=False)
+class Outlink:
+    """Items for one node, sent in order over one connection."""
+
+    hub: Hub
+    target: str
+    connect: Callable[[], Awaitable[tuple[Peer, ActorRef[Wire]]]]
+    queue: list[tuple[Any, ...]] = attrs.field(factory=list)
+    peer: Peer | None = None
+    ref: ActorRef[Wire] | None = None
+    # Sent first on every new connection (the dialler says who it is).
+    greeting: tuple[Any, ...] | None = None
+    _more: trio.Event = attrs.field(factory=trio.Event)
+
+    def refresh(self) -> None:
+        """Find the connection again before the next send (the other side
+        dialled anew; the old connection may not look lost yet)."""
+        self.peer = self.ref = None
+
+    def put(self, item: tuple[Any, ...]) -> None:
+        if item[0] not in UNCOUNTED:
+            self.hub.sent += 1
+        self.queue.append(item)
+        self._more.set()
+
+    def discard(self) -> None:
+        """Drop what is queued (its target went away); counted as handled."""
+        self.hub.dropped += sum(item[0] not in UNCOUNTED for item in self.queue)
+        self.queue = []
+
+    async def run(self) -> None:
+        while True:
+            while not self.queue:
+                await self._more.wait()
+                self._more = trio.Event()
+            ref = self.ref
+            if ref is None:
+                try:
+                    self.peer, ref = await self.connect()
+                except LinkLost as error:
+                    logger.warning("%s: %s", self.hub.name, error)
+                    self.discard()
+                    continue
+                self.ref = ref
+                self.hub.nursery.start_soon(self._watch, self.peer)
+                if self.greeting is not None:
+                    self.queue.insert(0, self.greeting)
+            batch, self.queue = self.queue, []
+            try:
+                for payload in _payloads(batch):
+                    await ref.tell(Wire(self.hub.name, payload))
+            except (ActorStoppedError, NodeDownError, trio.BrokenResourceError):
+                self.hub.dropped += sum(item[0] not in UNCOUNTED for item in batch)
+                self._lost(self.peer)
+
+    async def _watch(self, peer: Peer | None) -> None:
+        if peer is None:
+            return
+        await peer.closed.wait()
+        self._lost(peer)
+
+    def _lost(self, peer: Peer | None) -> None:
+        if peer is not None and peer is self.peer:
+            self.peer = self.ref = None
+            logger.info("%s: the link to %s is down", self.hub.name, self.target)
+            self.hub.lost(self.target)
+
+
+def _payloads(batch: list[tuple[Any, ...]]) -> list[bytes]:
+    """``batch`` in messages of at most ``_ITEMS`` items and (unless one item
+    is larger) ``_CHUNK`` bytes: the receiver handles one message a turn, so
+    a long burst is worked on as it arrives."""
+    if len(batch) > _ITEMS:
+        return [
+            payload
+            for start in range(0, len(batch), _ITEMS)
+            for payload in _payloads(batch[start : start + _ITEMS])
+        ]
+    payload = _wire.encode(batch)
+    if len(payload) <= _CHUNK or len(batch) == 1:
+        return [payload]
+    half = len(batch) // 2
+    return _payloads(batch[:half]) + _payloads(batch[half:])
+
+
+@attrs.define(eq=False)
+class Hub:
+    """A node's outlinks and the handlers of the items it receives."""
+
+    name: str
+    node: Node
+    nursery: trio.Nursery
+    handlers: dict[str, Handler] = attrs.field(factory=dict)
+    outlinks: dict[str, Outlink] = attrs.field(factory=dict)
+    # Called with a target's name when its link goes down.
+    on_lost: list[Callable[[str], None]] = attrs.field(factory=list)
+    sent: int = 0
+    received: int = 0
+    dropped: int = 0
+    # Set when an item from a node arrives (the inbound links wait for it).
+    _heard: dict[str, trio.Event] = attrs.field(factory=dict)
+    _failed: trio.Event = attrs.field(factory=trio.Event)
+    _failure: str = ""
+    _cause: BaseException | None = None
+
+    @property
+    def system(self) -> ActorSystem:
+        return self.node.system
+
+    async def start(self) -> None:
+        """Serve this node's link actor (in this hub's nursery: a handler
+        that raises ends the nursery with :class:`HandlerFailed`)."""
+        ref = await self.system.spawn(self._serve, name="link", capacity=math.inf)
+        self.system.register(LINK, ref)
+        self.nursery.start_soon(self._fail_on_error)
+
+    async def _fail_on_error(self) -> None:
+        await self._failed.wait()
+        raise HandlerFailed(self._failure) from self._cause
+
+    def send(self, target: str, item: tuple[Any, ...]) -> None:
+        """Put ``item`` on the link to ``target`` (opened with :meth:`dial`
+        or :meth:`inbound`). Never blocks."""
+        self.outlinks[target].put(item)
+
+    def dial(
+        self,
+        target: str,
+        address: tuple[str, int],
+        *,
+        patience: float = 30.0,
+        greeting: tuple[Any, ...] | None = ("hello",),
+    ) -> Outlink:
+        """A link to ``target``, dialled at ``address`` when first used (and
+        again after it went down), retrying for ``patience`` seconds while the
+        address refuses (the node may still be starting)."""
+
+        async def connect() -> tuple[Peer, ActorRef[Wire]]:
+            deadline = trio.current_time() + patience
+            pause = 0.01
+            while True:
+                try:
+                    peer = await self.node.connect(address)
+                    (ref,) = await peer.find(LINK)
+                except (OSError, NodeDownError, ValueError) as error:
+                    if trio.current_time() > deadline:
+                        raise LinkLost(f"cannot reach {target} at {address}: {error}") from None
+                else:
+                    return peer, ref
+                # A back-off between dials of a node still starting (not a poll
+                # of state: the node is across a socket that refuses).
+                await trio.sleep(pause)
+                pause = min(pause * 2, 0.25)
+
+        link = self._add(target, connect)
+        link.greeting = greeting
+        return link
+
+    def inbound(self, target: str, *, patience: float = 30.0) -> Outlink:
+        """A link to ``target`` over the connection ``target`` dialled to this
+        node (found once an item from it arrived)."""
+
+        async def connect() -> tuple[Peer, ActorRef[Wire]]:
+            with trio.move_on_after(patience):
+                while True:
+                    for peer in reversed(self.node.peers):
+                        if peer.node == target and not peer.closed.is_set():
+                            try:
+                                (ref,) = await peer.find(LINK)
+                            except (NodeDownError, ValueError):
+                                continue
+                            return peer, ref
+                    heard = self._heard.setdefault(target, trio.Event())
+                    await heard.wait()
+                    self._heard.pop(target, None)
+            raise LinkLost(f"{target} did not connect within {patience:g}s")
+
+        return self._add(target, connect)
+
+    def _add(
+        self, target: str, connect: Callable[[], Awaitable[tuple[Peer, ActorRef[Wire]]]]
+    ) -> Outlink:
+        link = self.outlinks.get(target)
+        if link is None:
+            link = self.outlinks[target] = Outlink(self, target, connect)
+            self.nursery.start_soon(link.run, name=f"{self.name} -> {target}")
+        else:
+            link.connect = connect
+        return link
+
+    def lost(self, target: str) -> None:
+        for callback in list(self.on_lost):
+            callback(target)
+
+    async def _serve(self, inbox: Inbox[Wire]) -> None:
+        async for envelope in inbox:
+            wire = envelope.message
+            heard = self._heard.get(wire.source)
+            if heard is not None:
+                heard.set()
+            try:
+                items = _wire.decode(wire.payload)
+            except _wire.WireError as error:
+                logger.warning("%s: refused a batch from %s: %s", self.name, wire.source, error)
+                continue
+            for item in items:
+                channel = item[0]
+                handler = self.handlers.get(channel)
+                if channel not in UNCOUNTED:
+                    self.received += 1
+                if handler is None:
+                    logger.error("%s: no handler for %r from %s", self.name, channel, wire.source)
+                    continue
+                try:
+                    result = handler(wire.source, *item[1:])
+                    if inspect.isawaitable(result):
+                        await result
+                except Exception as error:
+                    logger.exception(
+                        "%s: the handler of %r from %s", self.name, channel, wire.source
+                    )
+                    self._failure = (
+                        f"{self.name}: the handler of {channel!r} from {wire.source} raised "
+                        f"{type(error).__name__}: {error}"
+                    )
+                    self._cause = error
+                    self._failed.set()
+                    return

@@ -1,0 +1,463 @@
+"""One replica process as an OS process (``trio-reconcile serve``).
+
+Process ``I`` of ``P`` hosts process ``I``'s workers of each runtime, its
+multiplexer and channel adapters, and (with two runtimes) its registries and
+barriers, composed as :func:`replica.open_replica` composes them for every
+process in one Trio run; what crosses to another process goes over
+``actors.net`` (:mod:`._links`):
+
+- the controller's connections: ``open``/``cmds``/``end`` in, each
+  connection's responses out (``resp``), over the connection the controller
+  dialled;
+- the command channel: process 0's global worker 0 adapter sequences each
+  batch onto the link to every other process (``seq``, one item a batch) and
+  into the sequencer of process 0's workers; at another process a local
+  sequencer hands the batch to its workers: the same commands in the same
+  order everywhere;
+- exchanges (:mod:`._fabric`) and shards (:mod:`._shards`);
+- the materialized-view counters (``metric``), summed by the controller.
+
+A *generation* is one such composition. ``reset`` (a fresh replica for the
+next spec) and the loss of another replica process (a process of a replica
+that lost one of its peers cannot go on: its dataflows' exchanges span the
+lost one) end the generation and start a fresh one, as a restarted process
+starts, in place: the node, its links and its address stay.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+from collections.abc import AsyncIterator, Callable, Iterable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import attrs
+import trio
+import trio.testing
+
+import actors
+from actors import ActorRef, ActorSystem, Sequencer
+from actors.net import open_node
+from barrier import ReconcileBarrier, Side
+from sharing import Registry
+
+from .._connection import ResponseLine, RuntimeConnection, ServerEnd
+from .._dataflow import IndexPart
+from .._errors import ProtocolError
+from .._invariants import runtime_divergence
+from .._process import INTERACTIVE, MAINTENANCE, ChannelAdapter, Process
+from .._protocol import Command, Response
+from .._replica import Replica, ReplicaConfig, Runtime
+from .._sinks import Metrics
+from .._state import Role
+from .._worker import SequencedCommand, Worker
+from . import _wire
+from ._fabric import NetFabric
+from ._links import MAX_FRAME, Hub, codec
+from ._shards import MirrorCatalog
+
+logger = logging.getLogger("replica.procs")
+
+CONTROLLER = "controller"
+SHARDS = "shards"
+
+
+def process_node(index: int) -> str:
+    return f"p{index}"
+
+
+@attrs.frozen
+class ServeOptions:
+    """What ``trio-reconcile serve`` was told."""
+
+    process: int
+    config: ReplicaConfig
+    listen: tuple[str, int]
+    peers: tuple[tuple[str, int], ...]
+    shards: tuple[str, int]
+    secret: bytes
+
+
+@attrs.define(eq=False)
+class _LocalRuntime(Runtime):
+    """One runtime's workers in this process (for the invariants)."""
+
+    def worker(self, process: int, local: int) -> Worker:
+        return self.workers[local]
+
+
+class _ForwardedMetrics(Metrics):
+    def __init__(self, hub: Hub) -> None:
+        super().__init__()
+        self._hub = hub
+
+    def add(self, name: str, amount: int) -> None:
+        super().add(name, amount)
+        if amount and CONTROLLER in self._hub.outlinks:
+            self._hub.send(CONTROLLER, ("metric", name, amount))
+
+
+@attrs.define(eq=False)
+class _Encoded:
+    """The bytes each recent command arrived as, by the command (so process 0
+    forwards them as they came instead of encoding them again); at most
+    ``limit`` of them, the oldest forgotten first."""
+
+    limit: int = 1 << 16
+    _by_id: dict[int, tuple[object, bytes]] = attrs.field(factory=dict)
+
+    def remember(self, command: object, data: bytes) -> None:
+        by_id = self._by_id
+        if len(by_id) >= self.limit:
+            del by_id[next(iter(by_id))]
+        by_id[id(command)] = (command, data)
+
+    def of(self, command: object) -> bytes:
+        found = self._by_id.get(id(command))
+        if found is not None and found[0] is command:
+            return found[1]
+        return _wire.encode(command)
+
+
+@attrs.define(eq=False)
+class Generation:
+    """One composition of this process's part of the replica."""
+
+    options: ServeOptions
+    hub: Hub
+    system: ActorSystem
+    process: Process
+    shards: MirrorCatalog
+    metrics: Metrics
+    fabrics: dict[str, NetFabric] = attrs.field(factory=dict)
+    runtimes: dict[str, Runtime] = attrs.field(factory=dict)
+    relays: dict[str, Sequencer[SequencedCommand]] = attrs.field(factory=dict)
+    registries: dict[tuple[int, int], Registry[IndexPart]] = attrs.field(factory=dict)
+    barriers: dict[tuple[int, int], ReconcileBarrier] = attrs.field(factory=dict)
+    connections: dict[int, tuple[trio.MemorySendChannel[Command], ResponseLine]] = attrs.field(
+        factory=dict
+    )
+    encoded: _Encoded = attrs.field(factory=lambda: _Encoded())
+
+    # What the controller sends.
+
+    def open(self, nonce: int) -> None:
+        send, receive = trio.open_memory_channel[Command](math.inf)
+        line = ResponseLine(lambda response: self._respond(nonce, response))
+        self.connections[nonce] = (send, line)
+        self.process.accept(ServerEnd(nonce, receive, line))
+
+    def commands(self, nonce: int, encoded: list[bytes]) -> None:
+        """Commands of connection ``nonce``, each encoded on its own: process
+        0 forwards the same bytes to the other processes (:class:`_Fanout`)."""
+        found = self.connections.get(nonce)
+        if found is None:
+            return
+        forwarding = self.options.process == 0 and self.options.config.processes > 1
+        for data in encoded:
+            command = _wire.decode(data)
+            if forwarding:
+                self.encoded.remember(command, data)
+            try:
+                found[0].send_nowait(command)
+            except (trio.ClosedResourceError, trio.BrokenResourceError):
+                return
+
+    def end(self, nonce: int) -> None:
+        found = self.connections.pop(nonce, None)
+        if found is not None:
+            found[0].close()
+            found[1].close()
+
+    def end_all(self) -> None:
+        for nonce in list(self.connections):
+            self.end(nonce)
+
+    def _respond(self, nonce: int, response: Response) -> None:
+        self.hub.send(CONTROLLER, ("resp", nonce, response))
+
+    # The invariants, for the controller's checks.
+
+    def report(self) -> dict[str, Any]:
+        """What this process can say about the replica's invariants: its
+        mergers' regressions, the runtimes' divergence here, and a digest of
+        the commands each worker applied (every worker of a runtime, in every
+        process, must have applied the same)."""
+        local = Replica(
+            self.options.config,
+            self.system,
+            self.shards,
+            [self.process],
+            self.runtimes,
+            dict(self.registries),
+            self.barriers,
+        )
+        digests: dict[str, list[str]] = {}
+        positions: list[int] = []
+        for name, runtime in self.runtimes.items():
+            digests[name] = []
+            for worker in runtime.workers:
+                digest = hashlib.sha256()
+                for _, position, command in worker.applied:
+                    digest.update(_wire.encode((position, command)))
+                digests[name].append(digest.hexdigest())
+                positions.append(worker.position)
+        return {
+            "regressions": [f"process {self.process.index}: {r}" for r in self.process.regressions],
+            "divergence": runtime_divergence(local),
+            "digests": digests,
+        }
+
+
+@asynccontextmanager
+async def open_generation(options: ServeOptions, hub: Hub, token: int) -> AsyncIterator[Generation]:
+    """This process's part of a fresh replica; cancelled when the block ends."""
+    config = options.config
+    index, workers = options.process, config.workers
+    async with actors.open_system() as system, trio.open_nursery() as nursery:
+        process = Process(index, workers)
+        metrics = _ForwardedMetrics(hub)
+        shards = MirrorCatalog(token=token, send=lambda item: hub.send(SHARDS, item))
+        generation = Generation(options, hub, system, process, shards, metrics)
+        if config.interactive:
+            for local in range(workers):
+                generation.registries[index, local] = Registry(name=f"registry/p{index}/w{local}")
+                if config.barrier:
+                    generation.barriers[index, local] = await ReconcileBarrier.spawn(
+                        system, name=f"barrier/p{index}/w{local}"
+                    )
+        roles = (
+            [
+                (MAINTENANCE, Role.MAINTENANCE, Side.MAINTENANCE),
+                (INTERACTIVE, Role.INTERACTIVE, Side.INTERACTIVE),
+            ]
+            if config.interactive
+            else [(MAINTENANCE, Role.SOLO, None)]
+        )
+        for name, role, side in roles:
+            await _start_runtime(generation, nursery, name, role, side)
+        nursery.start_soon(process.multiplex, nursery)
+        try:
+            yield generation
+        finally:
+            generation.end_all()
+            nursery.cancel_scope.cancel()
+            system.cancel()
+
+
+async def _start_runtime(
+    generation: Generation, nursery: trio.Nursery, name: str, role: Role, side: Side | None
+) -> None:
+    options, hub, system = generation.options, generation.hub, generation.system
+    config, index = options.config, options.process
+    total = config.processes * config.workers
+    fabric = NetFabric(
+        total,
+        runtime=name,
+        process=index,
+        per_process=config.workers,
+        processes=config.processes,
+        send_to=lambda p, item: hub.send(process_node(p), item),
+    )
+    generation.fabrics[name] = fabric
+    channels: list[trio.MemorySendChannel[RuntimeConnection]] = []
+    adapters: list[ChannelAdapter] = []
+    for local in range(config.workers):
+        send, receive = trio.open_memory_channel[RuntimeConnection](math.inf)
+        channels.append(send)
+        adapters.append(ChannelAdapter(index * config.workers + local, local, receive, None, None))
+    generation.process.adapters[name] = channels
+    refs: list[ActorRef[SequencedCommand]] = []
+    workers: list[Worker] = []
+    for local in range(config.workers):
+        worker = Worker.build(
+            index * config.workers + local,
+            index,
+            local,
+            total,
+            generation.shards,
+            adapters[local].accept,
+            role=role,
+            registry=generation.registries.get((index, local)),
+            align=config.align,
+            fabric=fabric,
+            metrics=generation.metrics,
+        )
+        worker.barrier = generation.barriers.get((index, local))
+        worker.claim = generation.process.claim
+        worker.side = side if worker.barrier is not None else None
+        refs.append(
+            await system.spawn(worker.run, name=f"{name}/p{index}/w{local}", capacity=math.inf)
+        )
+        workers.append(worker)
+    if index == 0:
+        command_channel = system.sequencer(refs, name=f"{name}/command-channel")
+        others = [process_node(other) for other in range(1, config.processes)]
+        adapters[0].sequencer = _Fanout(command_channel, hub, others, name, generation.encoded)
+        adapters[0].leader_order = generation.process.order
+    else:
+        command_channel = system.sequencer(refs, name=f"{name}/command-relay")
+        generation.relays[name] = command_channel
+    generation.runtimes[name] = _LocalRuntime(name, workers, command_channel, fabric)
+    for adapter in adapters:
+        nursery.start_soon(adapter.run, name=f"{name}/p{index}/adapter{adapter.local}")
+
+
+@attrs.define(eq=False)
+class _Fanout:
+    """Process 0's command channel: each batch goes on the link to every other
+    process (``seq``, one item a batch), then to this process's workers
+    through the local sequencer. Links keep their order, so every process's
+    workers get the same commands in the same order."""
+
+    local: Sequencer[SequencedCommand]
+    hub: Hub
+    others: list[str]
+    runtime: str
+    encoded: _Encoded
+
+    async def broadcast_many(self, messages: Iterable[SequencedCommand]) -> object:
+        batch = list(messages)
+        if self.others:
+            # One item per run of the same connection and position.
+            runs: list[tuple[int, int, list[bytes]]] = []
+            for sequenced in batch:
+                if not runs or runs[-1][:2] != (sequenced.nonce, sequenced.position):
+                    runs.append((sequenced.nonce, sequenced.position, []))
+                runs[-1][2].append(self.encoded.of(sequenced.command))
+            for target in self.others:
+                for nonce, position, commands in runs:
+                    self.hub.send(target, ("seq", self.runtime, nonce, position, commands))
+        return await self.local.broadcast_many(batch)
+
+
+async def serve(
+    options: ServeOptions, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+) -> None:
+    """Run replica process ``options.process`` until cancelled."""
+    name = process_node(options.process)
+    async with (
+        actors.open_system() as system,
+        open_node(
+            system,
+            name=name,
+            secret=options.secret,
+            codec=codec(),
+            listen=options.listen,
+            max_frame=MAX_FRAME,
+        ) as node,
+        trio.open_nursery() as nursery,
+    ):
+        hub = Hub(name, node, nursery)
+        await hub.start()
+        hub.dial(SHARDS, options.shards)
+        for other, address in enumerate(options.peers):
+            if other != options.process:
+                hub.dial(process_node(other), address)
+        server = _Server(options, hub, nursery)
+        server.install()
+        task_status.started()
+        await server.run()
+
+
+@attrs.define(eq=False)
+class _Server:
+    options: ServeOptions
+    hub: Hub
+    nursery: trio.Nursery
+    generation: Generation | None = None
+    token: int = 0
+    _restart: trio.Event = attrs.field(factory=trio.Event)
+    _reset_tokens: list[int] = attrs.field(factory=list)
+
+    def install(self) -> None:
+        handlers = self.hub.handlers
+        handlers["hello"] = self._hello
+        handlers["open"] = self._current(Generation.open)
+        handlers["cmds"] = self._current(Generation.commands)
+        handlers["end"] = self._current(Generation.end)
+        handlers["hold"] = self._current(lambda g, runtime: g.process.hold(runtime))
+        handlers["release"] = self._current(lambda g, runtime: g.process.release(runtime))
+        handlers["ping"] = lambda source, n: self.hub.send(CONTROLLER, ("pong", n))
+        handlers["probe"] = self._probe
+        handlers["reset"] = self._reset
+        handlers["seq"] = self._seq
+        handlers["xs"] = self._current(lambda g, runtime, *args: g.fabrics[runtime].arrive(*args))
+        handlers["xf"] = self._current(lambda g, runtime, *args: g.fabrics[runtime].heard(*args))
+        handlers["shard"] = self._current(lambda g, *push: g.shards.receive(*push))
+        self.hub.on_lost.append(self._lost)
+
+    def _current(self, handle: Callable[..., None]) -> Callable[..., None]:
+        """A handler applied to the current generation; an item that comes
+        while none runs (between two) belonged to the one that ended."""
+
+        def handler(source: str, *args: Any) -> None:
+            if self.generation is not None:
+                handle(self.generation, *args)
+
+        return handler
+
+    def _hello(self, source: str, *rest: object) -> None:
+        if source == CONTROLLER:
+            # A new connection from the controller: answer over it.
+            self.hub.inbound(CONTROLLER).refresh()
+
+    async def _seq(
+        self, source: str, runtime: str, nonce: int, position: int, encoded: list[bytes]
+    ) -> None:
+        if self.generation is None:
+            return
+        relay = self.generation.relays.get(runtime)
+        if relay is None:
+            raise ProtocolError(f"process {self.options.process} relays no {runtime} runtime")
+        await relay.broadcast_many(
+            [SequencedCommand(nonce, position, _wire.decode(data)) for data in encoded]
+        )
+
+    def _probe(self, source: str, token: int, final: bool) -> None:
+        self.nursery.start_soon(self._answer_probe, token, final)
+
+    async def _answer_probe(self, token: int, final: bool) -> None:
+        await trio.testing.wait_all_tasks_blocked(0.001)
+        hub = self.hub
+        generation = self.generation
+        report = generation.report() if final and generation is not None else {}
+        hub.send(
+            CONTROLLER,
+            ("probed", token, self.options.process, hub.sent, hub.received + hub.dropped, report),
+        )
+
+    def _reset(self, source: str, token: int) -> None:
+        self._reset_tokens.append(token)
+        self._restart.set()
+
+    def _lost(self, target: str) -> None:
+        if target == CONTROLLER:
+            # The controller went away: every connection it opened ends.
+            if self.generation is not None:
+                self.generation.end_all()
+            return
+        if target.startswith("p"):
+            logger.warning(
+                "%s: lost replica process %s: starting a fresh replica here",
+                self.hub.name,
+                target,
+            )
+            self._restart.set()
+
+    async def run(self) -> None:
+        while True:
+            self.token += 1
+            async with open_generation(self.options, self.hub, self.token) as generation:
+                self.generation = generation
+                # A quiescence test counts within one generation.
+                self.hub.sent = self.hub.received = self.hub.dropped = 0
+                self.hub.send(SHARDS, ("ready", self.options.process, self.token))
+                for token in self._reset_tokens:
+                    self.hub.send(CONTROLLER, ("reset-done", token, self.options.process))
+                self._reset_tokens = []
+                await self._restart.wait()
+                self._restart = trio.Event()
+                self.generation = None

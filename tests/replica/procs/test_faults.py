@@ -1,0 +1,174 @@
+"""Faults for real: a replica process killed with SIGKILL mid-spec and
+started again, and a partitioned controller connection (its frames dropped).
+
+Plain tests on the real clock (each runs its own ``trio.run`` under a
+generous bound); the processes are stopped when the cluster's block ends,
+on failure too."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import trio
+
+from replica import ReplicaConfig, Row, ShardCatalog, open_controller, row_order
+from replica.procs import open_cluster
+
+from .helpers import Proxy, Session, index, run_real
+
+
+def _rows(start: int, count: int, time: int = 0) -> list[tuple[tuple[int, str], int, int]]:
+    return [((n, f"row {n}"), time, 1) for n in range(start, start + count)]
+
+
+@pytest.mark.parametrize("victim", [1, 0])
+def test_a_process_killed_mid_spec_and_started_again_loses_nothing_written(victim: int) -> None:
+    async def main() -> None:
+        config = ReplicaConfig(processes=2, workers=1, interactive=True)
+        async with open_cluster(config, seed=3) as cluster, open_controller(cluster) as controller:
+            session = Session(controller)
+            shard = cluster.shards.shard("data")
+            shard.append(_rows(0, 100), 0, 1)
+            await session.start(index(1000, 1001))
+            await controller.await_frontier(1001, 1)
+            assert len(await controller.peek(1001, 0)) == 100
+            # Mid-spec: a write in flight, then a process dies without a word.
+            shard.append(_rows(100, 50, 1), 1, 2)
+            cluster.kill(victim)
+            await cluster.slots[victim].exited.wait()
+            await cluster.wait_lost(victim)
+            await cluster.restart(victim)
+            await cluster.recover()
+            # The controller reconnects and replays; reconciliation runs.
+            await session.reconnect()
+            shard.append(_rows(150, 10, 2), 2, 3)
+            await controller.await_frontier(1001, 3)
+            rows = await controller.peek(1001, 2)
+            assert sorted(rows, key=row_order) == [(n, f"row {n}") for n in range(160)]
+            assert controller.rejections == []
+            assert await cluster.violations() == []
+
+    run_real(main)
+
+
+def test_a_partitioned_controller_connection_behaves_as_a_lost_one() -> None:
+    async def main() -> None:
+        proxy = Proxy()
+        config = ReplicaConfig(processes=1, workers=1, interactive=True)
+
+        def dial(process: int, address: tuple[str, int]) -> tuple[str, int]:
+            proxy.target = address
+            return proxy.address
+
+        async with trio.open_nursery() as nursery:
+            await nursery.start(proxy.serve)
+            async with (
+                open_cluster(
+                    config, seed=5, dial=dial, heartbeat=0.1, heartbeat_timeout=1.0
+                ) as cluster,
+                open_controller(cluster) as controller,
+            ):
+                session = Session(controller)
+                lost = trio.Event()
+                partitioned = False
+
+                def on_lost(process: int) -> None:
+                    assert partitioned, "the connection was lost before the partition"
+                    lost.set()
+
+                cluster.on_lost.append(on_lost)
+                shard = cluster.shards.shard("data")
+                shard.append(_rows(0, 10), 0, 1)
+                await session.start(index(1000, 1001))
+                await controller.await_frontier(1001, 1)
+                partitioned = True
+                proxy.partition()
+                # Frames dropped: a write's frontier never arrives, and the
+                # missed heartbeats close the connection.
+                shard.append(_rows(10, 10, 1), 1, 2)
+                with trio.move_on_after(0.5):
+                    await controller.await_frontier(1001, 2)
+                    raise AssertionError("a frontier crossed a partition")
+                await lost.wait()
+                assert proxy.dropped > 0
+                # The controller reconnects (a new connection, through the
+                # proxy again) and replays; the replica kept its dataflow.
+                await session.reconnect()
+                await controller.await_frontier(1001, 2)
+                rows = await controller.peek(1001, 1)
+                assert sorted(rows, key=row_order) == [(n, f"row {n}") for n in range(20)]
+            nursery.cancel_scope.cancel()
+
+    run_real(main)
+
+
+def _children(pid: int) -> list[int]:
+    """The child processes of ``pid`` (of any of its threads: Trio starts a
+    process from a worker thread)."""
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            found += [int(child) for child in (task / "children").read_text().split()]
+        except OSError:
+            continue
+    return sorted(found)
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux's /proc")
+def test_a_process_killed_during_run_spawn_ends_the_run_with_a_named_error(
+    tmp_path: Path,
+) -> None:
+    spec = tmp_path / "waits.spec"
+    spec.write_text(
+        "create-instance\n----\nok\n\n"
+        "await-frontier id=11 ts=1 timeout-secs=60\n----\nerror: frontier for u11 did not "
+        "reach 1 in time\n"
+    )
+    command = [sys.executable, "-m", "replica.driver", "run", str(spec), "--spawn"]
+    command += ["--processes", "2", "--max-wait", "60"]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as run:
+        try:
+            deadline = time.monotonic() + 60
+            while len(_children(run.pid)) < 2:
+                assert run.poll() is None, run.communicate()
+                assert time.monotonic() < deadline, "the replica processes did not start"
+                time.sleep(0.05)
+            time.sleep(1.0)  # the spec's wait has begun
+            os.kill(_children(run.pid)[1], signal.SIGKILL)
+            _, err = run.communicate(timeout=60)
+        finally:
+            if run.poll() is None:
+                run.kill()
+    assert run.returncode == 1
+    assert b"trio-reconcile: error: " in err
+    assert b"replica process " in err
+
+
+def test_the_shard_host_serves_a_durable_catalog_across_restarts(tmp_path: Path) -> None:
+    url = f"sqlite:{tmp_path / 'shards.db'}"
+    config = ReplicaConfig(processes=2, workers=1, interactive=False)
+
+    async def run(write: bool) -> list[Row]:
+        with ShardCatalog.open(url) as catalog:
+            async with (
+                open_cluster(config, catalog=catalog) as cluster,
+                open_controller(cluster) as controller,
+            ):
+                if write:
+                    cluster.shards.shard("data").append(_rows(0, 30), 0, 1)
+                await Session(controller).start(index(1000, 1001))
+                await controller.await_frontier(1001, 1)
+                return sorted(await controller.peek(1001, 0), key=row_order)
+
+    async def main() -> None:
+        assert await run(write=True) == [(n, f"row {n}") for n in range(30)]
+        # Everything stopped, the catalog closed: a new replica reads it back.
+        assert await run(write=False) == [(n, f"row {n}") for n in range(30)]
+
+    run_real(main)

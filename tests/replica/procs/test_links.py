@@ -1,0 +1,84 @@
+"""Links between replica nodes over loopback TCP (one ``trio.run`` on the
+real clock): items in order across channels, answers over the dialled
+connection, counts for the quiescence test, a failing handler stops the
+node."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import trio
+
+import actors
+from actors.net import open_node
+from replica.procs._links import HandlerFailed, Hub, codec
+
+from .helpers import run_real
+
+SECRET = b"a secret of the replica's nodes"
+
+
+def test_items_arrive_in_order_and_the_dialled_side_answers() -> None:
+    async def main() -> None:
+        got: list[tuple[str, Any]] = []
+        answered = trio.Event()
+        async with (
+            actors.open_system() as one,
+            actors.open_system() as two,
+            open_node(one, name="a", secret=SECRET, codec=codec(), listen=None) as node_a,
+            open_node(two, name="b", secret=SECRET, codec=codec()) as node_b,
+            trio.open_nursery() as nursery,
+        ):
+            assert node_b.address is not None
+            a, b = Hub("a", node_a, nursery), Hub("b", node_b, nursery)
+            await a.start()
+            await b.start()
+            b.handlers["hello"] = lambda source: b.inbound(source)
+            b.handlers["x"] = lambda source, n: got.append(("x", n))
+            b.handlers["y"] = lambda source, n: got.append(("y", n))
+            b.handlers["echo"] = lambda source, n: b.send(source, ("back", n))
+            a.handlers["back"] = lambda source, n: answered.set()
+            a.dial("b", node_b.address)
+            for n in range(500):
+                a.send("b", ("x" if n % 3 else "y", n))
+            a.send("b", ("echo", 7))
+            await answered.wait()
+            assert [n for _, n in got] == list(range(500))
+            assert a.sent == 501
+            assert b.received == 501
+            nursery.cancel_scope.cancel()
+
+    run_real(main, limit=30)
+
+
+def test_a_handler_that_raises_stops_the_node_with_a_named_error() -> None:
+    async def fails() -> None:
+        async with (
+            actors.open_system() as one,
+            actors.open_system() as two,
+            open_node(one, name="a", secret=SECRET, codec=codec(), listen=None) as node_a,
+            open_node(two, name="b", secret=SECRET, codec=codec()) as node_b,
+            trio.open_nursery() as nursery,
+        ):
+            assert node_b.address is not None
+            a, b = Hub("a", node_a, nursery), Hub("b", node_b, nursery)
+            await a.start()
+            await b.start()
+
+            def broken(source: str) -> None:
+                raise KeyError("nope")
+
+            b.handlers["hello"] = broken
+            a.dial("b", node_b.address)
+            a.send("b", ("x", 1))
+            await trio.sleep_forever()
+
+    async def main() -> None:
+        with pytest.raises(ExceptionGroup) as caught:
+            await fails()
+        assert caught.group_contains(
+            HandlerFailed, match="the handler of 'hello' from a raised KeyError"
+        )
+
+    run_real(main, limit=30)

@@ -1,0 +1,153 @@
+"""``trio-reconcile run --spawn`` and ``serve``: bundled specs against
+replica processes started as OS processes, reported byte for byte as on the
+mock clock; the options refused with --spawn; a process that cannot start."""
+
+from __future__ import annotations
+
+import io
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from replica import ReplicaConfig
+from replica.driver import main
+from replica.driver._bundled import bundled_spec
+from replica.driver._cli import Recording, run_command, spawn_command
+from replica.driver._runner import Topology
+from replica.driver._spec import read_spec
+from replica.procs import ClusterError, open_cluster
+
+from .helpers import run_real
+
+SPECS = (
+    "reconciliation.spec",
+    "reconnect_dataflows.spec",
+    "mv_foreign_write.spec",
+    "query_dataflow.spec",
+)
+TWO_RUNTIMES = ("two_runtime_recreate_race.spec", "divergent_drop_interactive_only.spec")
+
+
+@pytest.mark.parametrize(
+    ("topology", "names"),
+    [
+        (Topology(processes=2, workers=2), SPECS + TWO_RUNTIMES),
+        (Topology(processes=2, workers=1, interactive=False), SPECS),
+    ],
+    ids=["two-w2p2", "solo-w1p2"],
+)
+def test_bundled_specs_pass_on_processes_and_report_as_on_the_mock_clock(
+    topology: Topology, names: tuple[str, ...]
+) -> None:
+    specs = []
+    for name in names:
+        with bundled_spec(name) as path:
+            specs.append(read_spec(path, name))
+    mock, spawned = io.StringIO(), io.StringIO()
+    assert run_command(specs, topology, 1, False, Recording.of(None, None, None), mock) == 0
+    # These specs expect no wait to time out: a generous cap costs nothing.
+    assert spawn_command(specs, topology, 1, spawned, max_wait=60) == 0
+    assert spawned.getvalue() == mock.getvalue()
+    assert spawned.getvalue().count("ok ") == len(names)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        ["--faults", "0.1"],
+        ["--topologies", "all"],
+        ["--check-determinism"],
+        ["--rewrite"],
+        ["--trace", "t.jsonl"],
+    ],
+)
+def test_what_spawn_cannot_do_is_refused_before_anything_runs(
+    options: list[str], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    spec = tmp_path / "a.spec"
+    spec.write_text("create-instance\n----\nok\n")
+    assert main(["run", str(spec), "--spawn", *options]) == 2
+    assert "argument --spawn: not allowed with argument" in capsys.readouterr().err
+
+
+def test_max_wait_is_only_for_spawn(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    spec = tmp_path / "a.spec"
+    spec.write_text("create-instance\n----\nok\n")
+    assert main(["run", str(spec), "--max-wait", "2"]) == 2
+    assert "argument --max-wait: only with --spawn" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["--process", "2", "--processes", "2"], "argument --process: must be below --processes"),
+        (["--process", "0", "--processes", "2"], "argument --peers: 1 addresses for 2 processes"),
+        (["--process", "0", "--listen", "nowhere"], "argument --listen: not HOST:PORT"),
+        (["--process", "0", "--listen", "h:70000"], "a port is at most 65535"),
+    ],
+)
+def test_serve_refuses_bad_arguments(
+    arguments: list[str], message: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    secret = tmp_path / "secret"
+    secret.write_bytes(b"s" * 32)
+    base = {"--listen": "127.0.0.1:1", "--peers": "127.0.0.1:1", "--shards": "127.0.0.1:2"}
+    for option, value in base.items():
+        if option not in arguments:
+            arguments += [option, value]
+    assert main(["serve", *arguments, "--secret-file", str(secret)]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_serve_refuses_a_short_or_missing_secret(tmp_path: Path) -> None:
+    secret = tmp_path / "secret"
+    secret.write_bytes(b"short")
+    common = ["serve", "--process", "0", "--listen", "127.0.0.1:1", "--peers", "127.0.0.1:1"]
+    common += ["--shards", "127.0.0.1:2", "--secret-file"]
+    for path, message in ((secret, b"at least 16 bytes"), (tmp_path / "none", b"No such file")):
+        done = subprocess.run(
+            [sys.executable, "-m", "replica.driver", *common, str(path)],
+            capture_output=True,
+            check=False,
+            timeout=60,
+        )
+        assert done.returncode == 2
+        assert message in done.stderr
+
+
+def test_a_process_that_cannot_start_is_a_named_error_not_a_hang() -> None:
+    async def main() -> None:
+        with pytest.raises(ExceptionGroup) as caught:
+            async with open_cluster(ReplicaConfig(), python="false"):
+                raise AssertionError("the cluster started")
+        assert caught.group_contains(ClusterError, match="replica process 0 exited")
+
+    run_real(main, limit=30)
+
+
+def test_serve_on_an_address_in_use_exits_1_with_the_reason(tmp_path: Path) -> None:
+    secret = tmp_path / "secret"
+    secret.write_bytes(b"s" * 32)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        address = f"127.0.0.1:{taken.getsockname()[1]}"
+        done = subprocess.run(
+            [
+                *(sys.executable, "-m", "replica.driver", "serve", "--process", "0"),
+                *("--listen", address, "--peers", address, "--shards", "127.0.0.1:1"),
+                *("--secret-file", str(secret)),
+            ],
+            capture_output=True,
+            check=False,
+            timeout=60,
+        )
+    assert done.returncode == 1
+    assert (
+        done.stderr.decode()
+        .splitlines()[-1]
+        .startswith("trio-reconcile: error: serve --process 0: [Errno ")
+    )

@@ -1,0 +1,224 @@
+"""The parts of the replica on OS processes that need no process: the wire
+encoding, exchanges across processes, and shard mirrors fed by a host."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from replica import (
+    AllowCompaction,
+    CommandRejected,
+    CreateDataflow,
+    DataflowDescription,
+    Frontier,
+    Frontiers,
+    GlobalId,
+    Peek,
+    PeekResponse,
+    Rows,
+    ShardCatalog,
+    SubscribeBatch,
+    UpperMismatchError,
+)
+from replica._exchange import CLOSED
+from replica._plan import Get, Join, Project, Reduce
+from replica._protocol import Build, IndexExport, IndexImport
+from replica._worker import SequencedCommand
+from replica.procs import MirrorCatalog, ShardHost, WireError, _wire
+from replica.procs._fabric import NetFabric
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        CreateDataflow(DataflowDescription.index(1, "s", 2, (0, 1), 3)),
+        CreateDataflow(
+            DataflowDescription(
+                as_of=4,
+                index_imports=(IndexImport(5, 6, (0,), 3),),
+                objects_to_build=(
+                    Build(
+                        7, Reduce(Project((0,), Join((Get(6), Get(6)), ((0, 3),))), group_key=(0,))
+                    ),
+                ),
+                index_exports=(IndexExport(GlobalId("t", 8), 7, (0,), transient=True),),
+                until=9,
+                name="a dataflow",
+            )
+        ),
+        AllowCompaction(3, Frontier.empty()),
+        Peek(1, GlobalId("si", 2), 2**64 - 1, ((None, True, 1.5, "x", -(2**63)),)),
+        PeekResponse(3, Rows(((1, "a"), (1, "a")))),
+        SubscribeBatch(4, 0, Frontier.at(5), (((1, "b"), 2, -1),)),
+        CommandRejected(AllowCompaction(3, Frontier.at(1)), "why"),
+        SequencedCommand(2**63, 4, Frontiers(1, Frontier.at(2))),  # type: ignore[arg-type]
+        [("xf", "maintenance", 1, 0, 3, CLOSED), {"a": [1, 2]}],
+    ],
+)
+def test_every_protocol_value_comes_back_equal(value: object) -> None:
+    back = _wire.decode(_wire.encode(value))
+    assert back == value
+    assert type(back) is type(value)
+
+
+def test_a_description_keeps_its_name_which_equality_ignores() -> None:
+    description = DataflowDescription.index(1, "s", 2, (0,), 0)
+    assert _wire.decode(_wire.encode(description)).name == description.name
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [(object(), "cannot travel"), ({1, 2}, "cannot travel")],
+)
+def test_what_is_not_the_protocol_does_not_travel(value: object, message: str) -> None:
+    with pytest.raises(WireError, match=message):
+        _wire.encode(value)
+
+
+@pytest.mark.parametrize(
+    "builtins",
+    [[], [99], [4, "Nope"], [4, "Hello"], [4, "Hello", 1, 2], [2, "x", 1], [3, "Aggregate", "x"]],
+)
+def test_malformed_values_are_a_wire_error(builtins: Any) -> None:
+    with pytest.raises(WireError):
+        _wire.from_builtins(builtins)
+    with pytest.raises(WireError):
+        _wire.decode(b"\xc1")
+
+
+def _fabrics(processes: int, per_process: int) -> tuple[list[NetFabric], list[tuple[int, Any]]]:
+    """Fabrics of one runtime in ``processes`` processes; what one puts on a
+    link waits in ``wire`` (process, item) until delivered."""
+    wire: list[tuple[int, Any]] = []
+    fabrics = [
+        NetFabric(
+            processes * per_process,
+            runtime="m",
+            process=p,
+            per_process=per_process,
+            processes=processes,
+            send_to=lambda process, item: wire.append((process, item)),
+        )
+        for p in range(processes)
+    ]
+    return fabrics, wire
+
+
+def _deliver(fabrics: list[NetFabric], wire: list[tuple[int, Any]]) -> None:
+    while wire:
+        process, item = wire.pop(0)
+        match item:
+            case ("xs", _, dataflow, place, destination, updates):
+                fabrics[process].arrive(dataflow, place, destination, updates)
+            case ("xf", _, dataflow, place, worker, frontier):
+                fabrics[process].heard(dataflow, place, worker, frontier)
+
+
+def test_an_exchange_across_processes_completes_only_what_every_worker_said() -> None:
+    fabrics, wire = _fabrics(2, 1)
+    woken: list[int] = []
+    here, there = fabrics[0].exchange(0, 0), fabrics[1].exchange(0, 0)
+    here.join(0, lambda: woken.append(0))
+    there.join(1, lambda: woken.append(1))
+    here.send(0, {0: [((1,), 0, 1)], 1: [((2,), 0, 1)]})
+    here.say(0, 1)
+    assert here.take(0) == [((1,), 0, 1)]
+    # Nothing arrived at process 1 yet: its frontier waits for worker 0.
+    assert there.frontier() is None
+    there.say(1, 1)
+    assert there.frontier() is None
+    _deliver(fabrics, wire)
+    assert there.take(1) == [((2,), 0, 1)]
+    assert there.frontier() == 1 == here.frontier()
+    assert 1 in woken
+    # A worker that leaves holds nobody back; the exchange goes once all left.
+    fabrics[0].release(0, 0, 0)
+    fabrics[1].release(0, 0, 1)
+    _deliver(fabrics, wire)
+    assert len(fabrics[0]) == len(fabrics[1]) == 0
+    assert here.sent == [CLOSED, CLOSED]
+
+
+def test_an_update_for_a_worker_that_left_is_dropped_on_arrival() -> None:
+    fabrics, wire = _fabrics(2, 2)
+    sender = fabrics[0].exchange(3, 1)
+    sender.send(0, {3: [((1,), 0, 1)]})
+    receiver = fabrics[1].exchange(3, 1)
+    receiver.leave(3)
+    _deliver(fabrics, wire)
+    assert receiver.take(3) == []
+
+
+def _host_and_mirror() -> tuple[ShardHost, MirrorCatalog, list[Any]]:
+    to_host: list[Any] = []
+    catalog = ShardCatalog()
+    mirror = MirrorCatalog(token=7, send=to_host.append)
+
+    def push(process: str, item: Any) -> None:
+        assert process == "p0"
+        _, *args = item
+        mirror.receive(*args)
+
+    return ShardHost(catalog, push), mirror, to_host
+
+
+def _serve(host: ShardHost, to_host: list[Any]) -> None:
+    while to_host:
+        match to_host.pop(0):
+            case ("sub", token, name):
+                host.subscribe("p0", token, name)
+            case ("append", name, updates, lower, upper):
+                host.append(name, updates, lower, upper)
+
+
+def test_a_mirror_gets_the_shard_then_every_change_pushed() -> None:
+    host, mirror, to_host = _host_and_mirror()
+    host.catalog.shard("s").write(0, [(1,), (2,)])
+    shard = mirror.shard("s")
+    woken: list[None] = []
+    shard.listen(lambda: woken.append(None))
+    assert shard.upper == 0
+    _serve(host, to_host)
+    assert shard.updates == [((1,), 0, 1), ((2,), 0, 1)]
+    assert shard.upper == 1
+    host.catalog.shard("s").advance(5)
+    assert shard.upper == 5
+    assert len(woken) == 2
+
+
+def test_a_mirror_appends_through_the_host_with_compare_and_append() -> None:
+    host, mirror, to_host = _host_and_mirror()
+    shard = mirror.shard("s")
+    _serve(host, to_host)
+    shard.append([((1,), 0, 1)], 0, 1)
+    assert shard.upper == 0  # not applied here: the host pushes it back
+    shard.append([((1,), 0, 1)], 0, 1)  # a second step before the push: the same batch
+    _serve(host, to_host)
+    assert host.catalog.shard("s").updates == [((1,), 0, 1)]
+    assert shard.updates == [((1,), 0, 1)]
+    assert shard.upper == 1
+    with pytest.raises(UpperMismatchError):
+        shard.append([((2,), 0, 1)], 0, 1)
+
+
+def test_a_push_for_an_earlier_subscription_is_ignored() -> None:
+    host, mirror, to_host = _host_and_mirror()
+    mirror.shard("s")
+    _serve(host, to_host)
+    mirror.receive(6, "s", 0, [((9,), 0, 1)], 1)
+    assert mirror.shard("s").updates == []
+
+
+def test_a_big_snapshot_completes_times_only_with_its_last_chunk() -> None:
+    from replica.procs import _shards
+
+    host, mirror, to_host = _host_and_mirror()
+    rows = [(n,) for n in range(_shards.PUSH_CHUNK + 10)]
+    host.catalog.shard("s").write(0, rows)
+    seen: list[tuple[int, int]] = []
+    shard = mirror.shard("s")
+    shard.listen(lambda: seen.append((len(shard.updates), shard.upper)))
+    _serve(host, to_host)
+    assert seen == [(_shards.PUSH_CHUNK, 0), (len(rows), 1)]
