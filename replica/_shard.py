@@ -67,22 +67,21 @@ class Shard:
         """Compare-and-append: add ``updates`` (times in ``[lower, upper)``)
         and move the upper to ``upper``, if the upper is ``lower`` now. Raises
         :class:`~replica.UpperMismatchError` (and changes nothing) otherwise."""
-        # A generator is read once, here.
+        updates = self.checked_append(updates, lower, upper)
+        self.updates.extend(updates)
+        self.upper = upper
+        self._notify()
+
+    def checked_append(self, updates: Iterable[Update], lower: int, upper: int) -> Sequence[Update]:
+        """The checks of :meth:`append` (the upper is ``lower``; the batch
+        ``[lower, upper)`` is not empty and holds every update's time), which
+        change nothing; return the updates, a generator read once."""
         updates = updates if isinstance(updates, Sequence) else list(updates)
         if lower != self.upper:
             raise UpperMismatchError(
                 f"append to shard {self.name!r} expected upper {lower}, found {self.upper}"
             )
-        if upper <= lower:
-            raise ValueError(
-                f"an append covers [lower, upper) with upper > lower: {lower}, {upper}"
-            )
-        stray = next((t for _, t, _ in updates if not lower <= t < upper), None)
-        if stray is not None:
-            raise ValueError(f"an update at {stray} is outside the batch [{lower}, {upper})")
-        self.updates.extend(updates)
-        self.upper = upper
-        self._notify()
+        return checked_batch(updates, lower, upper)
 
     def advance(self, upper: int) -> None:
         """Move the upper to ``upper`` without data. Raises
@@ -129,6 +128,19 @@ class Shard:
             raise errors[0]
         if errors:
             raise BaseExceptionGroup(f"listeners of shard {self.name!r} raised", errors)
+
+
+def checked_batch(updates: Iterable[Update], lower: int, upper: int) -> Sequence[Update]:
+    """``updates`` as a batch ``[lower, upper)`` of an append: not empty, and
+    holding every update's time (``ValueError`` otherwise); a generator is
+    read once, here."""
+    updates = updates if isinstance(updates, Sequence) else list(updates)
+    if upper <= lower:
+        raise ValueError(f"an append covers [lower, upper) with upper > lower: {lower}, {upper}")
+    stray = next((t for _, t, _ in updates if not lower <= t < upper), None)
+    if stray is not None:
+        raise ValueError(f"an update at {stray} is outside the batch [{lower}, {upper})")
+    return updates
 
 
 @attrs.define(eq=False)

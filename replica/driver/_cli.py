@@ -24,6 +24,7 @@ Limits on arguments (exit 2 beyond them): ``--workers`` 1 to 64 and
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import random
 import sys
@@ -194,7 +195,9 @@ def _run(args: argparse.Namespace) -> int:
     else:
         topology = with_options(Topology(args.processes, args.workers, args.interactive))
     if args.spawn:
-        return spawn_command(specs, topology, args.seed, sys.stdout, max_wait=args.max_wait)
+        return spawn_command(
+            specs, topology, args.seed, sys.stdout, max_wait=args.max_wait, persist=args.persist
+        )
     if args.check_determinism:
         return determinism_command(specs, topology, args.seed, sys.stdout)
     return run_command(specs, topology, args.seed, args.rewrite, recording, sys.stdout)
@@ -231,11 +234,21 @@ def run_command(
 
 
 def spawn_command(
-    specs: Sequence[Spec], topology: Topology, seed: int, out: TextIO, *, max_wait: float = 5.0
+    specs: Sequence[Spec],
+    topology: Topology,
+    seed: int,
+    out: TextIO,
+    *,
+    max_wait: float = 5.0,
+    persist: str | None = None,
 ) -> int:
     """``run --spawn``: each spec against replica processes started as OS
-    processes; reported as :func:`run_command` reports."""
-    from replica.procs import ClusterError, run_spawned
+    processes, the shards stored as ``persist`` says (see
+    :func:`replica.procs.spec_catalogs`); reported as :func:`run_command`
+    reports. A store that cannot serve the run is exit 2, before any process
+    starts."""
+    from replica.persist import PersistError
+    from replica.procs import ClusterError, run_spawned, spec_catalogs
 
     failed = False
 
@@ -246,10 +259,16 @@ def spawn_command(
         out.flush()
 
     broken: list[BaseException] = []
-    try:
-        run_spawned(specs, topology, seed, done, max_wait=max_wait)
-    except* ClusterError as group:
-        broken.extend(_leaves(group))
+    with contextlib.ExitStack() as stack:
+        try:
+            catalogs = stack.enter_context(spec_catalogs(persist, len(specs)))
+        except (ValueError, PersistError) as refused:
+            print(f"{PROG}: error: argument --persist: {refused}", file=sys.stderr)
+            return 2
+        try:
+            run_spawned(specs, topology, seed, done, max_wait=max_wait, catalogs=catalogs)
+        except* ClusterError as group:
+            broken.extend(_leaves(group))
     for error in broken:
         print(f"{PROG}: error: {error}", file=sys.stderr)
     return 1 if failed or broken else 0

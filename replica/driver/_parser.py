@@ -121,6 +121,8 @@ def _finish_run(run: _Parser, args: argparse.Namespace) -> None:
         run.error("argument --max-wait: only with --spawn")
     if args.max_wait is None:
         args.max_wait = 5.0
+    if args.persist is not None and not args.spawn:
+        run.error("argument --persist: only with --spawn")
     if args.spawn:
         refused = {
             "--topologies": args.topologies is not None,
@@ -268,6 +270,14 @@ def _add_run(commands: Commands) -> None:
         help="with --spawn: a stanza waits at most SECONDS real seconds, whatever its "
         "timeout-secs (default 5; the output still names the spec's timeout): a spec whose "
         "waits are meant to time out does not take its 600-second default each",
+    )
+    run.add_argument(
+        "--persist",
+        metavar="URL",
+        help="with --spawn: where the shard host stores the shards (docs/persist.md): "
+        "sqlite:PATH or postgresql://... (one spec, and the store must hold no shard yet), "
+        "or memory: (fresh for each spec); default: a SQLite file a spec, in a temporary "
+        "folder removed at the end",
     )
 
 

@@ -23,7 +23,7 @@ import trio
 
 from .._errors import UpperMismatchError, UpperRegressionError, WriteBelowUpperError
 from .._protocol import Row, Update
-from .._shard import Shard, ShardCatalog
+from .._shard import Shard, ShardCatalog, checked_batch
 from ._codec import check_name, check_time, decode_batch, encode_batch
 from ._storage import ShardState, ShardStorage, open_storage
 
@@ -61,16 +61,7 @@ class DurableShard(Shard):
         and one that cannot be stored :class:`UnstorableError`, before the
         uppers are compared."""
         self._check_open()
-        # A generator is read once, here.
-        updates = updates if isinstance(updates, Sequence) else list(updates)
-        if upper <= lower:
-            raise ValueError(
-                f"an append covers [lower, upper) with upper > lower: {lower}, {upper}"
-            )
-        stray = next((t for _, t, _ in updates if not lower <= t < upper), None)
-        if stray is not None:
-            raise ValueError(f"an update at {stray} is outside the batch [{lower}, {upper})")
-        self._append(updates, lower, upper)
+        self._append(checked_batch(updates, lower, upper), lower, upper)
 
     def advance(self, upper: int) -> None:
         self._check_open()

@@ -6,20 +6,75 @@ replica in place, the host a fresh catalog), so each spec meets a fresh
 replica as it does in one process. The runner is the in-process one
 (:func:`replica.driver._runner.run_stanzas`), on the real clock: a spec's
 ``timeout-secs`` are real seconds.
+
+The host keeps the shards in a durable catalog (:mod:`replica.persist`): by
+default each spec's in a SQLite file of its own, in a temporary folder removed
+when the command ends; ``persist`` names one store instead (``memory:`` keeps
+them in the host's memory, fresh for each spec).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import contextlib
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
 
 import attrs
 import trio
 
 from .._controller import open_controller
 from .._faults import Faults
+from .._shard import ShardCatalog
 from ..driver._runner import SpecRun, Topology, run_stanzas
 from ..driver._spec import Spec
+from ..persist import PersistError, open_catalog
 from ._cluster import Cluster, ClusterError, open_cluster
+
+
+class StoreNotEmptyError(PersistError):
+    """``--persist`` named a store that already holds shards: a spec starts
+    from empty shards, and its writes would land on top of another run's."""
+
+
+Catalogs = Callable[[int], ShardCatalog]
+"""The catalog the host serves to the n-th spec of a run."""
+
+
+@contextlib.contextmanager
+def spec_catalogs(persist: str | None, specs: int) -> Iterator[Catalogs]:
+    """The catalogs of a run of ``specs`` specs, closed when the block ends.
+
+    Without ``persist``: each spec's shards in a SQLite file of its own (WAL,
+    synced at every commit), in a temporary folder removed at the end.
+    ``memory:``: a fresh in-memory catalog a spec. Any other store URL
+    (``sqlite:PATH``, ``postgresql://...``) serves one spec and must hold no
+    shard yet: a :class:`ValueError` for several specs,
+    :class:`StoreNotEmptyError` for a store in use, and the store's own
+    :class:`~replica.persist.PersistError` when it cannot be opened (all
+    before any process starts: the first spec's catalog opens at once)."""
+    if persist is not None and persist.strip().lower() != "memory:" and specs > 1:
+        raise ValueError(
+            f"--persist {persist} serves one spec ({specs} given): each spec starts from "
+            "empty shards; leave --persist out for a SQLite file a spec"
+        )
+    with contextlib.ExitStack() as stack:
+        folder = (
+            stack.enter_context(tempfile.TemporaryDirectory(prefix="trio-reconcile-shards-"))
+            if persist is None
+            else None
+        )
+
+        def catalog(number: int) -> ShardCatalog:
+            url = f"sqlite:{folder}/spec-{number}.db" if persist is None else persist
+            opened = open_catalog(url)
+            stack.callback(opened.close)
+            if opened.shards:
+                names = ", ".join(sorted(opened.shards)[:5])
+                raise StoreNotEmptyError(f"{url}: the store already holds shards ({names})")
+            return opened
+
+        first = catalog(0)
+        yield lambda number: first if number == 0 else catalog(number)
 
 
 @attrs.define(eq=False)
@@ -53,11 +108,22 @@ def run_spawned(
     done: Callable[[Spec, SpecRun], None],
     *,
     max_wait: float = 5.0,
+    catalogs: Catalogs | None = None,
 ) -> None:
     """Run each spec against replica processes of ``topology`` (spawned once
     for all of them); call ``done`` with each run as it ends. A stanza waits
-    at most ``max_wait`` real seconds, whatever its ``timeout-secs``."""
-    trio.run(_run_spawned, specs, topology, seed, done, max_wait)
+    at most ``max_wait`` real seconds, whatever its ``timeout-secs``. The
+    host serves the n-th spec ``catalogs(n)`` (see :func:`spec_catalogs`; a
+    fresh in-memory catalog by default)."""
+    trio.run(
+        _run_spawned,
+        specs,
+        topology,
+        seed,
+        done,
+        max_wait,
+        (lambda _: ShardCatalog()) if catalogs is None else catalogs,
+    )
 
 
 async def _run_spawned(
@@ -66,9 +132,10 @@ async def _run_spawned(
     seed: int,
     done: Callable[[Spec, SpecRun], None],
     max_wait: float,
+    catalogs: Catalogs,
 ) -> None:
     async with (
-        open_cluster(topology.config(), seed=seed) as cluster,
+        open_cluster(topology.config(), seed=seed, catalog=catalogs(0)) as cluster,
         trio.open_nursery() as nursery,
     ):
         lost = trio.Event()
@@ -85,7 +152,7 @@ async def _run_spawned(
 
         cluster.on_lost.append(on_lost)
         nursery.start_soon(watch)
-        await _run_each(cluster, specs, done, max_wait)
+        await _run_each(cluster, specs, done, max_wait, catalogs)
         nursery.cancel_scope.cancel()
 
 
@@ -94,11 +161,12 @@ async def _run_each(
     specs: Sequence[Spec],
     done: Callable[[Spec, SpecRun], None],
     max_wait: float,
+    catalogs: Catalogs,
 ) -> None:
     backend = ClusterBackend(cluster, max_wait)
     for number, spec in enumerate(specs):
         if number:
-            await cluster.reset()
+            await cluster.reset(catalogs(number))
         async with open_controller(cluster) as controller:
 
             async def violations(controller: object = controller) -> list[str]:

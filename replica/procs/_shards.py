@@ -25,7 +25,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import attrs
@@ -52,18 +52,8 @@ class MirrorShard(Shard):
     def advance(self, upper: int) -> None:
         raise ProtocolError(f"a replica process does not advance shard {self.name!r}")
 
-    def append(self, updates: Sequence[Update], lower: int, upper: int) -> None:
-        if lower != self.upper:
-            raise UpperMismatchError(
-                f"append to shard {self.name!r} expected upper {lower}, found {self.upper}"
-            )
-        if upper <= lower:
-            raise ValueError(
-                f"an append covers [lower, upper) with upper > lower: {lower}, {upper}"
-            )
-        stray = next((t for _, t, _ in updates if not lower <= t < upper), None)
-        if stray is not None:
-            raise ValueError(f"an update at {stray} is outside the batch [{lower}, {upper})")
+    def append(self, updates: Iterable[Update], lower: int, upper: int) -> None:
+        updates = self.checked_append(updates, lower, upper)
         assert self.send is not None
         self.send(("append", self.name, list(updates), lower, upper))
 
