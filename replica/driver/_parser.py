@@ -19,6 +19,8 @@ from ._spec import MAX_SPEC_BYTES, MAX_TIMEOUT_SECS, ROWS_PER_SPEC, ROWS_PER_WRI
 PROG = "trio-reconcile"
 DEFAULT_SEED = 1
 INTERRUPTED = 130
+TERMINATED = 143
+"""``run --spawn`` stopped by SIGTERM (its replica processes stopped first)."""
 MAX_WORKERS = 64
 MAX_PROCESSES = 16
 MAX_PROGRAMS = 1_000_000_000

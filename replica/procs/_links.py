@@ -118,6 +118,7 @@ class Outlink:
                 except LinkLost as error:
                     logger.warning("%s: %s", self.hub.name, error)
                     self.discard()
+                    self.hub.unreachable(self.target, error)
                     continue
                 self.ref = ref
                 self.hub.nursery.start_soon(self._watch, self.peer)
@@ -161,6 +162,17 @@ def _payloads(batch: list[tuple[Any, ...]]) -> list[bytes]:
     return _payloads(batch[:half]) + _payloads(batch[half:])
 
 
+def _items(batch: object) -> list[tuple[Any, ...]]:
+    """``batch`` if it is a batch of items (a list of tuples, each a channel
+    name then its values); a :class:`~._wire.WireError` otherwise (a peer that
+    broke the protocol: the batch is refused, the link goes on)."""
+    if type(batch) is not list or not all(
+        type(item) is tuple and item and type(item[0]) is str for item in batch
+    ):
+        raise _wire.WireError("not a batch of items (a list of tuples, each a channel name first)")
+    return batch
+
+
 @attrs.define(eq=False)
 class Hub:
     """A node's outlinks and the handlers of the items it receives."""
@@ -172,6 +184,8 @@ class Hub:
     outlinks: dict[str, Outlink] = attrs.field(factory=dict)
     # Called with a target's name when its link goes down.
     on_lost: list[Callable[[str], None]] = attrs.field(factory=list)
+    # Called with a target's name and the error when dialling it gave up.
+    on_unreachable: list[Callable[[str, LinkLost], None]] = attrs.field(factory=list)
     sent: int = 0
     received: int = 0
     dropped: int = 0
@@ -270,6 +284,10 @@ class Hub:
         for callback in list(self.on_lost):
             callback(target)
 
+    def unreachable(self, target: str, error: LinkLost) -> None:
+        for callback in list(self.on_unreachable):
+            callback(target, error)
+
     async def _serve(self, inbox: Inbox[Wire]) -> None:
         async for envelope in inbox:
             wire = envelope.message
@@ -277,7 +295,7 @@ class Hub:
             if heard is not None:
                 heard.set()
             try:
-                items = _wire.decode(wire.payload)
+                items = _items(_wire.decode(wire.payload))
             except _wire.WireError as error:
                 logger.warning("%s: refused a batch from %s: %s", self.name, wire.source, error)
                 continue

@@ -16,6 +16,7 @@ them in the host's memory, fresh for each spec).
 from __future__ import annotations
 
 import contextlib
+import signal
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
 
@@ -29,6 +30,10 @@ from ..driver._runner import SpecRun, Topology, run_stanzas
 from ..driver._spec import Spec
 from ..persist import PersistError, open_catalog
 from ._cluster import Cluster, ClusterError, open_cluster
+
+
+class Terminated(Exception):
+    """``run --spawn`` got SIGTERM: it stopped its replica processes first."""
 
 
 class StoreNotEmptyError(PersistError):
@@ -150,8 +155,16 @@ async def _run_spawned(
             await lost.wait()
             raise ClusterError(f"lost the connection to replica process {losses[0]}")
 
+        async def terminated() -> None:
+            # SIGTERM ends the run as Ctrl-C does: the replica processes are
+            # stopped (and reaped) as the cluster's block ends, not orphaned.
+            with trio.open_signal_receiver(signal.SIGTERM) as signals:
+                async for _ in signals:
+                    raise Terminated("terminated")
+
         cluster.on_lost.append(on_lost)
         nursery.start_soon(watch)
+        nursery.start_soon(terminated)
         await _run_each(cluster, specs, done, max_wait, catalogs)
         nursery.cancel_scope.cancel()
 

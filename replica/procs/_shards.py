@@ -33,11 +33,16 @@ import attrs
 from .._errors import ProtocolError, UpperMismatchError
 from .._protocol import Row, Update
 from .._shard import Shard, ShardCatalog
+from . import _wire
 
 logger = logging.getLogger("replica.procs")
 
 PUSH_CHUNK = 50_000
 """Updates per push item (a big shard's snapshot goes in several)."""
+PUSH_BYTES = 16 * 2**20
+"""The most bytes a push item of several updates carries: big rows go in
+more items than PUSH_CHUNK says, each well under a frame's limit (one update
+bigger than this goes alone)."""
 
 
 @attrs.define(eq=False)
@@ -146,8 +151,14 @@ class ShardHost:
             self.send(process, ("shard", token, name, cursor, [], shard.upper))
             return
         start = cursor
+        # Updates per item: halved while an item is over PUSH_BYTES, and kept
+        # for the next item (rows of a shard tend to be alike in size).
+        count = PUSH_CHUNK
         while True:
-            stop = min(end, start + PUSH_CHUNK)
+            stop = min(end, start + count)
+            while stop - start > 1 and len(_wire.encode(updates[start:stop])) > PUSH_BYTES:
+                count = max(1, (stop - start) // 2)
+                stop = start + count
             # The upper travels with the last chunk only: a mirror must not
             # see a time complete before it holds every update before it.
             upper = shard.upper if stop >= end else 0

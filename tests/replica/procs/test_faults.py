@@ -150,6 +150,58 @@ def test_a_process_killed_during_run_spawn_ends_the_run_with_a_named_error(
     assert b"replica process " in err
 
 
+def _alive(pid: int) -> bool:
+    """``pid`` runs (a zombie, dead but not yet reaped, does not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rpartition(")")[2].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux's /proc")
+@pytest.mark.parametrize("signal_number", [signal.SIGKILL, signal.SIGTERM], ids=["kill", "term"])
+def test_the_replica_processes_do_not_outlive_a_killed_run_spawn(
+    tmp_path: Path, signal_number: int
+) -> None:
+    """``run --spawn`` killed (SIGTERM, or SIGKILL: no say at all) leaves no
+    ``serve`` process behind: one that loses the shard host (the driver) and
+    cannot reach it again ends."""
+    spec = tmp_path / "waits.spec"
+    spec.write_text(
+        "create-instance\n----\nok\n\n"
+        "await-frontier id=11 ts=1 timeout-secs=60\n----\nerror: frontier for u11 did not "
+        "reach 1 in time\n"
+    )
+    command = [sys.executable, "-m", "replica.driver", "run", str(spec), "--spawn"]
+    command += ["--processes", "2", "--max-wait", "60"]
+    children: list[int] = []
+    with subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) as run:
+        try:
+            deadline = time.monotonic() + 60
+            while len(children) < 2:
+                assert run.poll() is None, run.communicate()
+                assert time.monotonic() < deadline, "the replica processes did not start"
+                time.sleep(0.05)
+                children = _children(run.pid)
+            time.sleep(1.0)  # the spec's wait has begun
+            run.send_signal(signal_number)
+            _, err = run.communicate(timeout=60)
+            deadline = time.monotonic() + 30
+            while any(map(_alive, children)) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert not any(map(_alive, children)), "a replica process outlived run --spawn"
+        finally:
+            if run.poll() is None:
+                run.kill()
+            for child in children:
+                if _alive(child):
+                    os.kill(child, signal.SIGKILL)
+    if signal_number == signal.SIGTERM:
+        assert run.returncode == 128 + signal.SIGTERM
+        assert err.decode().splitlines()[-1] == "trio-reconcile: terminated"
+
+
 def test_the_shard_host_serves_a_durable_catalog_across_restarts(tmp_path: Path) -> None:
     url = f"sqlite:{tmp_path / 'shards.db'}"
     config = ReplicaConfig(processes=2, workers=1, interactive=False)

@@ -12,7 +12,8 @@ import trio
 
 import actors
 from actors.net import open_node
-from replica.procs._links import HandlerFailed, Hub, codec
+from replica.procs import _wire
+from replica.procs._links import LINK, HandlerFailed, Hub, Wire, codec
 
 from .helpers import run_real
 
@@ -80,5 +81,46 @@ def test_a_handler_that_raises_stops_the_node_with_a_named_error() -> None:
         assert caught.group_contains(
             HandlerFailed, match="the handler of 'hello' from a raised KeyError"
         )
+
+    run_real(main, limit=30)
+
+
+@pytest.mark.parametrize(
+    "batch",
+    [5, [()], [([1], 2)], [(7,)], "text", [("x",), 3]],
+    ids=["not-a-list", "empty-item", "unhashable-channel", "int-channel", "string", "int-item"],
+)
+def test_a_malformed_batch_is_refused_and_the_node_goes_on(batch: object) -> None:
+    """A batch that decodes but is not a list of items (a channel name, then
+    values) is refused as undecodable bytes are: the link actor neither dies
+    nor stops the node with a bare TypeError."""
+
+    async def main() -> None:
+        got: list[int] = []
+        arrived = trio.Event()
+        async with (
+            actors.open_system() as one,
+            actors.open_system() as two,
+            open_node(one, name="a", secret=SECRET, codec=codec(), listen=None) as node_a,
+            open_node(two, name="b", secret=SECRET, codec=codec()) as node_b,
+            trio.open_nursery() as nursery,
+        ):
+            assert node_b.address is not None
+            b = Hub("b", node_b, nursery)
+            await b.start()
+
+            def handle(source: str, n: int) -> None:
+                got.append(n)
+                arrived.set()
+
+            b.handlers["x"] = handle
+            peer = await node_a.connect(node_b.address)
+            (ref,) = await peer.find(LINK)
+            await ref.tell(Wire("a", _wire.encode(batch)))
+            await ref.tell(Wire("a", _wire.encode([("x", 1)])))
+            await arrived.wait()
+            assert got == [1]
+            assert b.received == 1
+            nursery.cancel_scope.cancel()
 
     run_real(main, limit=30)
