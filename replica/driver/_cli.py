@@ -249,6 +249,7 @@ def spawn_command(
     starts."""
     from replica.persist import PersistError
     from replica.procs import ClusterError, run_spawned, spec_catalogs
+    from replica.procs._links import HandlerFailed, ItemTooLarge
     from replica.procs._run import Terminated
 
     failed = False
@@ -271,7 +272,7 @@ def spawn_command(
             run_spawned(specs, topology, seed, done, max_wait=max_wait, catalogs=catalogs)
         except* Terminated:
             terminated = True
-        except* ClusterError as group:
+        except* (ClusterError, ItemTooLarge, HandlerFailed) as group:
             broken.extend(_leaves(group))
     if terminated:
         print(f"{PROG}: terminated", file=sys.stderr)
@@ -296,7 +297,7 @@ def _serve(args: argparse.Namespace) -> int:
 
     from replica import ReplicaConfig
     from replica.procs import ServeOptions, serve
-    from replica.procs._links import HandlerFailed
+    from replica.procs._links import HandlerFailed, ItemTooLarge
     from replica.procs._serve import ShardHostLost
 
     try:
@@ -332,7 +333,7 @@ def _serve(args: argparse.Namespace) -> int:
     failures: list[BaseException] = []
     try:
         trio.run(until_terminated)
-    except* (OSError, ShardHostLost, HandlerFailed) as group:
+    except* (OSError, ShardHostLost, HandlerFailed, ItemTooLarge) as group:
         failures += _leaves(group)
     for failure in failures:
         print(f"{PROG}: error: serve --process {args.process}: {failure}", file=sys.stderr)

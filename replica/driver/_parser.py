@@ -458,8 +458,9 @@ def _add_serve(commands: Commands) -> None:
         "serve",
         "run one replica process as an OS process (what run --spawn starts)",
         "stopped by SIGTERM (how run --spawn stops it)",
-        "the process failed: it could not listen on --listen, or a link's\n"
-        "       handler raised (a bug, or a peer breaking the protocol)",
+        "the process failed: it could not listen on --listen, a link's handler\n"
+        "       raised (a bug, or a peer breaking the protocol), or the shard host at\n"
+        "       --shards could not be reached for 10 s (the driver that started it is gone)",
         "Process I hosts process I's workers of each runtime, its multiplexer and its\n"
         "channel adapters. Everything that crosses processes goes over actors.net nodes\n"
         "(MessagePack frames, an HMAC handshake with the shared secret): the controller's\n"

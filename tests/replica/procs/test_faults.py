@@ -176,7 +176,11 @@ def test_the_replica_processes_do_not_outlive_a_killed_run_spawn(
     command = [sys.executable, "-m", "replica.driver", "run", str(spec), "--spawn"]
     command += ["--processes", "2", "--max-wait", "60"]
     children: list[int] = []
-    with subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) as run:
+    # A driver killed with SIGKILL leaves its temporary folders: here, not in /tmp.
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    with subprocess.Popen(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env
+    ) as run:
         try:
             deadline = time.monotonic() + 60
             while len(children) < 2:
@@ -200,6 +204,8 @@ def test_the_replica_processes_do_not_outlive_a_killed_run_spawn(
     if signal_number == signal.SIGTERM:
         assert run.returncode == 128 + signal.SIGTERM
         assert err.decode().splitlines()[-1] == "trio-reconcile: terminated"
+        # Stopped in order: its temporary folders (the secret, the shards) went too.
+        assert [p.name for p in tmp_path.iterdir()] == ["waits.spec"]
 
 
 def test_the_shard_host_serves_a_durable_catalog_across_restarts(tmp_path: Path) -> None:
