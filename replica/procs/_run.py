@@ -139,6 +139,28 @@ async def _run_spawned(
     max_wait: float,
     catalogs: Catalogs,
 ) -> None:
+    async def terminated() -> None:
+        # SIGTERM ends the run as Ctrl-C does: the replica processes are
+        # stopped (and reaped) as the cluster's block ends, not orphaned. The
+        # receiver is in place before the first process starts.
+        with trio.open_signal_receiver(signal.SIGTERM) as signals:
+            async for _ in signals:
+                raise Terminated("terminated")
+
+    async with trio.open_nursery() as outer:
+        outer.start_soon(terminated)
+        await _run_cluster(specs, topology, seed, done, max_wait, catalogs)
+        outer.cancel_scope.cancel()
+
+
+async def _run_cluster(
+    specs: Sequence[Spec],
+    topology: Topology,
+    seed: int,
+    done: Callable[[Spec, SpecRun], None],
+    max_wait: float,
+    catalogs: Catalogs,
+) -> None:
     async with (
         open_cluster(topology.config(), seed=seed, catalog=catalogs(0)) as cluster,
         trio.open_nursery() as nursery,
@@ -155,16 +177,8 @@ async def _run_spawned(
             await lost.wait()
             raise ClusterError(f"lost the connection to replica process {losses[0]}")
 
-        async def terminated() -> None:
-            # SIGTERM ends the run as Ctrl-C does: the replica processes are
-            # stopped (and reaped) as the cluster's block ends, not orphaned.
-            with trio.open_signal_receiver(signal.SIGTERM) as signals:
-                async for _ in signals:
-                    raise Terminated("terminated")
-
         cluster.on_lost.append(on_lost)
         nursery.start_soon(watch)
-        nursery.start_soon(terminated)
         await _run_each(cluster, specs, done, max_wait, catalogs)
         nursery.cancel_scope.cancel()
 
