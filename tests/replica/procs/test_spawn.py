@@ -128,6 +128,28 @@ def test_a_process_that_cannot_start_is_a_named_error_not_a_hang() -> None:
     run_real(main, limit=30)
 
 
+def test_a_process_that_exits_while_starting_is_one_error_not_two() -> None:
+    """The process's exit is reported once (its status), not again as "exited
+    while starting" by the wait for it to be ready."""
+
+    async def main() -> None:
+        with pytest.raises(ExceptionGroup) as caught:
+            async with open_cluster(ReplicaConfig(), python="false"):
+                raise AssertionError("the cluster started")
+        leaves = caught.value
+        errors: list[BaseException] = []
+        pending: list[BaseException] = [leaves]
+        while pending:
+            error = pending.pop()
+            if isinstance(error, BaseExceptionGroup):
+                pending += error.exceptions
+            else:
+                errors.append(error)
+        assert [str(error) for error in errors] == ["replica process 0 exited with status 1"]
+
+    run_real(main, limit=30)
+
+
 def test_serve_on_an_address_in_use_exits_1_with_the_reason(tmp_path: Path) -> None:
     secret = tmp_path / "secret"
     secret.write_bytes(b"s" * 32)
