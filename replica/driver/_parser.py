@@ -527,6 +527,11 @@ def _finish_serve(serve: _Parser, args: argparse.Namespace) -> None:
         serve.error(f"argument --process: must be below --processes ({args.processes})")
     if len(args.peers) != args.processes:
         serve.error(f"argument --peers: {len(args.peers)} addresses for {args.processes} processes")
+    for n, (host, port) in enumerate(args.peers):
+        if (host, port) in args.peers[:n]:
+            serve.error(
+                f"argument --peers: {host}:{port} twice (each process listens on its own address)"
+            )
 
 
 def _address(text: str) -> tuple[str, int]:

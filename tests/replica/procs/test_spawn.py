@@ -87,6 +87,10 @@ def test_max_wait_is_only_for_spawn(capsys: pytest.CaptureFixture[str], tmp_path
         (["--process", "0", "--processes", "2"], "argument --peers: 1 addresses for 2 processes"),
         (["--process", "0", "--listen", "nowhere"], "argument --listen: not HOST:PORT"),
         (["--process", "0", "--listen", "h:70000"], "a port is at most 65535"),
+        (
+            ["--process", "0", "--processes", "2", "--peers", "127.0.0.1:1,127.0.0.1:1"],
+            "argument --peers: 127.0.0.1:1 twice (each process listens on its own address)",
+        ),
     ],
 )
 def test_serve_refuses_bad_arguments(
