@@ -230,3 +230,30 @@ def test_the_shard_host_serves_a_durable_catalog_across_restarts(tmp_path: Path)
         assert await run(write=False) == [(n, f"row {n}") for n in range(30)]
 
     run_real(main)
+
+
+def test_a_lost_connection_to_the_shard_host_is_dialled_again_and_loses_nothing() -> None:
+    """The connections between the processes and the shard host drop (the
+    driver and the processes live on): each process dials the host again at
+    once, so the host's next pushes reach its mirrors (they waited for an item
+    from the process that an idle one never sent, then were dropped)."""
+
+    async def main() -> None:
+        config = ReplicaConfig(processes=2, workers=1, interactive=False)
+        async with open_cluster(config, seed=3) as cluster, open_controller(cluster) as controller:
+            session = Session(controller)
+            shard = cluster.shards.shard("data")
+            shard.append(_rows(0, 10), 0, 1)
+            await session.start(index(1000, 1001))
+            await controller.await_frontier(1001, 1)
+            await cluster.settle()
+            for peer in list(cluster.shards_hub.node.peers):
+                await peer.close("the test drops it")
+            shard.append(_rows(10, 10, 1), 1, 2)
+            with trio.fail_after(20):
+                await controller.await_frontier(1001, 2)
+            rows = await controller.peek(1001, 1)
+            assert sorted(rows, key=row_order) == [(n, f"row {n}") for n in range(20)]
+            assert await cluster.violations() == []
+
+    run_real(main, limit=60)
