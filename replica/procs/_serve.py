@@ -459,6 +459,10 @@ class _Server:
             # idle process may never have): if it is gone for good (the driver
             # was killed), this process ends instead of outliving it.
             self.hub.send(SHARDS, ("hello",))
+            # What was in flight on the dropped connection (pushes, a sink's
+            # append) is lost: every mirror asks for its shard again.
+            if self.generation is not None:
+                self.generation.shards.resubscribe()
             return
         if target == CONTROLLER:
             # The controller went away: every connection it opened ends.

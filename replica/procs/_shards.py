@@ -63,8 +63,14 @@ class MirrorShard(Shard):
         self.send(("append", self.name, list(updates), lower, upper))
 
     def receive(self, start: int, updates: list[Update], upper: int) -> None:
-        """The host's push: updates from position ``start`` on, and the upper."""
-        if start != len(self.updates):
+        """The host's push: updates from position ``start`` on, and the upper.
+        A push that starts before the mirror's end (the whole shard again,
+        after :meth:`MirrorCatalog.resubscribe`) adds what it holds past it:
+        the host's shards only grow, so positions agree."""
+        held = len(self.updates)
+        if start < held:
+            updates, start = updates[held - start :], held
+        if start != held:
             logger.error(
                 "shard %r: a push from position %d, the mirror holds %d updates: ignored",
                 self.name,
@@ -93,6 +99,14 @@ class MirrorCatalog(ShardCatalog):
             shard = self.shards[name] = MirrorShard(name, send=self.send)
             self.send(("sub", self.token, name))
         return shard
+
+    def resubscribe(self) -> None:
+        """Ask for every mirrored shard again (pushes were lost with a dropped
+        connection to the host): the host pushes each whole, and each mirror
+        takes what it lacks."""
+        assert self.send is not None
+        for name in self.shards:
+            self.send(("sub", self.token, name))
 
     def receive(self, token: int, name: str, start: int, updates: list[Update], upper: int) -> None:
         if token != self.token:
