@@ -44,7 +44,7 @@ from ._explore import ExploreOptions, explore_command
 from ._export import write_chrome_trace
 from ._inputs import load_specs, spec_files
 from ._matrix import TOPOLOGIES, matrix_command
-from ._parser import INTERRUPTED, PROG, build_parser, command_list, parse
+from ._parser import INTERRUPTED, PROG, TERMINATED, build_parser, command_list, parse
 from ._paths import (
     OutputError,
     check_outputs,
@@ -249,6 +249,8 @@ def spawn_command(
     starts."""
     from replica.persist import PersistError
     from replica.procs import ClusterError, run_spawned, spec_catalogs
+    from replica.procs._links import HandlerFailed, ItemTooLarge
+    from replica.procs._run import Terminated
 
     failed = False
 
@@ -259,6 +261,7 @@ def spawn_command(
         out.flush()
 
     broken: list[BaseException] = []
+    terminated = False
     with contextlib.ExitStack() as stack:
         try:
             catalogs = stack.enter_context(spec_catalogs(persist, len(specs)))
@@ -267,8 +270,13 @@ def spawn_command(
             return 2
         try:
             run_spawned(specs, topology, seed, done, max_wait=max_wait, catalogs=catalogs)
-        except* ClusterError as group:
+        except* Terminated:
+            terminated = True
+        except* (ClusterError, ItemTooLarge, HandlerFailed) as group:
             broken.extend(_leaves(group))
+    if terminated:
+        print(f"{PROG}: terminated", file=sys.stderr)
+        return TERMINATED
     for error in broken:
         print(f"{PROG}: error: {error}", file=sys.stderr)
     return 1 if failed or broken else 0
@@ -289,6 +297,8 @@ def _serve(args: argparse.Namespace) -> int:
 
     from replica import ReplicaConfig
     from replica.procs import ServeOptions, serve
+    from replica.procs._links import HandlerFailed, ItemTooLarge
+    from replica.procs._serve import ShardHostLost
 
     try:
         with open(args.secret_file, "rb") as file:
@@ -323,7 +333,7 @@ def _serve(args: argparse.Namespace) -> int:
     failures: list[BaseException] = []
     try:
         trio.run(until_terminated)
-    except* OSError as group:
+    except* (OSError, ShardHostLost, HandlerFailed, ItemTooLarge) as group:
         failures += _leaves(group)
     for failure in failures:
         print(f"{PROG}: error: serve --process {args.process}: {failure}", file=sys.stderr)

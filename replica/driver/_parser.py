@@ -19,6 +19,8 @@ from ._spec import MAX_SPEC_BYTES, MAX_TIMEOUT_SECS, ROWS_PER_SPEC, ROWS_PER_WRI
 PROG = "trio-reconcile"
 DEFAULT_SEED = 1
 INTERRUPTED = 130
+TERMINATED = 143
+"""``run --spawn`` stopped by SIGTERM (its replica processes stopped first)."""
 MAX_WORKERS = 64
 MAX_PROCESSES = 16
 MAX_PROGRAMS = 1_000_000_000
@@ -456,8 +458,9 @@ def _add_serve(commands: Commands) -> None:
         "serve",
         "run one replica process as an OS process (what run --spawn starts)",
         "stopped by SIGTERM (how run --spawn stops it)",
-        "the process failed: it could not listen on --listen, or a link's\n"
-        "       handler raised (a bug, or a peer breaking the protocol)",
+        "the process failed: it could not listen on --listen, a link's handler\n"
+        "       raised (a bug, or a peer breaking the protocol), or the shard host at\n"
+        "       --shards could not be reached for 10 s (the driver that started it is gone)",
         "Process I hosts process I's workers of each runtime, its multiplexer and its\n"
         "channel adapters. Everything that crosses processes goes over actors.net nodes\n"
         "(MessagePack frames, an HMAC handshake with the shared secret): the controller's\n"
@@ -524,6 +527,11 @@ def _finish_serve(serve: _Parser, args: argparse.Namespace) -> None:
         serve.error(f"argument --process: must be below --processes ({args.processes})")
     if len(args.peers) != args.processes:
         serve.error(f"argument --peers: {len(args.peers)} addresses for {args.processes} processes")
+    for n, (host, port) in enumerate(args.peers):
+        if (host, port) in args.peers[:n]:
+            serve.error(
+                f"argument --peers: {host}:{port} twice (each process listens on its own address)"
+            )
 
 
 def _address(text: str) -> tuple[str, int]:

@@ -343,6 +343,9 @@ class Cluster:
             while any(self.ready.get(i, 0) <= after.get(i, 0) for i in wanted):
                 for i in wanted:
                     if self.slots[i].exited.is_set() and not self.slots[i].expected_exit:
+                        # Its task reports the exit (with the status) and
+                        # cancels this wait: say it once.
+                        await trio.lowlevel.checkpoint()
                         raise ClusterError(f"replica process {i} exited while starting")
                 await self._wait_change()
         if scope.cancelled_caught:

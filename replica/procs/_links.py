@@ -31,7 +31,7 @@ import attrs
 import trio
 
 from actors import ActorRef, ActorStoppedError, ActorSystem, Inbox, ServiceKey
-from actors.net import Codec, Node, NodeDownError, Peer
+from actors.net import Codec, CodecError, Node, NodeDownError, Peer
 
 from . import _wire
 
@@ -69,6 +69,12 @@ def codec() -> Codec:
 
 class LinkLost(Exception):
     """The node an outlink sends to could not be reached."""
+
+
+class ItemTooLarge(Exception):
+    """An item no frame can carry (one row, a peek's result or an exchange's
+    batch over the nodes' ``max_frame``): the node stops, named, rather than
+    drop it and go on without it."""
 
 
 class HandlerFailed(Exception):
@@ -118,6 +124,7 @@ class Outlink:
                 except LinkLost as error:
                     logger.warning("%s: %s", self.hub.name, error)
                     self.discard()
+                    self.hub.unreachable(self.target, error)
                     continue
                 self.ref = ref
                 self.hub.nursery.start_soon(self._watch, self.peer)
@@ -125,11 +132,28 @@ class Outlink:
                     self.queue.insert(0, self.greeting)
             batch, self.queue = self.queue, []
             try:
-                for payload in _payloads(batch):
-                    await ref.tell(Wire(self.hub.name, payload))
+                for items, payload in _payloads(batch):
+                    await self._tell(ref, items, payload)
             except (ActorStoppedError, NodeDownError, trio.BrokenResourceError):
                 self.hub.dropped += sum(item[0] not in UNCOUNTED for item in batch)
                 self._lost(self.peer)
+
+    async def _tell(
+        self, ref: ActorRef[Wire], items: list[tuple[Any, ...]], payload: bytes
+    ) -> None:
+        try:
+            await ref.tell(Wire(self.hub.name, payload))
+        except CodecError as error:
+            # Over the frame limit (nothing was sent): item by item, to name
+            # the one no frame can carry.
+            if len(items) > 1:
+                for item in items:
+                    await self._tell(ref, [item], _wire.encode([item]))
+                return
+            raise ItemTooLarge(
+                f"{self.hub.name}: an item on channel {items[0][0]!r} for {self.target} is over "
+                f"the frame limit ({error})"
+            ) from None
 
     async def _watch(self, peer: Peer | None) -> None:
         if peer is None:
@@ -144,10 +168,11 @@ class Outlink:
             self.hub.lost(self.target)
 
 
-def _payloads(batch: list[tuple[Any, ...]]) -> list[bytes]:
-    """``batch`` in messages of at most ``_ITEMS`` items and (unless one item
-    is larger) ``_CHUNK`` bytes: the receiver handles one message a turn, so
-    a long burst is worked on as it arrives."""
+def _payloads(batch: list[tuple[Any, ...]]) -> list[tuple[list[tuple[Any, ...]], bytes]]:
+    """``batch`` in messages (their items, and the items' bytes) of at most
+    ``_ITEMS`` items and (unless one item is larger) ``_CHUNK`` bytes: the
+    receiver handles one message a turn, so a long burst is worked on as it
+    arrives."""
     if len(batch) > _ITEMS:
         return [
             payload
@@ -156,9 +181,20 @@ def _payloads(batch: list[tuple[Any, ...]]) -> list[bytes]:
         ]
     payload = _wire.encode(batch)
     if len(payload) <= _CHUNK or len(batch) == 1:
-        return [payload]
+        return [(batch, payload)]
     half = len(batch) // 2
     return _payloads(batch[:half]) + _payloads(batch[half:])
+
+
+def _items(batch: object) -> list[tuple[Any, ...]]:
+    """``batch`` if it is a batch of items (a list of tuples, each a channel
+    name then its values); a :class:`~._wire.WireError` otherwise (a peer that
+    broke the protocol: the batch is refused, the link goes on)."""
+    if type(batch) is not list or not all(
+        type(item) is tuple and item and type(item[0]) is str for item in batch
+    ):
+        raise _wire.WireError("not a batch of items (a list of tuples, each a channel name first)")
+    return batch
 
 
 @attrs.define(eq=False)
@@ -172,6 +208,8 @@ class Hub:
     outlinks: dict[str, Outlink] = attrs.field(factory=dict)
     # Called with a target's name when its link goes down.
     on_lost: list[Callable[[str], None]] = attrs.field(factory=list)
+    # Called with a target's name and the error when dialling it gave up.
+    on_unreachable: list[Callable[[str, LinkLost], None]] = attrs.field(factory=list)
     sent: int = 0
     received: int = 0
     dropped: int = 0
@@ -270,6 +308,10 @@ class Hub:
         for callback in list(self.on_lost):
             callback(target)
 
+    def unreachable(self, target: str, error: LinkLost) -> None:
+        for callback in list(self.on_unreachable):
+            callback(target, error)
+
     async def _serve(self, inbox: Inbox[Wire]) -> None:
         async for envelope in inbox:
             wire = envelope.message
@@ -277,7 +319,7 @@ class Hub:
             if heard is not None:
                 heard.set()
             try:
-                items = _wire.decode(wire.payload)
+                items = _items(_wire.decode(wire.payload))
             except _wire.WireError as error:
                 logger.warning("%s: refused a batch from %s: %s", self.name, wire.source, error)
                 continue

@@ -16,6 +16,7 @@ them in the host's memory, fresh for each spec).
 from __future__ import annotations
 
 import contextlib
+import signal
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
 
@@ -29,6 +30,10 @@ from ..driver._runner import SpecRun, Topology, run_stanzas
 from ..driver._spec import Spec
 from ..persist import PersistError, open_catalog
 from ._cluster import Cluster, ClusterError, open_cluster
+
+
+class Terminated(Exception):
+    """``run --spawn`` got SIGTERM: it stopped its replica processes first."""
 
 
 class StoreNotEmptyError(PersistError):
@@ -127,6 +132,28 @@ def run_spawned(
 
 
 async def _run_spawned(
+    specs: Sequence[Spec],
+    topology: Topology,
+    seed: int,
+    done: Callable[[Spec, SpecRun], None],
+    max_wait: float,
+    catalogs: Catalogs,
+) -> None:
+    async def terminated() -> None:
+        # SIGTERM ends the run as Ctrl-C does: the replica processes are
+        # stopped (and reaped) as the cluster's block ends, not orphaned. The
+        # receiver is in place before the first process starts.
+        with trio.open_signal_receiver(signal.SIGTERM) as signals:
+            async for _ in signals:
+                raise Terminated("terminated")
+
+    async with trio.open_nursery() as outer:
+        outer.start_soon(terminated)
+        await _run_cluster(specs, topology, seed, done, max_wait, catalogs)
+        outer.cancel_scope.cancel()
+
+
+async def _run_cluster(
     specs: Sequence[Spec],
     topology: Topology,
     seed: int,

@@ -62,6 +62,15 @@ logger = logging.getLogger("replica.procs")
 
 CONTROLLER = "controller"
 SHARDS = "shards"
+SHARDS_PATIENCE = 10.0
+"""Seconds a process dials the shard host before it gives up and ends: the
+host (the driver's process) is up before any replica process starts, and
+one that went away for good (the driver killed) leaves nothing to serve."""
+
+
+class ShardHostLost(Exception):
+    """The shard host (the driver) cannot be reached: the process ends
+    rather than outlive the driver that started it."""
 
 
 def process_node(index: int) -> str:
@@ -352,14 +361,16 @@ async def serve(
     ):
         hub = Hub(name, node, nursery)
         await hub.start()
-        hub.dial(SHARDS, options.shards)
+        hub.dial(SHARDS, options.shards, patience=SHARDS_PATIENCE)
         for other, address in enumerate(options.peers):
             if other != options.process:
                 hub.dial(process_node(other), address)
         server = _Server(options, hub, nursery)
         server.install()
         task_status.started()
-        await server.run()
+        nursery.start_soon(server.run)
+        await server.host_lost.wait()
+        raise ShardHostLost(server.host_error)
 
 
 @attrs.define(eq=False)
@@ -371,6 +382,9 @@ class _Server:
     token: int = 0
     _restart: trio.Event = attrs.field(factory=trio.Event)
     _reset_tokens: list[int] = attrs.field(factory=list)
+    # Set when the shard host cannot be reached (see SHARDS_PATIENCE).
+    host_lost: trio.Event = attrs.field(factory=trio.Event)
+    host_error: str = ""
 
     def install(self) -> None:
         handlers = self.hub.handlers
@@ -388,6 +402,12 @@ class _Server:
         handlers["xf"] = self._current(lambda g, runtime, *args: g.fabrics[runtime].heard(*args))
         handlers["shard"] = self._current(lambda g, *push: g.shards.receive(*push))
         self.hub.on_lost.append(self._lost)
+        self.hub.on_unreachable.append(self._unreachable)
+
+    def _unreachable(self, target: str, error: Exception) -> None:
+        if target == SHARDS:
+            self.host_error = f"the shard host is gone ({error})"
+            self.host_lost.set()
 
     def _current(self, handle: Callable[..., None]) -> Callable[..., None]:
         """A handler applied to the current generation; an item that comes
@@ -434,6 +454,16 @@ class _Server:
         self._restart.set()
 
     def _lost(self, target: str) -> None:
+        if target == SHARDS:
+            # Dial the host again now (not at the next item for it, which an
+            # idle process may never have): if it is gone for good (the driver
+            # was killed), this process ends instead of outliving it.
+            self.hub.send(SHARDS, ("hello",))
+            # What was in flight on the dropped connection (pushes, a sink's
+            # append) is lost: every mirror asks for its shard again.
+            if self.generation is not None:
+                self.generation.shards.resubscribe()
+            return
         if target == CONTROLLER:
             # The controller went away: every connection it opened ends.
             if self.generation is not None:

@@ -33,11 +33,16 @@ import attrs
 from .._errors import ProtocolError, UpperMismatchError
 from .._protocol import Row, Update
 from .._shard import Shard, ShardCatalog
+from . import _wire
 
 logger = logging.getLogger("replica.procs")
 
 PUSH_CHUNK = 50_000
 """Updates per push item (a big shard's snapshot goes in several)."""
+PUSH_BYTES = 16 * 2**20
+"""The most bytes a push item of several updates carries: big rows go in
+more items than PUSH_CHUNK says, each well under a frame's limit (one update
+bigger than this goes alone)."""
 
 
 @attrs.define(eq=False)
@@ -58,8 +63,14 @@ class MirrorShard(Shard):
         self.send(("append", self.name, list(updates), lower, upper))
 
     def receive(self, start: int, updates: list[Update], upper: int) -> None:
-        """The host's push: updates from position ``start`` on, and the upper."""
-        if start != len(self.updates):
+        """The host's push: updates from position ``start`` on, and the upper.
+        A push that starts before the mirror's end (the whole shard again,
+        after :meth:`MirrorCatalog.resubscribe`) adds what it holds past it:
+        the host's shards only grow, so positions agree."""
+        held = len(self.updates)
+        if start < held:
+            updates, start = updates[held - start :], held
+        if start != held:
             logger.error(
                 "shard %r: a push from position %d, the mirror holds %d updates: ignored",
                 self.name,
@@ -88,6 +99,14 @@ class MirrorCatalog(ShardCatalog):
             shard = self.shards[name] = MirrorShard(name, send=self.send)
             self.send(("sub", self.token, name))
         return shard
+
+    def resubscribe(self) -> None:
+        """Ask for every mirrored shard again (pushes were lost with a dropped
+        connection to the host): the host pushes each whole, and each mirror
+        takes what it lacks."""
+        assert self.send is not None
+        for name in self.shards:
+            self.send(("sub", self.token, name))
 
     def receive(self, token: int, name: str, start: int, updates: list[Update], upper: int) -> None:
         if token != self.token:
@@ -146,8 +165,14 @@ class ShardHost:
             self.send(process, ("shard", token, name, cursor, [], shard.upper))
             return
         start = cursor
+        # Updates per item: halved while an item is over PUSH_BYTES, and kept
+        # for the next item (rows of a shard tend to be alike in size).
+        count = PUSH_CHUNK
         while True:
-            stop = min(end, start + PUSH_CHUNK)
+            stop = min(end, start + count)
+            while stop - start > 1 and len(_wire.encode(updates[start:stop])) > PUSH_BYTES:
+                count = max(1, (stop - start) // 2)
+                stop = start + count
             # The upper travels with the last chunk only: a mirror must not
             # see a time complete before it holds every update before it.
             upper = shard.upper if stop >= end else 0

@@ -150,6 +150,64 @@ def test_a_process_killed_during_run_spawn_ends_the_run_with_a_named_error(
     assert b"replica process " in err
 
 
+def _alive(pid: int) -> bool:
+    """``pid`` runs (a zombie, dead but not yet reaped, does not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rpartition(")")[2].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux's /proc")
+@pytest.mark.parametrize("signal_number", [signal.SIGKILL, signal.SIGTERM], ids=["kill", "term"])
+def test_the_replica_processes_do_not_outlive_a_killed_run_spawn(
+    tmp_path: Path, signal_number: int
+) -> None:
+    """``run --spawn`` killed (SIGTERM, or SIGKILL: no say at all) leaves no
+    ``serve`` process behind: one that loses the shard host (the driver) and
+    cannot reach it again ends."""
+    spec = tmp_path / "waits.spec"
+    spec.write_text(
+        "create-instance\n----\nok\n\n"
+        "await-frontier id=11 ts=1 timeout-secs=60\n----\nerror: frontier for u11 did not "
+        "reach 1 in time\n"
+    )
+    command = [sys.executable, "-m", "replica.driver", "run", str(spec), "--spawn"]
+    command += ["--processes", "2", "--max-wait", "60"]
+    children: list[int] = []
+    # A driver killed with SIGKILL leaves its temporary folders: here, not in /tmp.
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    with subprocess.Popen(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env
+    ) as run:
+        try:
+            deadline = time.monotonic() + 60
+            while len(children) < 2:
+                assert run.poll() is None, run.communicate()
+                assert time.monotonic() < deadline, "the replica processes did not start"
+                time.sleep(0.05)
+                children = _children(run.pid)
+            time.sleep(1.0)  # the spec's wait has begun
+            run.send_signal(signal_number)
+            _, err = run.communicate(timeout=60)
+            deadline = time.monotonic() + 30
+            while any(map(_alive, children)) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert not any(map(_alive, children)), "a replica process outlived run --spawn"
+        finally:
+            if run.poll() is None:
+                run.kill()
+            for child in children:
+                if _alive(child):
+                    os.kill(child, signal.SIGKILL)
+    if signal_number == signal.SIGTERM:
+        assert run.returncode == 128 + signal.SIGTERM
+        assert err.decode().splitlines()[-1] == "trio-reconcile: terminated"
+        # Stopped in order: its temporary folders (the secret, the shards) went too.
+        assert [p.name for p in tmp_path.iterdir()] == ["waits.spec"]
+
+
 def test_the_shard_host_serves_a_durable_catalog_across_restarts(tmp_path: Path) -> None:
     url = f"sqlite:{tmp_path / 'shards.db'}"
     config = ReplicaConfig(processes=2, workers=1, interactive=False)
@@ -172,3 +230,30 @@ def test_the_shard_host_serves_a_durable_catalog_across_restarts(tmp_path: Path)
         assert await run(write=False) == [(n, f"row {n}") for n in range(30)]
 
     run_real(main)
+
+
+def test_a_lost_connection_to_the_shard_host_is_dialled_again_and_loses_nothing() -> None:
+    """The connections between the processes and the shard host drop (the
+    driver and the processes live on): each process dials the host again at
+    once, so the host's next pushes reach its mirrors (they waited for an item
+    from the process that an idle one never sent, then were dropped)."""
+
+    async def main() -> None:
+        config = ReplicaConfig(processes=2, workers=1, interactive=False)
+        async with open_cluster(config, seed=3) as cluster, open_controller(cluster) as controller:
+            session = Session(controller)
+            shard = cluster.shards.shard("data")
+            shard.append(_rows(0, 10), 0, 1)
+            await session.start(index(1000, 1001))
+            await controller.await_frontier(1001, 1)
+            await cluster.settle()
+            for peer in list(cluster.shards_hub.node.peers):
+                await peer.close("the test drops it")
+            shard.append(_rows(10, 10, 1), 1, 2)
+            with trio.fail_after(20):
+                await controller.await_frontier(1001, 2)
+            rows = await controller.peek(1001, 1)
+            assert sorted(rows, key=row_order) == [(n, f"row {n}") for n in range(20)]
+            assert await cluster.violations() == []
+
+    run_real(main, limit=60)

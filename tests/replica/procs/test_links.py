@@ -12,7 +12,8 @@ import trio
 
 import actors
 from actors.net import open_node
-from replica.procs._links import HandlerFailed, Hub, codec
+from replica.procs import _wire
+from replica.procs._links import LINK, HandlerFailed, Hub, ItemTooLarge, Wire, codec
 
 from .helpers import run_real
 
@@ -79,6 +80,82 @@ def test_a_handler_that_raises_stops_the_node_with_a_named_error() -> None:
             await fails()
         assert caught.group_contains(
             HandlerFailed, match="the handler of 'hello' from a raised KeyError"
+        )
+
+    run_real(main, limit=30)
+
+
+@pytest.mark.parametrize(
+    "batch",
+    [5, [()], [([1], 2)], [(7,)], "text", [("x",), 3]],
+    ids=["not-a-list", "empty-item", "unhashable-channel", "int-channel", "string", "int-item"],
+)
+def test_a_malformed_batch_is_refused_and_the_node_goes_on(batch: object) -> None:
+    """A batch that decodes but is not a list of items (a channel name, then
+    values) is refused as undecodable bytes are: the link actor neither dies
+    nor stops the node with a bare TypeError."""
+
+    async def main() -> None:
+        got: list[int] = []
+        arrived = trio.Event()
+        async with (
+            actors.open_system() as one,
+            actors.open_system() as two,
+            open_node(one, name="a", secret=SECRET, codec=codec(), listen=None) as node_a,
+            open_node(two, name="b", secret=SECRET, codec=codec()) as node_b,
+            trio.open_nursery() as nursery,
+        ):
+            assert node_b.address is not None
+            b = Hub("b", node_b, nursery)
+            await b.start()
+
+            def handle(source: str, n: int) -> None:
+                got.append(n)
+                arrived.set()
+
+            b.handlers["x"] = handle
+            peer = await node_a.connect(node_b.address)
+            (ref,) = await peer.find(LINK)
+            await ref.tell(Wire("a", _wire.encode(batch)))
+            await ref.tell(Wire("a", _wire.encode([("x", 1)])))
+            await arrived.wait()
+            assert got == [1]
+            assert b.received == 1
+            nursery.cancel_scope.cancel()
+
+    run_real(main, limit=30)
+
+
+def test_an_item_over_the_frame_limit_is_a_named_error() -> None:
+    """One item no frame can carry (a single row bigger than the limit) ends
+    the node with an error that names the link and the channel, not a bare
+    CodecError from deep in the node."""
+
+    async def fails() -> None:
+        async with (
+            actors.open_system() as one,
+            actors.open_system() as two,
+            open_node(
+                one, name="a", secret=SECRET, codec=codec(), listen=None, max_frame=65536
+            ) as node_a,
+            open_node(two, name="b", secret=SECRET, codec=codec(), max_frame=65536) as node_b,
+            trio.open_nursery() as nursery,
+        ):
+            assert node_b.address is not None
+            a, b = Hub("a", node_a, nursery), Hub("b", node_b, nursery)
+            await a.start()
+            await b.start()
+            b.handlers["hello"] = lambda source: None
+            b.handlers["big"] = lambda source, row: None
+            a.dial("b", node_b.address)
+            a.send("b", ("big", "x" * 100_000))
+            await trio.sleep_forever()
+
+    async def main() -> None:
+        with pytest.raises(ExceptionGroup) as caught:
+            await fails()
+        assert caught.group_contains(
+            ItemTooLarge, match="a: an item on channel 'big' for b is over the frame limit"
         )
 
     run_real(main, limit=30)

@@ -87,6 +87,10 @@ def test_max_wait_is_only_for_spawn(capsys: pytest.CaptureFixture[str], tmp_path
         (["--process", "0", "--processes", "2"], "argument --peers: 1 addresses for 2 processes"),
         (["--process", "0", "--listen", "nowhere"], "argument --listen: not HOST:PORT"),
         (["--process", "0", "--listen", "h:70000"], "a port is at most 65535"),
+        (
+            ["--process", "0", "--processes", "2", "--peers", "127.0.0.1:1,127.0.0.1:1"],
+            "argument --peers: 127.0.0.1:1 twice (each process listens on its own address)",
+        ),
     ],
 )
 def test_serve_refuses_bad_arguments(
@@ -124,6 +128,28 @@ def test_a_process_that_cannot_start_is_a_named_error_not_a_hang() -> None:
             async with open_cluster(ReplicaConfig(), python="false"):
                 raise AssertionError("the cluster started")
         assert caught.group_contains(ClusterError, match="replica process 0 exited")
+
+    run_real(main, limit=30)
+
+
+def test_a_process_that_exits_while_starting_is_one_error_not_two() -> None:
+    """The process's exit is reported once (its status), not again as "exited
+    while starting" by the wait for it to be ready."""
+
+    async def main() -> None:
+        with pytest.raises(ExceptionGroup) as caught:
+            async with open_cluster(ReplicaConfig(), python="false"):
+                raise AssertionError("the cluster started")
+        leaves = caught.value
+        errors: list[BaseException] = []
+        pending: list[BaseException] = [leaves]
+        while pending:
+            error = pending.pop()
+            if isinstance(error, BaseExceptionGroup):
+                pending += error.exceptions
+            else:
+                errors.append(error)
+        assert [str(error) for error in errors] == ["replica process 0 exited with status 1"]
 
     run_real(main, limit=30)
 

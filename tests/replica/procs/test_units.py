@@ -222,3 +222,55 @@ def test_a_big_snapshot_completes_times_only_with_its_last_chunk() -> None:
     shard.listen(lambda: seen.append((len(shard.updates), shard.upper)))
     _serve(host, to_host)
     assert seen == [(_shards.PUSH_CHUNK, 0), (len(rows), 1)]
+
+
+def test_a_push_of_big_rows_is_split_under_a_frame_whatever_its_count(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Rows of 10 kB, fewer than PUSH_CHUNK of them but more bytes than a
+    push may carry: several pushes, each within PUSH_BYTES (one over
+    MAX_FRAME was a CodecError that ended the run); one row bigger than that
+    goes alone."""
+    from replica.procs import _shards
+
+    monkeypatch.setattr(_shards, "PUSH_BYTES", 64 * 1024)
+    pushed: list[bytes] = []
+    host, mirror, to_host = _host_and_mirror()
+    push = host.send
+
+    def measure(process: str, item: Any) -> None:
+        pushed.append(_wire.encode(item))
+        push(process, item)
+
+    host.send = measure
+    rows = [(n, "x" * 10_000) for n in range(30)] + [(30, "y" * 100_000)]
+    host.catalog.shard("s").write(0, rows)
+    shard = mirror.shard("s")
+    _serve(host, to_host)
+    assert [row for row, _, _ in shard.updates] == rows
+    assert shard.upper == 1
+    assert len(pushed) > 1
+    assert all(len(data) <= 64 * 1024 for data in pushed[:-1])
+    assert len(_wire.encode(pushed[-1])) > 100_000  # the big row, alone
+
+
+def test_a_mirror_that_lost_pushes_resubscribes_and_catches_up() -> None:
+    """Pushes lost with a dropped connection to the host: the mirror ignores
+    the later ones (they do not start where it stands) until it subscribes
+    again, when the host's whole push overlaps what it holds and it takes
+    the rest."""
+    host, mirror, to_host = _host_and_mirror()
+    source = host.catalog.shard("s")
+    source.write(0, [(1,)])
+    shard = mirror.shard("s")
+    _serve(host, to_host)
+    deliver = host.send
+    host.send = lambda process, item: None  # the connection dropped
+    source.write(1, [(2,)])
+    host.send = deliver
+    source.write(2, [(3,)])
+    assert [row for row, _, _ in shard.updates] == [(1,)]  # a gap: ignored
+    mirror.resubscribe()
+    _serve(host, to_host)
+    assert [row for row, _, _ in shard.updates] == [(1,), (2,), (3,)]
+    assert shard.upper == source.upper == 3
