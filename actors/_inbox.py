@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any, Generic, Never, Protocol, Self, TypeVar, cast, final
 
 import trio
+from trio._core._run import GLOBAL_RUN_CONTEXT
 
 from ._cell import RECEIVE_BATCH, _Cell
 from ._envelope import Address, Envelope
@@ -119,7 +120,11 @@ class Inbox(Generic[M], metaclass=NoPublicConstructor):
         :class:`trio.EndOfChannel` (one coroutine fewer per message and per
         idle actor than calling it)."""
         cell = self._cell
-        if not in_trio_thread(cell.token):
+        try:  # in_trio_thread, inline (once per message)
+            here = GLOBAL_RUN_CONTEXT.runner.trio_token is cell.token
+        except AttributeError:
+            here = False
+        if not here:
             raise foreign_thread_error(
                 f"receive on the inbox of actor {cell.address.name!r}",
                 "trio.from_thread.run(inbox.receive)",
@@ -130,8 +135,9 @@ class Inbox(Generic[M], metaclass=NoPublicConstructor):
                 envelope = await self._receive_system()
             else:
                 channel = cell.receive_channel
+                state = channel._state  # has_queued, inline
                 try:
-                    if cell.receive_budget > 0 and has_queued(channel):
+                    if cell.receive_budget > 0 and (state.data or state.send_tasks):
                         # A batch: no schedule point, until the budget is spent.
                         await trio.lowlevel.checkpoint_if_cancelled()
                         envelope = channel.receive_nowait()
@@ -244,9 +250,9 @@ class Inbox(Generic[M], metaclass=NoPublicConstructor):
             return False
         cell.handling = envelope.seq
         if cell.pending:
-            ask = cell.pending.get(envelope.seq)
-            if ask is not None and ask.envelope is envelope:
-                ask.taken = True
+            reply = cell.pending.get(envelope.seq)
+            if reply is not None and reply._envelope is envelope:
+                reply._taken = True
         if cell.tracer is not None:
             sender = envelope.sender
             cell.record(EventKind.DELIVERED, envelope.seq, None if sender is None else sender.name)

@@ -24,7 +24,7 @@ import attrs
 import outcome
 import trio
 
-from .._cell import ActorState, _Ask, _Cell
+from .._cell import ActorState, _Cell
 from .._envelope import Address, Envelope
 from .._errors import ActorStoppedError
 from .._mailbox import ActorRef
@@ -94,7 +94,7 @@ class _Export:
     on_end: Callable[[ExitReason], None]
 
 
-class _Pending(dict[int, _Ask]):
+class _Pending(dict[int, Reply[Any]]):
     """The asks in flight through one remote reference (its cell's
     ``pending``), each with the reply number it went under: when an ask
     leaves (answered, failed, or its asker gave up), its number leaves the
@@ -151,6 +151,8 @@ class Peer(metaclass=NoPublicConstructor):
         self._conn = connection
         self._stream = stream
         self._codec = codec
+        # The reply field of each message class that has one, by class.
+        self._reply_fields = codec._reply_fields
         self._close_timeout = close_timeout
         self._max_buffer = max_buffer
         self._stall_timeout = stall_timeout
@@ -339,9 +341,9 @@ class Peer(metaclass=NoPublicConstructor):
                 reply._withdraw(error)
         remote, self._remote = self._remote, {}
         for cell in remote.values():
-            for ask in list((cell.pending or {}).values()):
-                if not ask.reply.done:
-                    ask.reply._withdraw(error)
+            for reply in list((cell.pending or {}).values()):
+                if not reply.done:
+                    reply._withdraw(error)
             if cell.state is not ActorState.STOPPED:
                 cell.terminate(NodeDown(node))
         exported, self._exported = self._exported, {}
@@ -470,7 +472,7 @@ class Peer(metaclass=NoPublicConstructor):
                 elif kind is AnswerReceived:
                     assert isinstance(event, AnswerReceived)
                     reply = self._replies.pop(event.reply, None)
-                    if reply is None or reply.done:
+                    if reply is None or reply._completion is not None:
                         self._late(event.reply)
                     else:
                         reply.send(event.value)
@@ -532,10 +534,10 @@ class Peer(metaclass=NoPublicConstructor):
         self._conn._send_encoded(uid, name, data, number)
         cell.delivered += 1
         pending = cell.pending
-        ask = None if pending is None else pending.get(envelope.seq)
-        if ask is not None and ask.envelope is envelope:
-            # The reply number goes when the ask leaves (see _Pending).
-            ask.taken = True
+        if reply._envelope is envelope and pending is not None:
+            # An ask of this reference: the reply number goes when the ask
+            # leaves (see _Pending).
+            reply._taken = True
             self._replies[number] = reply
             assert isinstance(pending, _Pending)
             pending.numbers[envelope.seq] = number
@@ -654,15 +656,31 @@ class Peer(metaclass=NoPublicConstructor):
             except ActorStoppedError:
                 self._undeliverable(event)
         else:
-            envelope = self._ask_envelope(export.cell, event)
+            # An ask of the peer, as a local ask of the actor: _ask_envelope
+            # inline (the hot path of every remote ask).
+            cell = export.cell
+            seq = cell.next_seq
+            reply: Reply[Any] = type.__call__(
+                Reply, cell.address.name, seq, cell.tracer, cell.token
+            )
+            reply._notify = functools.partial(self._answered, cell, seq, event.reply)
+            message = event.message
+            object.__setattr__(message, self._reply_fields[type(message)], reply)
+            envelope = reply._envelope = Envelope(message, seq, None)
             try:
-                export.cell.send_channel.send_nowait(envelope)
+                cell.send_channel.send_nowait(envelope)
             except trio.WouldBlock:
-                self._unask(export.cell, envelope)
+                reply._notify = None
                 return False
             except (trio.ClosedResourceError, trio.BrokenResourceError):
-                self._unask(export.cell, envelope)
+                reply._notify = None
                 self._undeliverable(event)
+            else:
+                cell.next_seq = seq + 1
+                pending = cell.pending
+                if pending is None:
+                    pending = cell.pending = {}
+                pending[seq] = reply
         self._conn.delivered(1)
         return True
 
@@ -688,19 +706,20 @@ class Peer(metaclass=NoPublicConstructor):
     def _ask_envelope(self, cell: _Cell[Any], event: MessageReceived) -> Envelope[Any]:
         """An ask of the peer, as a local ask of ``cell``: a reply whose answer
         goes back over the connection, registered with the actor's asks so
-        that its failure or end fails it as it would a local asker's."""
+        that its failure or end fails it as it would a local asker's (the
+        waiting path; :meth:`_deliver_now` does the same inline)."""
         assert event.reply is not None
         seq = cell.next_seq
         cell.next_seq = seq + 1
-        # Reply._create without its extra call (once per ask).
         reply: Reply[Any] = type.__call__(Reply, cell.address.name, seq, cell.tracer, cell.token)
         reply._notify = functools.partial(self._answered, cell, seq, event.reply)
-        self._codec.attach_reply(event.message, reply)
-        envelope = Envelope(event.message, seq, None)
+        message = event.message
+        object.__setattr__(message, self._reply_fields[type(message)], reply)
+        envelope = reply._envelope = Envelope(message, seq, None)
         pending = cell.pending
         if pending is None:
             pending = cell.pending = {}
-        pending[seq] = _Ask(envelope, reply)
+        pending[seq] = reply
         return envelope
 
     @staticmethod
@@ -708,9 +727,9 @@ class Peer(metaclass=NoPublicConstructor):
         """The ask's envelope was not accepted: forget it (a gap in the stamps,
         as a cancelled ``tell`` leaves)."""
         if cell.pending is not None:
-            ask = cell.pending.pop(envelope.seq, None)
-            if ask is not None:
-                ask.reply._notify = None
+            reply = cell.pending.pop(envelope.seq, None)
+            if reply is not None:
+                reply._notify = None
 
     def _answered(
         self, cell: _Cell[Any], seq: int, number: int, result: outcome.Outcome[Any]

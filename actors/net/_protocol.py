@@ -253,7 +253,7 @@ class Connection:
         self._sent += 1
         return size
 
-    def _write_checked(self, frame: Frame, what: str) -> None:
+    def _write_checked(self, frame: Frame, what: str, name: str | None = None) -> None:
         """Queue ``frame``, or raise :class:`CodecError` (queueing nothing)
         if it is over ``max_frame``: the peer would close the connection
         for it (nodes of one cluster share their limits)."""
@@ -267,6 +267,8 @@ class Connection:
             self._sent += 1
         else:
             del out[start:]
+            if name is not None:
+                what = f"{what} {name!r}"
             raise CodecError(
                 f"{what}: a frame of {size} bytes is over the limit of {self._max_frame} bytes"
             )
@@ -306,7 +308,7 @@ class Connection:
             self._require_open("send_message")
         if self._credit <= 0:
             raise NoCreditError(f"node {self.peer!r} granted no credit left")
-        self._write_checked(Send(target, name, data, reply), f"message {name!r}")
+        self._write_checked(Send(target, name, data, reply), "message", name)
         self._credit -= 1
 
     def send_answer(self, reply: int, value: object) -> None:

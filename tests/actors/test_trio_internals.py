@@ -49,3 +49,8 @@ async def test_a_memory_channel_shows_its_buffer_and_its_waiting_senders() -> No
         assert has_queued(unbuffered)  # a sender waits: receive_nowait takes its value
         assert unbuffered.receive_nowait() == 2
     assert not has_queued(unbuffered)
+
+
+async def test_the_run_context_holds_the_current_task() -> None:
+    # ActorRef.ask parks with GLOBAL_RUN_CONTEXT.task (current_task, inline).
+    assert GLOBAL_RUN_CONTEXT.task is trio.lowlevel.current_task()
