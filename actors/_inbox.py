@@ -3,6 +3,7 @@ handed to its behaviour."""
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Generic, Never, Protocol, Self, TypeVar, cast, final
 
 import trio
@@ -17,6 +18,16 @@ from ._trace import EventKind
 from ._util import NoPublicConstructor, foreign_thread_error, has_queued, in_trio_thread
 
 M = TypeVar("M")
+
+
+def _abort_receive(
+    channel: trio.MemoryReceiveChannel[Any], task: trio.lowlevel.Task, _: object
+) -> trio.lowlevel.Abort:
+    """A receiver parked by :meth:`Inbox.__anext__` gives up (cancelled),
+    as ``MemoryReceiveChannel.receive``'s own abort does."""
+    channel._tasks.remove(task)
+    del channel._state.receive_tasks[task]
+    return trio.lowlevel.Abort.SUCCEEDED
 
 
 class _Watcher(Protocol):
@@ -142,6 +153,20 @@ class Inbox(Generic[M], metaclass=NoPublicConstructor):
                         await trio.lowlevel.checkpoint_if_cancelled()
                         envelope = channel.receive_nowait()
                         cell.receive_budget -= 1
+                    elif state.open_send_channels and not (
+                        channel._closed or state.data or state.send_tasks
+                    ):
+                        # An empty mailbox: park for the next envelope as
+                        # ``channel.receive()`` does, without its first try
+                        # (a WouldBlock raised and caught) and its frame.
+                        task = GLOBAL_RUN_CONTEXT.task
+                        channel._tasks.add(task)
+                        state.receive_tasks[task] = None
+                        task.custom_sleep_data = channel
+                        envelope = await trio.lowlevel.wait_task_rescheduled(
+                            functools.partial(_abort_receive, channel, task)
+                        )
+                        cell.receive_budget = RECEIVE_BATCH
                     else:
                         envelope = await channel.receive()
                         cell.receive_budget = RECEIVE_BATCH

@@ -23,6 +23,7 @@ from typing import Any, Never, TypeVar, cast, final
 import attrs
 import outcome
 import trio
+from trio._core._run import GLOBAL_RUN_CONTEXT
 
 from .._cell import ActorState, _Cell
 from .._envelope import Address, Envelope
@@ -443,6 +444,9 @@ class Peer(metaclass=NoPublicConstructor):
         stream = self._stream
         fd = self._fd
         out = conn._out
+        # trio.lowlevel.wait_readable without its wrapper's frame (a frame
+        # fewer to suspend and resume on every wake-up).
+        wait_readable = GLOBAL_RUN_CONTEXT.runner.io_manager.wait_readable
         while conn.state is not State.CLOSED:
             if len(out) + len(self._leftover) > self._max_buffer:
                 if not await self._wait_drained():
@@ -451,7 +455,7 @@ class Peer(metaclass=NoPublicConstructor):
             try:
                 if fd is not None:
                     # The socket itself: one wait and one read per batch.
-                    await trio.lowlevel.wait_readable(fd)
+                    await wait_readable(fd)
                     try:
                         data: bytes | bytearray = os.read(fd, RECEIVE_SIZE)
                     except BlockingIOError:
