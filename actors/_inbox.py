@@ -176,8 +176,23 @@ class Inbox(Generic[M], metaclass=NoPublicConstructor):
                     envelope = await self._receive_system()
             if envelope is None:
                 raise StopAsyncIteration
-            if self._took(envelope):
-                return envelope
+            # _took, inline (once per message)
+            cell.delivered += 1
+            links = cell.links
+            if links is not None and links.timed and not timer_message_taken(links, envelope):
+                continue
+            cell.handling = envelope.seq
+            pending = cell.pending
+            if pending:
+                reply = pending.get(envelope.seq)
+                if reply is not None and reply._envelope is envelope:
+                    reply._taken = True
+            if cell.tracer is not None:
+                sender = envelope.sender
+                cell.record(
+                    EventKind.DELIVERED, envelope.seq, None if sender is None else sender.name
+                )
+            return envelope
 
     async def receive(self) -> Envelope[M]:
         """Take the next envelope, waiting for one. Raises

@@ -139,8 +139,16 @@ class Reply(Generic[R], metaclass=NoPublicConstructor):
             raise foreign_thread_error(
                 f"send on {self._name}", "trio.from_thread.run_sync(reply.send, value)"
             )
-        if self._completion is None:  # the usual case: one call fewer per ask
-            self._settle(outcome.Value(value), _Completion.SENT)
+        if self._completion is None:  # the usual case: _settle, inline
+            result = outcome.Value(value)
+            self._result = result
+            self._completion = _Completion.SENT
+            waiter = self._waiter
+            if waiter is not None:
+                self._waiter = None
+                trio.lowlevel.reschedule(waiter, result)
+            elif self._notify is not None:
+                self._notify(result)
             return True
         return self._complete(outcome.Value(value), _Completion.SENT)
 

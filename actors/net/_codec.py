@@ -195,7 +195,7 @@ class Codec:
         reply = None
         if entry.reply_of is not None:
             reply = entry.reply_of(message)
-            if not isinstance(reply, Reply):
+            if type(reply) is not Reply:  # (Reply is final)
                 raise CodecError(
                     f"message {entry.name!r} has a reply field, so it must be asked "
                     f"(its reply field holds {reply!r}, not a Reply)"

@@ -196,6 +196,7 @@ class Peer(metaclass=NoPublicConstructor):
         self._fd: int | None = None
         if os.name == "posix" and isinstance(stream, trio.SocketStream):
             self._fd = stream.socket.fileno()
+        connection.on_answer = self._answer
         self.closed = trio.Event()
         self.reason: str | None = None
         """Why the connection ended, once it did."""
@@ -448,7 +449,7 @@ class Peer(metaclass=NoPublicConstructor):
         # fewer to suspend and resume on every wake-up).
         wait_readable = GLOBAL_RUN_CONTEXT.runner.io_manager.wait_readable
         while conn.state is not State.CLOSED:
-            if len(out) + len(self._leftover) > self._max_buffer:
+            if (out or self._leftover) and len(out) + len(self._leftover) > self._max_buffer:
                 if not await self._wait_drained():
                     return
                 continue
@@ -524,33 +525,6 @@ class Peer(metaclass=NoPublicConstructor):
                 inbound.popleft()
             self._flush()
 
-    def _send(self, uid: int, cell: _Cell[Any], envelope: Envelope[Any]) -> bool:
-        """Put one envelope for the remote actor ``uid`` on the connection
-        (taking a credit); whether it is an ask. Raises
-        :class:`~actors.net.CodecError` if it cannot be encoded: nothing
-        is sent then."""
-        name, data, reply = self._codec.encode_message(envelope.message)
-        if reply is None:
-            self._conn._send_encoded(uid, name, data, None)
-            cell.delivered += 1
-            return False
-        self._numbers = number = self._numbers + 1
-        self._conn._send_encoded(uid, name, data, number)
-        cell.delivered += 1
-        pending = cell.pending
-        if reply._envelope is envelope and pending is not None:
-            # An ask of this reference: the reply number goes when the ask
-            # leaves (see _Pending).
-            reply._taken = True
-            self._replies[number] = reply
-            assert isinstance(pending, _Pending)
-            pending.numbers[envelope.seq] = number
-        elif not reply.done:
-            # A message holding a reply, told (or asked of another actor
-            # first): its answer is awaited by whoever holds the reply.
-            self._replies[number] = reply
-        return True
-
     # ---- events -----------------------------------------------------------
 
     def _handle(self, event: Event) -> None:
@@ -615,6 +589,16 @@ class Peer(metaclass=NoPublicConstructor):
                 )
             case Authenticated():  # pragma: no cover (handled by the node before)
                 pass
+
+    def _answer(self, number: int, value: object) -> None:
+        """The answer to our ask ``number``: to its asker (the connection
+        calls this for an answer no event comes before; the others come as
+        :class:`AnswerReceived`)."""
+        reply = self._replies.pop(number, None)
+        if reply is None or reply._completion is not None:
+            self._late(number)
+        else:
+            reply.send(value)
 
     def _fail_reply(self, number: int, error: BaseException) -> None:
         reply = self._replies.pop(number, None)
@@ -743,7 +727,7 @@ class Peer(metaclass=NoPublicConstructor):
             cell.pending.pop(seq, None)
         if self._conn.state is not State.OPEN:
             return
-        if isinstance(result, outcome.Value):
+        if type(result) is outcome.Value:
             self._conn.send_answer(number, result.value)
         else:
             assert isinstance(result, outcome.Error)

@@ -119,6 +119,11 @@ class State(enum.Enum):
     CLOSED = "closed"
 
 
+_CLOSED: State = State.CLOSED
+"""``State.CLOSED``, typed as a ``State``: compared after mypy narrowed a
+connection's state, where a method call may have closed it since."""
+
+
 def _digest(secret: bytes, role: Role, theirs: bytes, ours: bytes, node: str) -> bytes:
     """The proof ``role``'s side named ``node`` gives for the challenge ``theirs``."""
     text = b"actors.net/1 " + role.value.encode() + b"\0" + theirs + ours + node.encode()
@@ -197,6 +202,11 @@ class Connection:
         self._to_grant = 0
         self._sent = 0
         self._received = 0
+        self.on_answer: Callable[[int, object], None] | None = None
+        """If set, called with an answer's reply number and value instead of
+        returning an :class:`AnswerReceived`, when no event comes before it
+        in the same :meth:`receive_data` (so events keep their order): how
+        a node hands an answer to its asker without an event object."""
         self._write(Hello(VERSION, node, self._challenge))
 
     def __repr__(self) -> str:
@@ -253,7 +263,7 @@ class Connection:
         self._sent += 1
         return size
 
-    def _write_checked(self, frame: Frame, what: str, name: str | None = None) -> None:
+    def _write_checked(self, frame: Frame, what: str) -> None:
         """Queue ``frame``, or raise :class:`CodecError` (queueing nothing)
         if it is over ``max_frame``: the peer would close the connection
         for it (nodes of one cluster share their limits)."""
@@ -267,8 +277,6 @@ class Connection:
             self._sent += 1
         else:
             del out[start:]
-            if name is not None:
-                what = f"{what} {name!r}"
             raise CodecError(
                 f"{what}: a frame of {size} bytes is over the limit of {self._max_frame} bytes"
             )
@@ -308,7 +316,21 @@ class Connection:
             self._require_open("send_message")
         if self._credit <= 0:
             raise NoCreditError(f"node {self.peer!r} granted no credit left")
-        self._write_checked(Send(target, name, data, reply), "message", name)
+        # _write_checked, inline (every message; its error text is built
+        # only when it is raised).
+        out = self._out
+        start = len(out)
+        out += _NO_LENGTH
+        self._encoder.encode_into(Send(target, name, data, reply), out, start + 4)
+        size = len(out) - start - 4
+        if size > self._max_frame:
+            del out[start:]
+            raise CodecError(
+                f"message {name!r}: a frame of {size} bytes is over the limit of "
+                f"{self._max_frame} bytes"
+            )
+        _LENGTH.pack_into(out, start, size)
+        self._sent += 1
         self._credit -= 1
 
     def send_answer(self, reply: int, value: object) -> None:
@@ -433,10 +455,14 @@ class Connection:
                     except CodecError as codec_error:
                         events.append(FailureReceived(frame.reply, "CodecError", str(codec_error)))
                     else:
-                        events.append(AnswerReceived(frame.reply, value))
+                        on_answer = self.on_answer
+                        if on_answer is None or events:
+                            events.append(AnswerReceived(frame.reply, value))
+                        else:
+                            on_answer(frame.reply, value)
                 else:
                     self._handle_frame(frame, events)
-            if self.closed:
+            if self.state is _CLOSED:  # (mypy narrowed self.state above)
                 return events
         else:
             self._need = 4
