@@ -269,6 +269,12 @@ class ActorRef(Generic[M_contra], metaclass=NoPublicConstructor):
             return await _reply_before(cell, reply, deadline, timeout)
         finally:
             pending.pop(seq, None)
+            table = reply._table
+            if table is not None:
+                # A remote ask: its number leaves the node's reply table (if
+                # the answer has not taken it already), so an asker that gave
+                # up leaves nothing behind, and a late answer is dropped.
+                table.pop(reply._number, None)
 
     async def stop(self) -> None:
         """Stop the actor gracefully: it accepts nothing more, delivers what it

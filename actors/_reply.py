@@ -79,8 +79,10 @@ class Reply(Generic[R], metaclass=NoPublicConstructor):
         "_completion",
         "_envelope",
         "_notify",
+        "_number",
         "_result",
         "_seq",
+        "_table",
         "_taken",
         "_token",
         "_tracer",
@@ -108,6 +110,11 @@ class Reply(Generic[R], metaclass=NoPublicConstructor):
         # message went in, and whether the actor took it.
         self._envelope: Envelope[object] | None = None
         self._taken = False
+        # An ask of a remote actor: the node's table of its asks in flight
+        # this reply waits in, under ``_number`` (set with it), which the
+        # asker leaves when it returns, answered or not.
+        self._table: dict[int, Reply[Any]] | None = None
+        self._number: int
 
     def __repr__(self) -> str:
         state = "pending" if self._completion is None else self._completion.value

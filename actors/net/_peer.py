@@ -95,27 +95,6 @@ class _Export:
     on_end: Callable[[ExitReason], None]
 
 
-class _Pending(dict[int, Reply[Any]]):
-    """The asks in flight through one remote reference (its cell's
-    ``pending``), each with the reply number it went under: when an ask
-    leaves (answered, failed, or its asker gave up), its number leaves the
-    peer's reply table too, so an asker that timed out or was cancelled
-    leaves nothing behind, and its answer, if it comes, is a late one."""
-
-    __slots__ = ("numbers", "replies")
-
-    def __init__(self, replies: dict[int, Reply[Any]]) -> None:
-        super().__init__()
-        self.replies = replies
-        self.numbers: dict[int, int] = {}
-
-    def pop(self, seq: int, /, *default: Any) -> Any:
-        number = self.numbers.pop(seq, None)
-        if number is not None:
-            self.replies.pop(number, None)
-        return super().pop(seq, *default)
-
-
 @attrs.define(eq=False)
 class _Request:
     """A look-up in flight: its answer, or the error that ended it."""
@@ -288,7 +267,6 @@ class Peer(metaclass=NoPublicConstructor):
             cell.send_channel = cast(
                 "trio.MemorySendChannel[Envelope[Any]]", Outbox(self, uid, cell)
             )
-            cell.pending = _Pending(self._replies)
             self._remote[uid] = cell
         return cast("ActorRef[Any]", ActorRef._create(cell))
 
@@ -335,7 +313,7 @@ class Peer(metaclass=NoPublicConstructor):
         error = NodeDownError(
             f"the connection to node {node!r} was lost before the reply came: {reason}"
         )
-        # Emptied in place: each remote reference's _Pending holds this dict.
+        # Emptied in place: each remote ask's reply holds this dict.
         replies = list(self._replies.values())
         self._replies.clear()
         for reply in replies:

@@ -94,12 +94,15 @@ ones are cut): what fails on one node cannot make a frame the other refuses."""
 
 _SEND_TAG = 3
 
+_SMALL_FRAME = 4096
+"""Frames up to this size are sliced out of what was read as bytes."""
+
 
 def _clip(text: str) -> str:
     return text if len(text) <= MAX_TEXT else text[: MAX_TEXT - 3] + "..."
 
 
-def _is_send(payload: bytes | memoryview) -> bool:
+def _is_send(payload: bytes | bytearray | memoryview) -> bool:
     """Whether an undecodable frame says it is a ``Send`` (an array whose
     first item is its tag): it then counts against the sender's credit, and
     gives it back, as a message refused."""
@@ -420,7 +423,9 @@ class Connection:
                 return events
             data = bytes(self._in)
             self._in.clear()
-        view = memoryview(data)
+        # Small frames are sliced out as bytes (cheaper than a view and its
+        # slice); large ones through a view of the data, not copied.
+        view: memoryview | None = None
         start = 0
         size = len(data)
         while size - start >= 4:
@@ -436,7 +441,12 @@ class Connection:
                 self._need = end - start
                 break
             self._received += 1
-            payload = view[start + 4 : end]
+            if length <= _SMALL_FRAME:
+                payload: bytes | bytearray | memoryview = data[start + 4 : end]
+            else:
+                if view is None:
+                    view = memoryview(data)
+                payload = view[start + 4 : end]
             start = end
             # The frames of every ask and answer, inline (the hot path).
             try:
@@ -467,10 +477,12 @@ class Connection:
         else:
             self._need = 4
         if start < size:
-            self._in += view[start:]
+            self._in += data[start:] if view is None else view[start:]
         return events
 
-    def _undecodable(self, payload: memoryview, error: Exception, events: list[Event]) -> None:
+    def _undecodable(
+        self, payload: bytes | bytearray | memoryview, error: Exception, events: list[Event]
+    ) -> None:
         if self.state is not State.OPEN:
             self._refuse(f"handshake: undecodable frame: {error}", events)
             return

@@ -79,13 +79,13 @@ class Outbox:
         peer._numbers = number = peer._numbers + 1
         conn._send_encoded(self._uid, name, data, number)
         cell.delivered += 1
-        pending = cell.pending
-        if reply._envelope is envelope and pending is not None:
-            # An ask of this reference: the reply number goes when the ask
-            # leaves (see _Pending).
+        if reply._envelope is envelope:
+            # An ask of this reference: its number leaves the reply table
+            # when the asker returns (see ActorRef.ask).
             reply._taken = True
-            peer._replies[number] = reply
-            pending.numbers[envelope.seq] = number  # type: ignore[attr-defined]  # a _Pending
+            reply._table = table = peer._replies
+            reply._number = number
+            table[number] = reply
         elif not reply.done:
             # A message holding a reply, told (or asked of another actor
             # first): its answer is awaited by whoever holds the reply.
