@@ -258,7 +258,11 @@ class ActorRef(Generic[M_contra], metaclass=NoPublicConstructor):
             ask = _Deadline(reply)
             if timekeeper.schedule(deadline, ask):
                 try:
-                    return await reply._wait()
+                    if reply._result is not None:
+                        return await reply._done()
+                    # reply._wait(), inline, as above.
+                    reply._waiter = GLOBAL_RUN_CONTEXT.task
+                    return await trio.lowlevel.wait_task_rescheduled(reply._abort)  # type: ignore[no-any-return]
                 except _Expired:
                     raise _timeout_error(cell, timeout, accepted=True) from None
                 except _Orphaned:

@@ -2,13 +2,13 @@
 that move its bytes and messages (the protocol itself is :mod:`._protocol`).
 
 Per peer, in one nursery: a reader (bytes in, events out), a writer (what
-the connection queued goes out in one ``send_all`` per burst), a delivery
-task for messages that found their target's mailbox full, and a forwarder
-per remote reference. A remote reference is a local mailbox (a cell with
-no behaviour): ``tell``, ``ask`` and ``stop`` on it are the ordinary
-``ActorRef`` calls, and its forwarder moves what it accepts onto the
-connection as the peer's credit allows, so a slow remote mailbox fills the
-local one and its senders wait, as they would for a local actor.
+the connection queued goes out in one ``send_all`` per burst), and a
+delivery task for messages that found their target's mailbox full. A
+remote reference is a cell with no behaviour whose mailbox is an
+:class:`~._remote.Outbox`: ``tell``, ``ask`` and ``stop`` on it are the
+ordinary ``ActorRef`` calls, and the outbox puts what it accepts onto the
+connection as the peer's credit allows, so a slow remote mailbox holds up
+its senders, as a full local one would.
 """
 
 from __future__ import annotations
