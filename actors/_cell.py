@@ -73,27 +73,6 @@ class ActorStatistics:
     pending_asks: int
 
 
-@attrs.define(eq=False, slots=True)
-class _Ask:
-    """An ask waiting for its reply; ``taken`` once the actor received its message."""
-
-    envelope: Envelope[object]
-    reply: Reply[Any]
-    taken: bool = False
-    # Its deadline is in the system's timer heap and still wanted.
-    scheduled: bool = False
-
-    def due(self, timekeeper: Timekeeper, when: float) -> None:
-        """Its deadline came: the asker stops waiting (see :mod:`._timers`)."""
-        self.scheduled = False
-        self.reply._expire()
-
-    def orphaned(self) -> None:
-        """The timer task ended before the deadline: the asker keeps it itself."""
-        self.scheduled = False
-        self.reply._orphan()
-
-
 @attrs.define(eq=False)
 class _Links:
     """What only some actors have: monitors, end callbacks, timers. Made on
@@ -136,8 +115,9 @@ class _Cell(Generic[M]):
     # Envelopes taken, from the channel and from the system queue.
     delivered: int = 0
     # Asks whose asker still waits, by the stamp of their message (the asker
-    # removes its own when it returns). None until the first ask.
-    pending: dict[int, _Ask] | None = None
+    # removes its own when it returns): each one's reply, which holds the
+    # ask's envelope and whether the actor took it. None until the first ask.
+    pending: dict[int, Reply[Any]] | None = None
     restarts: int = 0
     state: ActorState = ActorState.RUNNING
     receive_budget: int = RECEIVE_BATCH
@@ -341,7 +321,7 @@ class _Cell(Generic[M]):
         it handed their replies on."""
         name = self.address.name
         pending = self.pending or {}
-        for seq in [seq for seq, ask in pending.items() if ask.taken and not ask.reply.done]:
+        for seq in [seq for seq, reply in pending.items() if reply._taken and not reply.done]:
             error: ActorError
             if failure is None:
                 error = ActorStoppedError(
@@ -350,7 +330,7 @@ class _Cell(Generic[M]):
             else:
                 error = ActorFailedError(f"actor {name!r} failed before replying to message {seq}")
                 error.__cause__ = failure
-            pending.pop(seq).reply._withdraw(error)
+            pending.pop(seq)._withdraw(error)
 
     def end_incarnation(self, reason: ExitReason) -> None:
         """The running behaviour call ended for ``reason``: fail the asks it
@@ -433,8 +413,8 @@ class _Cell(Generic[M]):
         """Fail the pending asks whose message the actor never took."""
         name = self.address.name
         pending = self.pending or {}
-        for seq in [seq for seq, ask in pending.items() if not (ask.taken or ask.reply.done)]:
-            pending.pop(seq).reply._withdraw(
+        for seq in [seq for seq, reply in pending.items() if not (reply._taken or reply.done)]:
+            pending.pop(seq)._withdraw(
                 ActorStoppedError(f"actor {name!r} stopped before taking message {seq}")
             )
 

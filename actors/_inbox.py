@@ -3,9 +3,11 @@ handed to its behaviour."""
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Generic, Never, Protocol, Self, TypeVar, cast, final
 
 import trio
+from trio._core._run import GLOBAL_RUN_CONTEXT
 
 from ._cell import RECEIVE_BATCH, _Cell
 from ._envelope import Address, Envelope
@@ -16,6 +18,16 @@ from ._trace import EventKind
 from ._util import NoPublicConstructor, foreign_thread_error, has_queued, in_trio_thread
 
 M = TypeVar("M")
+
+
+def _abort_receive(
+    channel: trio.MemoryReceiveChannel[Any], task: trio.lowlevel.Task, _: object
+) -> trio.lowlevel.Abort:
+    """A receiver parked by :meth:`Inbox.__anext__` gives up (cancelled),
+    as ``MemoryReceiveChannel.receive``'s own abort does."""
+    channel._tasks.remove(task)
+    del channel._state.receive_tasks[task]
+    return trio.lowlevel.Abort.SUCCEEDED
 
 
 class _Watcher(Protocol):
@@ -119,7 +131,11 @@ class Inbox(Generic[M], metaclass=NoPublicConstructor):
         :class:`trio.EndOfChannel` (one coroutine fewer per message and per
         idle actor than calling it)."""
         cell = self._cell
-        if not in_trio_thread(cell.token):
+        try:  # in_trio_thread, inline (once per message)
+            here = GLOBAL_RUN_CONTEXT.runner.trio_token is cell.token
+        except AttributeError:
+            here = False
+        if not here:
             raise foreign_thread_error(
                 f"receive on the inbox of actor {cell.address.name!r}",
                 "trio.from_thread.run(inbox.receive)",
@@ -130,12 +146,27 @@ class Inbox(Generic[M], metaclass=NoPublicConstructor):
                 envelope = await self._receive_system()
             else:
                 channel = cell.receive_channel
+                state = channel._state  # has_queued, inline
                 try:
-                    if cell.receive_budget > 0 and has_queued(channel):
+                    if cell.receive_budget > 0 and (state.data or state.send_tasks):
                         # A batch: no schedule point, until the budget is spent.
                         await trio.lowlevel.checkpoint_if_cancelled()
                         envelope = channel.receive_nowait()
                         cell.receive_budget -= 1
+                    elif state.open_send_channels and not (
+                        channel._closed or state.data or state.send_tasks
+                    ):
+                        # An empty mailbox: park for the next envelope as
+                        # ``channel.receive()`` does, without its first try
+                        # (a WouldBlock raised and caught) and its frame.
+                        task = GLOBAL_RUN_CONTEXT.task
+                        channel._tasks.add(task)
+                        state.receive_tasks[task] = None
+                        task.custom_sleep_data = channel
+                        envelope = await trio.lowlevel.wait_task_rescheduled(
+                            functools.partial(_abort_receive, channel, task)
+                        )
+                        cell.receive_budget = RECEIVE_BATCH
                     else:
                         envelope = await channel.receive()
                         cell.receive_budget = RECEIVE_BATCH
@@ -145,8 +176,23 @@ class Inbox(Generic[M], metaclass=NoPublicConstructor):
                     envelope = await self._receive_system()
             if envelope is None:
                 raise StopAsyncIteration
-            if self._took(envelope):
-                return envelope
+            # _took, inline (once per message)
+            cell.delivered += 1
+            links = cell.links
+            if links is not None and links.timed and not timer_message_taken(links, envelope):
+                continue
+            cell.handling = envelope.seq
+            pending = cell.pending
+            if pending:
+                reply = pending.get(envelope.seq)
+                if reply is not None and reply._envelope is envelope:
+                    reply._taken = True
+            if cell.tracer is not None:
+                sender = envelope.sender
+                cell.record(
+                    EventKind.DELIVERED, envelope.seq, None if sender is None else sender.name
+                )
+            return envelope
 
     async def receive(self) -> Envelope[M]:
         """Take the next envelope, waiting for one. Raises
@@ -244,9 +290,9 @@ class Inbox(Generic[M], metaclass=NoPublicConstructor):
             return False
         cell.handling = envelope.seq
         if cell.pending:
-            ask = cell.pending.get(envelope.seq)
-            if ask is not None and ask.envelope is envelope:
-                ask.taken = True
+            reply = cell.pending.get(envelope.seq)
+            if reply is not None and reply._envelope is envelope:
+                reply._taken = True
         if cell.tracer is not None:
             sender = envelope.sender
             cell.record(EventKind.DELIVERED, envelope.seq, None if sender is None else sender.name)

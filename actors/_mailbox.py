@@ -9,12 +9,13 @@ from collections.abc import Callable
 from typing import Any, Generic, TypeVar, TypeVarTuple, final
 
 import trio
+from trio._core._run import GLOBAL_RUN_CONTEXT
 
-from ._cell import ActorState, ActorStatistics, _Ask, _Cell
+from ._cell import ActorState, ActorStatistics, _Cell
 from ._envelope import Address, Envelope, current_address
 from ._errors import ActorError, AskTimeoutError
 from ._monitors import ExitReason
-from ._reply import Reply, _Expired, _Orphaned
+from ._reply import Reply, _Deadline, _Expired, _Orphaned
 from ._util import NoPublicConstructor, current_time, foreign_thread_error, in_trio_thread
 
 M_contra = TypeVar("M_contra", contravariant=True)
@@ -196,7 +197,11 @@ class ActorRef(Generic[M_contra], metaclass=NoPublicConstructor):
         from another thread, call ``trio.from_thread.run(ref.ask, build)``.
         """
         cell = self._cell
-        if not in_trio_thread(cell.token):
+        try:  # in_trio_thread, inline (the hot path of every ask)
+            here = GLOBAL_RUN_CONTEXT.runner.trio_token is cell.token
+        except AttributeError:
+            here = False
+        if not here:
             raise foreign_thread_error(
                 f"ask of actor {cell.address.name!r}", "trio.from_thread.run(ref.ask, build)"
             )
@@ -213,14 +218,17 @@ class ActorRef(Generic[M_contra], metaclass=NoPublicConstructor):
         await trio.lowlevel.checkpoint_if_cancelled()
         seq = cell.next_seq
         # Reply._create without its extra call (the hot path of every ask).
+        # The reply is the ask's entry in the cell's pending asks: it holds
+        # the envelope (so the inbox knows it taken) and needs no object of
+        # its own.
         reply: Reply[R] = type.__call__(Reply, cell.address.name, seq, cell.tracer, cell.token)
         envelope = Envelope(build(*args, reply), seq, current_address.get())
+        reply._envelope = envelope
         cell.next_seq = seq + 1
-        ask = _Ask(envelope, reply)
         pending = cell.pending
         if pending is None:
             pending = cell.pending = {}
-        pending[seq] = ask
+        pending[seq] = reply
         try:
             # One schedule point per ask when the mailbox has room: the wait
             # for the reply. Only a full mailbox adds a wait for room.
@@ -231,7 +239,11 @@ class ActorRef(Generic[M_contra], metaclass=NoPublicConstructor):
                     await cell.put(envelope)
                 except (trio.ClosedResourceError, trio.BrokenResourceError):
                     raise cell.stopped_error() from None
-                return await reply._wait()
+                if reply._result is not None:
+                    return await reply._done()
+                # reply._wait(), inline: the asker parks right here.
+                reply._waiter = GLOBAL_RUN_CONTEXT.task
+                return await trio.lowlevel.wait_task_rescheduled(reply._abort)  # type: ignore[no-any-return]
             assert timeout is not None
             # With a deadline: no cancel scope unless the mailbox is full; the
             # wait for the reply ends at the deadline by the system's timer
@@ -243,9 +255,14 @@ class ActorRef(Generic[M_contra], metaclass=NoPublicConstructor):
             except (trio.ClosedResourceError, trio.BrokenResourceError):
                 raise cell.stopped_error() from None
             timekeeper = cell.timekeeper
+            ask = _Deadline(reply)
             if timekeeper.schedule(deadline, ask):
                 try:
-                    return await reply._wait()
+                    if reply._result is not None:
+                        return await reply._done()
+                    # reply._wait(), inline, as above.
+                    reply._waiter = GLOBAL_RUN_CONTEXT.task
+                    return await trio.lowlevel.wait_task_rescheduled(reply._abort)  # type: ignore[no-any-return]
                 except _Expired:
                     raise _timeout_error(cell, timeout, accepted=True) from None
                 except _Orphaned:
@@ -256,6 +273,12 @@ class ActorRef(Generic[M_contra], metaclass=NoPublicConstructor):
             return await _reply_before(cell, reply, deadline, timeout)
         finally:
             pending.pop(seq, None)
+            table = reply._table
+            if table is not None:
+                # A remote ask: its number leaves the node's reply table (if
+                # the answer has not taken it already), so an asker that gave
+                # up leaves nothing behind, and a late answer is dropped.
+                table.pop(reply._number, None)
 
     async def stop(self) -> None:
         """Stop the actor gracefully: it accepts nothing more, delivers what it

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, final
 
 import outcome
 import trio
+from trio._core._run import GLOBAL_RUN_CONTEXT
 
 from ._envelope import current_address
 from ._errors import ActorError, AlreadyRepliedError
@@ -16,6 +17,8 @@ from ._trace import EventKind, TraceEvent
 from ._util import NoPublicConstructor, foreign_thread_error, in_trio_thread
 
 if TYPE_CHECKING:
+    from ._envelope import Envelope
+    from ._timers import Timekeeper
     from ._trace import Tracer
 
 logger = logging.getLogger("actors")
@@ -74,9 +77,13 @@ class Reply(Generic[R], metaclass=NoPublicConstructor):
     __slots__ = (
         "_actor",
         "_completion",
+        "_envelope",
         "_notify",
+        "_number",
         "_result",
         "_seq",
+        "_table",
+        "_taken",
         "_token",
         "_tracer",
         "_waiter",
@@ -98,6 +105,16 @@ class Reply(Generic[R], metaclass=NoPublicConstructor):
         # waiting task being woken: how a node (actors.net) learns the answer
         # to an ask that came over a connection, without a task per ask.
         self._notify: Callable[[outcome.Outcome[Any]], None] | None = None
+        # The ask's bookkeeping in its actor's cell (the reply is the entry
+        # of ``cell.pending``, no object of its own): the envelope its
+        # message went in, and whether the actor took it.
+        self._envelope: Envelope[object] | None = None
+        self._taken = False
+        # An ask of a remote actor: the node's table of its asks in flight
+        # this reply waits in, under ``_number`` (set with it), which the
+        # asker leaves when it returns, answered or not.
+        self._table: dict[int, Reply[Any]] | None = None
+        self._number: int
 
     def __repr__(self) -> str:
         state = "pending" if self._completion is None else self._completion.value
@@ -121,12 +138,24 @@ class Reply(Generic[R], metaclass=NoPublicConstructor):
         :class:`RuntimeError`, and the reply is unchanged. From a worker
         thread, call ``trio.from_thread.run_sync(reply.send, value)``.
         """
-        if not in_trio_thread(self._token):
+        try:  # in_trio_thread, inline (every ask's answer comes this way)
+            here = GLOBAL_RUN_CONTEXT.runner.trio_token is self._token
+        except AttributeError:
+            here = False
+        if not here:
             raise foreign_thread_error(
                 f"send on {self._name}", "trio.from_thread.run_sync(reply.send, value)"
             )
-        if self._completion is None:  # the usual case: one call fewer per ask
-            self._settle(outcome.Value(value), _Completion.SENT)
+        if self._completion is None:  # the usual case: _settle, inline
+            result = outcome.Value(value)
+            self._result = result
+            self._completion = _Completion.SENT
+            waiter = self._waiter
+            if waiter is not None:
+                self._waiter = None
+                trio.lowlevel.reschedule(waiter, result)
+            elif self._notify is not None:
+                self._notify(result)
             return True
         return self._complete(outcome.Value(value), _Completion.SENT)
 
@@ -222,3 +251,25 @@ class Reply(Generic[R], metaclass=NoPublicConstructor):
     def _abort(self, _: trio.lowlevel.RaiseCancelT) -> trio.lowlevel.Abort:
         self._waiter = None
         return trio.lowlevel.Abort.SUCCEEDED
+
+
+class _Deadline:
+    """The deadline of an ask with a timeout, in the system's timer heap
+    (see :mod:`._timers`): made only for such asks."""
+
+    __slots__ = ("reply", "scheduled")
+
+    def __init__(self, reply: Reply[Any]) -> None:
+        self.reply = reply
+        # Its deadline is in the system's timer heap and still wanted.
+        self.scheduled = False
+
+    def due(self, timekeeper: Timekeeper, when: float) -> None:
+        """Its deadline came: the asker stops waiting."""
+        self.scheduled = False
+        self.reply._expire()
+
+    def orphaned(self) -> None:
+        """The timer task ended before the deadline: the asker keeps it itself."""
+        self.scheduled = False
+        self.reply._orphan()

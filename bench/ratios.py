@@ -52,6 +52,13 @@ PAIRS = [
     # Issue 13: an explored run against a plain seeded run (overhead at most
     # 3x: ratio >= 0.33).
     ("explore dfs recreate W=1", "spec seeded runs recreate W=1"),
+    # Issue 14: a remote ask against a raw TCP ping-pong of its frames (goal
+    # >= 0.7) and against the bare 4-hop relay; remote tells against raw
+    # frames (goal >= 0.5).
+    ("net ask (loopback tcp)", "tcp ping-pong raw"),
+    ("net ask (loopback tcp)", "tcp ping-pong 4 hops"),
+    ("tcp ping-pong 4 hops", "tcp ping-pong raw"),
+    ("net tell (loopback tcp)", "tcp frames raw"),
 ]
 
 

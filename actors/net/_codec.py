@@ -57,10 +57,15 @@ class _Entry:
     fields: tuple[str, ...]
     reply_index: int | None
     decoder: msgspec.msgpack.Decoder[tuple[Any, ...]]
-    # The values that travel (every field but the reply), as a tuple, and
-    # the reply field's value: read in C (operator.attrgetter).
-    values_of: Callable[[object], tuple[Any, ...]]
+    # The values that travel (every field but the reply), as a tuple (or,
+    # when ``single``, the one value), and the reply field's value: read in
+    # C (operator.attrgetter).
+    values_of: Callable[[object], Any]
     reply_of: Callable[[object], Any] | None
+    single: bool
+    # The reply is the last field (the ask convention): the decoded values
+    # and the reply make the call's arguments without moving any.
+    reply_last: bool
 
 
 @final
@@ -75,11 +80,13 @@ class Codec:
     (answered with an error frame) and the connection goes on.
     """
 
-    __slots__ = ("_by_class", "_by_name", "_encoder")
+    __slots__ = ("_by_class", "_by_name", "_encoder", "_reply_fields")
 
     def __init__(self, classes: Iterable[type] = ()) -> None:
         self._by_name: dict[str, _Entry] = {}
         self._by_class: dict[type, _Entry] = {}
+        # The name of the reply field of each class that has one.
+        self._reply_fields: dict[type, str] = {}
         self._encoder = msgspec.msgpack.Encoder()
         for cls in classes:
             self.register(cls)
@@ -121,6 +128,8 @@ class Codec:
         entry = self._entry(cls, name)
         self._by_name[name] = entry
         self._by_class[cls] = entry
+        if entry.reply_index is not None:
+            self._reply_fields[cls] = entry.fields[entry.reply_index]
 
     @staticmethod
     def _entry(cls: type, name: str) -> _Entry:
@@ -151,16 +160,21 @@ class Codec:
         decoder: msgspec.msgpack.Decoder[tuple[Any, ...]] = msgspec.msgpack.Decoder(values_type)
         names = tuple(f.name for f in fields)
         travelling = [name for index, name in enumerate(names) if index != reply_index]
-        values_of: Callable[[object], tuple[Any, ...]]
-        if len(travelling) == 1:
-            one = operator.attrgetter(travelling[0])
-            values_of = lambda message: (one(message),)  # noqa: E731
-        elif travelling:
-            values_of = operator.attrgetter(*travelling)
-        else:
-            values_of = lambda message: ()  # noqa: E731
+        values_of: Callable[[object], Any] = (
+            operator.attrgetter(*travelling) if travelling else lambda message: ()
+        )
         reply_of = None if reply_index is None else operator.attrgetter(names[reply_index])
-        return _Entry(name, cls, names, reply_index, decoder, values_of, reply_of)
+        return _Entry(
+            name,
+            cls,
+            names,
+            reply_index,
+            decoder,
+            values_of,
+            reply_of,
+            single=len(travelling) == 1,
+            reply_last=reply_index == len(names) - 1,
+        )
 
     def encode(self, message: object) -> tuple[str, bytes, bool]:
         """``message`` as its registered name, its field values (MessagePack)
@@ -181,13 +195,14 @@ class Codec:
         reply = None
         if entry.reply_of is not None:
             reply = entry.reply_of(message)
-            if not isinstance(reply, Reply):
+            if type(reply) is not Reply:  # (Reply is final)
                 raise CodecError(
                     f"message {entry.name!r} has a reply field, so it must be asked "
                     f"(its reply field holds {reply!r}, not a Reply)"
                 )
+        values = entry.values_of(message)
         try:
-            data = self._encoder.encode(entry.values_of(message))
+            data = self._encoder.encode((values,) if entry.single else values)
         except (TypeError, ValueError, OverflowError, RecursionError) as error:
             raise CodecError(f"cannot encode message {entry.name!r}: {error}") from None
         return entry.name, data, reply
@@ -210,12 +225,15 @@ class Codec:
             # Its actor would find None where the class promises a Reply.
             raise CodecError(f"message type {name!r} has a reply field, so it must be asked")
         try:
-            values = list(entry.decoder.decode(data))
+            values: Any = entry.decoder.decode(data)
         except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as error:
             raise CodecError(f"message {name!r}: {error}") from None
-        if entry.reply_index is not None:
-            values.insert(entry.reply_index, None)
         try:
+            if entry.reply_last:
+                return entry.cls(*values, None)
+            if entry.reply_index is not None:
+                values = list(values)
+                values.insert(entry.reply_index, None)
             return entry.cls(*values)
         except (TypeError, ValueError) as error:
             raise CodecError(f"message {name!r} refused by its class: {error}") from None

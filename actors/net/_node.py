@@ -159,7 +159,10 @@ class Node(metaclass=NoPublicConstructor):
                         nursery.start_soon(peer._delivery, name=f"deliver from {peer.node}")
                         for event in early:
                             peer._handle(event)
-                        await peer._reader()
+                        # In a task of its own: each of its wake-ups resumes
+                        # its frames only, not this task's (and, for an
+                        # accepted connection, the listener's handler's).
+                        nursery.start_soon(peer._reader, name=f"read from {peer.node}")
                 finally:
                     self.peers.remove(peer)
                     peer._teardown()

@@ -2,13 +2,13 @@
 that move its bytes and messages (the protocol itself is :mod:`._protocol`).
 
 Per peer, in one nursery: a reader (bytes in, events out), a writer (what
-the connection queued goes out in one ``send_all`` per burst), a delivery
-task for messages that found their target's mailbox full, and a forwarder
-per remote reference. A remote reference is a local mailbox (a cell with
-no behaviour): ``tell``, ``ask`` and ``stop`` on it are the ordinary
-``ActorRef`` calls, and its forwarder moves what it accepts onto the
-connection as the peer's credit allows, so a slow remote mailbox fills the
-local one and its senders wait, as they would for a local actor.
+the connection queued goes out in one ``send_all`` per burst), and a
+delivery task for messages that found their target's mailbox full. A
+remote reference is a cell with no behaviour whose mailbox is an
+:class:`~._remote.Outbox`: ``tell``, ``ask`` and ``stop`` on it are the
+ordinary ``ActorRef`` calls, and the outbox puts what it accepts onto the
+connection as the peer's credit allows, so a slow remote mailbox holds up
+its senders, as a full local one would.
 """
 
 from __future__ import annotations
@@ -23,8 +23,9 @@ from typing import Any, Never, TypeVar, cast, final
 import attrs
 import outcome
 import trio
+from trio._core._run import GLOBAL_RUN_CONTEXT
 
-from .._cell import ActorState, _Ask, _Cell
+from .._cell import ActorState, _Cell
 from .._envelope import Address, Envelope
 from .._errors import ActorStoppedError
 from .._mailbox import ActorRef
@@ -94,27 +95,6 @@ class _Export:
     on_end: Callable[[ExitReason], None]
 
 
-class _Pending(dict[int, _Ask]):
-    """The asks in flight through one remote reference (its cell's
-    ``pending``), each with the reply number it went under: when an ask
-    leaves (answered, failed, or its asker gave up), its number leaves the
-    peer's reply table too, so an asker that timed out or was cancelled
-    leaves nothing behind, and its answer, if it comes, is a late one."""
-
-    __slots__ = ("numbers", "replies")
-
-    def __init__(self, replies: dict[int, Reply[Any]]) -> None:
-        super().__init__()
-        self.replies = replies
-        self.numbers: dict[int, int] = {}
-
-    def pop(self, seq: int, /, *default: Any) -> Any:
-        number = self.numbers.pop(seq, None)
-        if number is not None:
-            self.replies.pop(number, None)
-        return super().pop(seq, *default)
-
-
 @attrs.define(eq=False)
 class _Request:
     """A look-up in flight: its answer, or the error that ended it."""
@@ -151,6 +131,8 @@ class Peer(metaclass=NoPublicConstructor):
         self._conn = connection
         self._stream = stream
         self._codec = codec
+        # The reply field of each message class that has one, by class.
+        self._reply_fields = codec._reply_fields
         self._close_timeout = close_timeout
         self._max_buffer = max_buffer
         self._stall_timeout = stall_timeout
@@ -193,6 +175,7 @@ class Peer(metaclass=NoPublicConstructor):
         self._fd: int | None = None
         if os.name == "posix" and isinstance(stream, trio.SocketStream):
             self._fd = stream.socket.fileno()
+        connection.on_answer = self._answer
         self.closed = trio.Event()
         self.reason: str | None = None
         """Why the connection ended, once it did."""
@@ -284,7 +267,6 @@ class Peer(metaclass=NoPublicConstructor):
             cell.send_channel = cast(
                 "trio.MemorySendChannel[Envelope[Any]]", Outbox(self, uid, cell)
             )
-            cell.pending = _Pending(self._replies)
             self._remote[uid] = cell
         return cast("ActorRef[Any]", ActorRef._create(cell))
 
@@ -331,7 +313,7 @@ class Peer(metaclass=NoPublicConstructor):
         error = NodeDownError(
             f"the connection to node {node!r} was lost before the reply came: {reason}"
         )
-        # Emptied in place: each remote reference's _Pending holds this dict.
+        # Emptied in place: each remote ask's reply holds this dict.
         replies = list(self._replies.values())
         self._replies.clear()
         for reply in replies:
@@ -339,9 +321,9 @@ class Peer(metaclass=NoPublicConstructor):
                 reply._withdraw(error)
         remote, self._remote = self._remote, {}
         for cell in remote.values():
-            for ask in list((cell.pending or {}).values()):
-                if not ask.reply.done:
-                    ask.reply._withdraw(error)
+            for reply in list((cell.pending or {}).values()):
+                if not reply.done:
+                    reply._withdraw(error)
             if cell.state is not ActorState.STOPPED:
                 cell.terminate(NodeDown(node))
         exported, self._exported = self._exported, {}
@@ -441,15 +423,18 @@ class Peer(metaclass=NoPublicConstructor):
         stream = self._stream
         fd = self._fd
         out = conn._out
+        # trio.lowlevel.wait_readable without its wrapper's frame (a frame
+        # fewer to suspend and resume on every wake-up).
+        wait_readable = GLOBAL_RUN_CONTEXT.runner.io_manager.wait_readable
         while conn.state is not State.CLOSED:
-            if len(out) + len(self._leftover) > self._max_buffer:
+            if (out or self._leftover) and len(out) + len(self._leftover) > self._max_buffer:
                 if not await self._wait_drained():
                     return
                 continue
             try:
                 if fd is not None:
                     # The socket itself: one wait and one read per batch.
-                    await trio.lowlevel.wait_readable(fd)
+                    await wait_readable(fd)
                     try:
                         data: bytes | bytearray = os.read(fd, RECEIVE_SIZE)
                     except BlockingIOError:
@@ -470,7 +455,7 @@ class Peer(metaclass=NoPublicConstructor):
                 elif kind is AnswerReceived:
                     assert isinstance(event, AnswerReceived)
                     reply = self._replies.pop(event.reply, None)
-                    if reply is None or reply.done:
+                    if reply is None or reply._completion is not None:
                         self._late(event.reply)
                     else:
                         reply.send(event.value)
@@ -517,33 +502,6 @@ class Peer(metaclass=NoPublicConstructor):
             while inbound and self._deliver_now(inbound[0]):
                 inbound.popleft()
             self._flush()
-
-    def _send(self, uid: int, cell: _Cell[Any], envelope: Envelope[Any]) -> bool:
-        """Put one envelope for the remote actor ``uid`` on the connection
-        (taking a credit); whether it is an ask. Raises
-        :class:`~actors.net.CodecError` if it cannot be encoded: nothing
-        is sent then."""
-        name, data, reply = self._codec.encode_message(envelope.message)
-        if reply is None:
-            self._conn._send_encoded(uid, name, data, None)
-            cell.delivered += 1
-            return False
-        self._numbers = number = self._numbers + 1
-        self._conn._send_encoded(uid, name, data, number)
-        cell.delivered += 1
-        pending = cell.pending
-        ask = None if pending is None else pending.get(envelope.seq)
-        if ask is not None and ask.envelope is envelope:
-            # The reply number goes when the ask leaves (see _Pending).
-            ask.taken = True
-            self._replies[number] = reply
-            assert isinstance(pending, _Pending)
-            pending.numbers[envelope.seq] = number
-        elif not reply.done:
-            # A message holding a reply, told (or asked of another actor
-            # first): its answer is awaited by whoever holds the reply.
-            self._replies[number] = reply
-        return True
 
     # ---- events -----------------------------------------------------------
 
@@ -610,6 +568,16 @@ class Peer(metaclass=NoPublicConstructor):
             case Authenticated():  # pragma: no cover (handled by the node before)
                 pass
 
+    def _answer(self, number: int, value: object) -> None:
+        """The answer to our ask ``number``: to its asker (the connection
+        calls this for an answer no event comes before; the others come as
+        :class:`AnswerReceived`)."""
+        reply = self._replies.pop(number, None)
+        if reply is None or reply._completion is not None:
+            self._late(number)
+        else:
+            reply.send(value)
+
     def _fail_reply(self, number: int, error: BaseException) -> None:
         reply = self._replies.pop(number, None)
         if reply is None or reply.done:
@@ -654,15 +622,31 @@ class Peer(metaclass=NoPublicConstructor):
             except ActorStoppedError:
                 self._undeliverable(event)
         else:
-            envelope = self._ask_envelope(export.cell, event)
+            # An ask of the peer, as a local ask of the actor: _ask_envelope
+            # inline (the hot path of every remote ask).
+            cell = export.cell
+            seq = cell.next_seq
+            reply: Reply[Any] = type.__call__(
+                Reply, cell.address.name, seq, cell.tracer, cell.token
+            )
+            reply._notify = functools.partial(self._answered, cell, seq, event.reply)
+            message = event.message
+            object.__setattr__(message, self._reply_fields[type(message)], reply)
+            envelope = reply._envelope = Envelope(message, seq, None)
             try:
-                export.cell.send_channel.send_nowait(envelope)
+                cell.send_channel.send_nowait(envelope)
             except trio.WouldBlock:
-                self._unask(export.cell, envelope)
+                reply._notify = None
                 return False
             except (trio.ClosedResourceError, trio.BrokenResourceError):
-                self._unask(export.cell, envelope)
+                reply._notify = None
                 self._undeliverable(event)
+            else:
+                cell.next_seq = seq + 1
+                pending = cell.pending
+                if pending is None:
+                    pending = cell.pending = {}
+                pending[seq] = reply
         self._conn.delivered(1)
         return True
 
@@ -688,19 +672,20 @@ class Peer(metaclass=NoPublicConstructor):
     def _ask_envelope(self, cell: _Cell[Any], event: MessageReceived) -> Envelope[Any]:
         """An ask of the peer, as a local ask of ``cell``: a reply whose answer
         goes back over the connection, registered with the actor's asks so
-        that its failure or end fails it as it would a local asker's."""
+        that its failure or end fails it as it would a local asker's (the
+        waiting path; :meth:`_deliver_now` does the same inline)."""
         assert event.reply is not None
         seq = cell.next_seq
         cell.next_seq = seq + 1
-        # Reply._create without its extra call (once per ask).
         reply: Reply[Any] = type.__call__(Reply, cell.address.name, seq, cell.tracer, cell.token)
         reply._notify = functools.partial(self._answered, cell, seq, event.reply)
-        self._codec.attach_reply(event.message, reply)
-        envelope = Envelope(event.message, seq, None)
+        message = event.message
+        object.__setattr__(message, self._reply_fields[type(message)], reply)
+        envelope = reply._envelope = Envelope(message, seq, None)
         pending = cell.pending
         if pending is None:
             pending = cell.pending = {}
-        pending[seq] = _Ask(envelope, reply)
+        pending[seq] = reply
         return envelope
 
     @staticmethod
@@ -708,9 +693,9 @@ class Peer(metaclass=NoPublicConstructor):
         """The ask's envelope was not accepted: forget it (a gap in the stamps,
         as a cancelled ``tell`` leaves)."""
         if cell.pending is not None:
-            ask = cell.pending.pop(envelope.seq, None)
-            if ask is not None:
-                ask.reply._notify = None
+            reply = cell.pending.pop(envelope.seq, None)
+            if reply is not None:
+                reply._notify = None
 
     def _answered(
         self, cell: _Cell[Any], seq: int, number: int, result: outcome.Outcome[Any]
@@ -720,7 +705,7 @@ class Peer(metaclass=NoPublicConstructor):
             cell.pending.pop(seq, None)
         if self._conn.state is not State.OPEN:
             return
-        if isinstance(result, outcome.Value):
+        if type(result) is outcome.Value:
             self._conn.send_answer(number, result.value)
         else:
             assert isinstance(result, outcome.Error)

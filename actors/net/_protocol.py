@@ -94,12 +94,15 @@ ones are cut): what fails on one node cannot make a frame the other refuses."""
 
 _SEND_TAG = 3
 
+_SMALL_FRAME = 4096
+"""Frames up to this size are sliced out of what was read as bytes."""
+
 
 def _clip(text: str) -> str:
     return text if len(text) <= MAX_TEXT else text[: MAX_TEXT - 3] + "..."
 
 
-def _is_send(payload: bytes | memoryview) -> bool:
+def _is_send(payload: bytes | bytearray | memoryview) -> bool:
     """Whether an undecodable frame says it is a ``Send`` (an array whose
     first item is its tag): it then counts against the sender's credit, and
     gives it back, as a message refused."""
@@ -117,6 +120,11 @@ class State(enum.Enum):
     HANDSHAKE = "handshake"
     OPEN = "open"
     CLOSED = "closed"
+
+
+_CLOSED: State = State.CLOSED
+"""``State.CLOSED``, typed as a ``State``: compared after mypy narrowed a
+connection's state, where a method call may have closed it since."""
 
 
 def _digest(secret: bytes, role: Role, theirs: bytes, ours: bytes, node: str) -> bytes:
@@ -197,6 +205,11 @@ class Connection:
         self._to_grant = 0
         self._sent = 0
         self._received = 0
+        self.on_answer: Callable[[int, object], None] | None = None
+        """If set, called with an answer's reply number and value instead of
+        returning an :class:`AnswerReceived`, when no event comes before it
+        in the same :meth:`receive_data` (so events keep their order): how
+        a node hands an answer to its asker without an event object."""
         self._write(Hello(VERSION, node, self._challenge))
 
     def __repr__(self) -> str:
@@ -306,7 +319,21 @@ class Connection:
             self._require_open("send_message")
         if self._credit <= 0:
             raise NoCreditError(f"node {self.peer!r} granted no credit left")
-        self._write_checked(Send(target, name, data, reply), f"message {name!r}")
+        # _write_checked, inline (every message; its error text is built
+        # only when it is raised).
+        out = self._out
+        start = len(out)
+        out += _NO_LENGTH
+        self._encoder.encode_into(Send(target, name, data, reply), out, start + 4)
+        size = len(out) - start - 4
+        if size > self._max_frame:
+            del out[start:]
+            raise CodecError(
+                f"message {name!r}: a frame of {size} bytes is over the limit of "
+                f"{self._max_frame} bytes"
+            )
+        _LENGTH.pack_into(out, start, size)
+        self._sent += 1
         self._credit -= 1
 
     def send_answer(self, reply: int, value: object) -> None:
@@ -396,7 +423,9 @@ class Connection:
                 return events
             data = bytes(self._in)
             self._in.clear()
-        view = memoryview(data)
+        # Small frames are sliced out as bytes (cheaper than a view and its
+        # slice); large ones through a view of the data, not copied.
+        view: memoryview | None = None
         start = 0
         size = len(data)
         while size - start >= 4:
@@ -412,7 +441,12 @@ class Connection:
                 self._need = end - start
                 break
             self._received += 1
-            payload = view[start + 4 : end]
+            if length <= _SMALL_FRAME:
+                payload: bytes | bytearray | memoryview = data[start + 4 : end]
+            else:
+                if view is None:
+                    view = memoryview(data)
+                payload = view[start + 4 : end]
             start = end
             # The frames of every ask and answer, inline (the hot path).
             try:
@@ -431,18 +465,24 @@ class Connection:
                     except CodecError as codec_error:
                         events.append(FailureReceived(frame.reply, "CodecError", str(codec_error)))
                     else:
-                        events.append(AnswerReceived(frame.reply, value))
+                        on_answer = self.on_answer
+                        if on_answer is None or events:
+                            events.append(AnswerReceived(frame.reply, value))
+                        else:
+                            on_answer(frame.reply, value)
                 else:
                     self._handle_frame(frame, events)
-            if self.closed:
+            if self.state is _CLOSED:  # (mypy narrowed self.state above)
                 return events
         else:
             self._need = 4
         if start < size:
-            self._in += view[start:]
+            self._in += data[start:] if view is None else view[start:]
         return events
 
-    def _undecodable(self, payload: memoryview, error: Exception, events: list[Event]) -> None:
+    def _undecodable(
+        self, payload: bytes | bytearray | memoryview, error: Exception, events: list[Event]
+    ) -> None:
         if self.state is not State.OPEN:
             self._refuse(f"handshake: undecodable frame: {error}", events)
             return

@@ -57,16 +57,40 @@ class Outbox:
             raise trio.BrokenResourceError
 
     def send_nowait(self, envelope: Envelope[Any]) -> None:
+        """Put ``envelope`` on the connection, taking a credit, or raise
+        :class:`trio.WouldBlock` without credit. An ask is written at once
+        (its reply waits in the peer's reply table, under a number of its
+        own), a tell is left to the writer. Raises
+        :class:`~actors.net.CodecError` if the message cannot be encoded:
+        nothing is sent then."""
         peer = self._peer
         conn = peer._conn
         if self._closed or peer.reason is not None or conn.state is State.CLOSED:
             self._check()
         if conn._credit <= 0:
             raise trio.WouldBlock
-        if peer._send(self._uid, self._cell, envelope):
-            peer._flush()
-        else:
+        name, data, reply = peer._codec.encode_message(envelope.message)
+        cell = self._cell
+        if reply is None:
+            conn._send_encoded(self._uid, name, data, None)
+            cell.delivered += 1
             peer._writer_lot.unpark()
+            return
+        peer._numbers = number = peer._numbers + 1
+        conn._send_encoded(self._uid, name, data, number)
+        cell.delivered += 1
+        if reply._envelope is envelope:
+            # An ask of this reference: its number leaves the reply table
+            # when the asker returns (see ActorRef.ask).
+            reply._taken = True
+            reply._table = table = peer._replies
+            reply._number = number
+            table[number] = reply
+        elif not reply.done:
+            # A message holding a reply, told (or asked of another actor
+            # first): its answer is awaited by whoever holds the reply.
+            peer._replies[number] = reply
+        peer._flush()
 
     async def send(self, envelope: Envelope[Any]) -> None:
         """Wait for credit, then as :meth:`send_nowait`. A checkpoint; if

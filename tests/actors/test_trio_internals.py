@@ -49,3 +49,36 @@ async def test_a_memory_channel_shows_its_buffer_and_its_waiting_senders() -> No
         assert has_queued(unbuffered)  # a sender waits: receive_nowait takes its value
         assert unbuffered.receive_nowait() == 2
     assert not has_queued(unbuffered)
+
+
+async def test_the_run_context_holds_the_current_task() -> None:
+    # ActorRef.ask parks with GLOBAL_RUN_CONTEXT.task (current_task, inline).
+    assert GLOBAL_RUN_CONTEXT.task is trio.lowlevel.current_task()
+
+
+async def test_the_runners_io_manager_waits_for_a_readable_socket() -> None:
+    # actors.net's reader waits with the io manager's wait_readable (the
+    # function trio.lowlevel.wait_readable wraps).
+    a, b = trio.socket.socketpair()
+    with a, b:
+        wait_readable = GLOBAL_RUN_CONTEXT.runner.io_manager.wait_readable
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(wait_readable, a.fileno())
+            await trio.testing.wait_all_tasks_blocked()
+            await b.send(b"x")
+        assert await a.recv(1) == b"x"
+
+
+async def test_a_receiver_parked_on_a_memory_channel_is_registered_on_it() -> None:
+    # Inbox.__anext__ parks on an empty mailbox as receive() does: the
+    # channel's _tasks, its state's receive_tasks, the task's custom_sleep_data.
+    send, receive = trio.open_memory_channel[int](1)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(receive.receive)
+        await trio.testing.wait_all_tasks_blocked()
+        (task,) = receive._tasks
+        assert list(receive._state.receive_tasks) == [task]
+        assert task.custom_sleep_data is receive
+        assert receive._state.open_send_channels == 1
+        assert not receive._closed
+        send.send_nowait(1)

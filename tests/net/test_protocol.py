@@ -320,3 +320,20 @@ def test_a_peer_that_sends_past_its_credit_while_a_grant_is_held_back_is_closed(
     assert server.receive_data(frame) == [
         ConnectionClosed("the peer sent past its credit of 4 messages", by_peer=False)
     ]
+
+
+def test_on_answer_takes_an_answer_no_event_comes_before_and_keeps_the_order() -> None:
+    client, server = opened()
+    answers: list[tuple[int, object]] = []
+    client.on_answer = lambda number, value: answers.append((number, value))
+    server.send_answer(1, "first")
+    assert client.receive_data(server.data_to_send()) == []
+    assert answers == [(1, "first")]
+    # Behind another event in the same bytes: an event, in its order.
+    server.send_failure(2, "ValueError", "no")
+    server.send_answer(3, "third")
+    assert client.receive_data(server.data_to_send()) == [
+        FailureReceived(2, "ValueError", "no"),
+        AnswerReceived(3, "third"),
+    ]
+    assert answers == [(1, "first")]
