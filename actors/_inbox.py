@@ -187,6 +187,9 @@ class Inbox(Generic[M], metaclass=NoPublicConstructor):
                 reply = pending.get(envelope.seq)
                 if reply is not None and reply._envelope is envelope:
                     reply._taken = True
+                    # Taken: the envelope is needed no more (and, kept, it
+                    # would close a cycle: reply, envelope, message, reply).
+                    reply._envelope = None
             if cell.tracer is not None:
                 sender = envelope.sender
                 cell.record(
@@ -293,6 +296,7 @@ class Inbox(Generic[M], metaclass=NoPublicConstructor):
             reply = cell.pending.get(envelope.seq)
             if reply is not None and reply._envelope is envelope:
                 reply._taken = True
+                reply._envelope = None  # (see __anext__)
         if cell.tracer is not None:
             sender = envelope.sender
             cell.record(EventKind.DELIVERED, envelope.seq, None if sender is None else sender.name)

@@ -273,6 +273,10 @@ class ActorRef(Generic[M_contra], metaclass=NoPublicConstructor):
             return await _reply_before(cell, reply, deadline, timeout)
         finally:
             pending.pop(seq, None)
+            # The envelope, if the actor never took it, leaves the reply: it
+            # would close a cycle (reply, envelope, message, reply) that only
+            # the cycle collector frees.
+            reply._envelope = None
             table = reply._table
             if table is not None:
                 # A remote ask: its number leaves the node's reply table (if

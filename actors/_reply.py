@@ -172,6 +172,7 @@ class Reply(Generic[R], metaclass=NoPublicConstructor):
     def _withdraw(self, error: ActorError) -> None:
         """Fail the reply for the framework: its actor will never answer."""
         assert self._completion is None, "only a pending reply is withdrawn"
+        self._envelope = None  # (see Inbox.__anext__)
         self._settle(outcome.Error(error), _Completion.WITHDRAWN)
 
     def _expire(self) -> None:

@@ -83,6 +83,7 @@ class Outbox:
             # An ask of this reference: its number leaves the reply table
             # when the asker returns (see ActorRef.ask).
             reply._taken = True
+            reply._envelope = None  # (see Inbox.__anext__)
             reply._table = table = peer._replies
             reply._number = number
             table[number] = reply
