@@ -337,3 +337,27 @@ async def test_an_ask_leaves_no_reference_cycle_behind() -> None:
             assert [alive() is None for alive in made] == [True] * 4
         finally:
             gc.enable()
+
+
+async def test_a_parked_actor_ends_when_its_own_helper_closes_its_inbox() -> None:
+    ended: list[str] = []
+
+    async def self_closing(inbox: Inbox[object]) -> None:
+        async with trio.open_nursery() as nursery:
+
+            async def close_later() -> None:
+                await trio.sleep(1)
+                inbox.close()
+
+            nursery.start_soon(close_later)
+            async for _ in inbox:
+                pass  # parked until the close
+            ended.append("loop")
+
+    async with actors.open_system() as system:
+        ref = await system.spawn(self_closing)
+        await trio.sleep(2)
+        assert ended == ["loop"]
+        assert type(await ref.wait_stopped()).__name__ == "Normal"  # it returned
+        with pytest.raises(ActorStoppedError):
+            await ref.ask(Total, timeout=1)
