@@ -445,20 +445,13 @@ class Peer(metaclass=NoPublicConstructor):
                 self._lost(f"the connection broke: {error or type(error).__name__}")
                 return
             for event in conn.receive_data(data):
-                # Messages, and the answers to our asks, inline (the hot path).
-                kind = type(event)
-                if kind is MessageReceived and conn.state is State.OPEN:
+                # Messages inline (the hot path; most answers to our asks
+                # come through the connection's on_answer, without an event).
+                if type(event) is MessageReceived and conn.state is State.OPEN:
                     assert isinstance(event, MessageReceived)
                     if self._inbound or not self._deliver_now(event):
                         self._inbound.append(event)
                         self._delivery_lot.unpark()
-                elif kind is AnswerReceived:
-                    assert isinstance(event, AnswerReceived)
-                    reply = self._replies.pop(event.reply, None)
-                    if reply is None or reply._completion is not None:
-                        self._late(event.reply)
-                    else:
-                        reply.send(event.value)
                 else:
                     self._handle(event)
             if out:
@@ -517,11 +510,7 @@ class Peer(metaclass=NoPublicConstructor):
             return
         if kind is AnswerReceived:
             assert isinstance(event, AnswerReceived)
-            reply = self._replies.pop(event.reply, None)
-            if reply is None or reply.done:
-                self._late(event.reply)
-            else:
-                reply.send(event.value)
+            self._answer(event.reply, event.value)
             return
         match event:
             case FailureReceived():
@@ -569,9 +558,9 @@ class Peer(metaclass=NoPublicConstructor):
                 pass
 
     def _answer(self, number: int, value: object) -> None:
-        """The answer to our ask ``number``: to its asker (the connection
-        calls this for an answer no event comes before; the others come as
-        :class:`AnswerReceived`)."""
+        """The answer to our ask ``number``: to its asker, or counted late.
+        The connection calls this for an answer no event comes before; the
+        others come as :class:`AnswerReceived`, handled here too."""
         reply = self._replies.pop(number, None)
         if reply is None or reply._completion is not None:
             self._late(number)
