@@ -118,13 +118,14 @@ def open_connection(nonce: int, reader: Callable[[Response], None]) -> tuple[Cli
 @attrs.define(eq=False)
 class RuntimeConnection:
     """One controller connection as one runtime of one process sees it: the
-    commands the multiplexer forwards to the runtime, and where the runtime's
-    channel adapters hand their workers' responses (``deliver``: the
-    process's merge, which sends what it completes to the controller)."""
+    commands the multiplexer forwards to the runtime (in batches: what one
+    turn of the multiplexer routes travels as one item), and where the
+    runtime's channel adapters hand their workers' responses (``deliver``:
+    the process's merge, which sends what it completes to the controller)."""
 
     nonce: int
-    commands_in: trio.MemorySendChannel[Command]
-    commands: trio.MemoryReceiveChannel[Command]
+    batches_in: trio.MemorySendChannel[list[Command]]
+    batches: trio.MemoryReceiveChannel[list[Command]]
     # How many of the runtime's adapters in this process still serve it.
     serving: int
     # The process's merge of this runtime's responses (local worker, response).
@@ -137,8 +138,27 @@ class RuntimeConnection:
 
     @classmethod
     def open(cls, nonce: int, adapters: int) -> RuntimeConnection:
-        commands_in, commands = trio.open_memory_channel[Command](math.inf)
-        return cls(nonce, commands_in, commands, adapters)
+        batches_in, batches = trio.open_memory_channel[list[Command]](math.inf)
+        return cls(nonce, batches_in, batches, adapters)
+
+    def forward(self, commands: list[Command]) -> None:
+        """Queue ``commands`` for the runtime, in order, as one batch (the
+        list is the connection's from now on). Never blocks. Once the adapter
+        that reads them left after a failed response send, they are dropped
+        and counted, as the commands it had queued were."""
+        try:
+            self.batches_in.send_nowait(commands)
+        except trio.BrokenResourceError:
+            self.dropped_commands += len(commands)
+
+    def with_queued(self, batch: list[Command]) -> list[Command]:
+        """``batch`` (just received from :attr:`batches`) extended with every
+        batch already queued behind it: the reader takes them in one turn."""
+        while True:
+            try:
+                batch += self.batches.receive_nowait()
+            except (trio.WouldBlock, trio.EndOfChannel):
+                return batch
 
     def send(self, local: int, response: Response) -> bool:
         """Hand one response of local worker ``local`` on; ``False`` (nothing
@@ -151,7 +171,7 @@ class RuntimeConnection:
 
     def end(self) -> None:
         """The controller's command stream ended: nothing more will be forwarded."""
-        self.commands_in.close()
+        self.batches_in.close()
         self.ended.set()
 
     def leave(self, *, drop_queued: bool) -> None:
@@ -160,11 +180,11 @@ class RuntimeConnection:
         if drop_queued:
             while True:
                 try:
-                    self.commands.receive_nowait()
+                    batch = self.batches.receive_nowait()
                 except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
                     break
-                self.dropped_commands += 1
-            self.commands.close()
+                self.dropped_commands += len(batch)
+            self.batches.close()
             logger.info(
                 "a response send to connection %d failed: its adapter left it, "
                 "dropping %d queued commands",

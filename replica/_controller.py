@@ -94,7 +94,9 @@ class _Session:
 
     nonce: int
     ends: list[ClientEnd]
-    merger: PartitionedState
+    # The processes' responses merged; none with one process (what a process
+    # sends is already merged: a merger of one part would pass it on as it is).
+    merger: PartitionedState | None
     frontiers: dict[GlobalId, Frontier] = attrs.field(factory=dict)
     peeks: dict[int, _PendingPeek] = attrs.field(factory=dict)
     subscriptions: dict[GlobalId, _Subscription] = attrs.field(factory=dict)
@@ -137,7 +139,8 @@ class Controller:
                 pending.done.set()
         nonce = self.replica.system.random.getrandbits(63)
         processes = self.replica.processes
-        session = _Session(nonce, [], PartitionedState(len(processes), self.regressions))
+        merger = PartitionedState(len(processes), self.regressions) if len(processes) > 1 else None
+        session = _Session(nonce, [], merger)
         for part, process in enumerate(processes):
             client, server = open_connection(nonce, functools.partial(self._absorb, session, part))
             process.accept(server)
@@ -292,7 +295,8 @@ class Controller:
     def _absorb(self, session: _Session, part: int, response: Response) -> None:
         """Process ``part``'s response, in the task that sent it (the
         connection hands it over at once)."""
-        merged = session.merger.absorb(part, response)
+        merger = session.merger
+        merged = response if merger is None else merger.absorb(part, response)
         if isinstance(merged, Frontiers):
             # The common case first: most responses are frontiers.
             session.frontiers[merged.id] = merged.upper

@@ -144,9 +144,9 @@ class ChannelAdapter:
         assert self.sequencer is not None, "only global worker 0's adapter sequences"
         assert self.leader_order is not None, "the leader reads process 0's order"
         nonce = connection.nonce
-        async for first in connection.commands:
+        async for first in connection.batches:
             # Sequence everything already queued as one batch (one checkpoint).
-            batch = [first, *queued(connection.commands)]
+            batch = connection.with_queued(first)
             position = self.leader_order.position(nonce)
             # Commands taken from the queue are forwarded whole: worker
             # mailboxes are unbounded, so this never waits for room.
@@ -159,18 +159,21 @@ class ChannelAdapter:
 @attrs.define(eq=False)
 class _Merge:
     """The responses of one connection at one process: each runtime's
-    workers merged, then the runtimes; what completes goes to the controller.
-    Once a send to the controller fails, every runtime connection is broken."""
+    workers merged, then the runtimes (with one runtime, what its workers'
+    merge completes is the process's: a merger of one part would pass it on
+    as it is); what completes goes to the controller. Once a send to the
+    controller fails, every runtime connection is broken."""
 
     connection: ServerEnd
     runtimes: list[RuntimeConnection]
     within: list[PartitionedState]
-    across: PartitionedState
+    across: PartitionedState | None
 
     def deliver(self, number: int, local: int, response: Response) -> None:
         merged = self.within[number].absorb(local, response)
-        if merged is not None and not isinstance(merged, PeekResponse):
-            merged = self.across.absorb(number, merged)
+        across = self.across
+        if merged is not None and across is not None and not isinstance(merged, PeekResponse):
+            merged = across.absorb(number, merged)
         if merged is None:
             return
         try:
@@ -335,13 +338,31 @@ class Process:
                     channel.send_nowait(runtimes[name])
             async for first in connection.commands:
                 # Everything already queued goes on in one turn.
-                for command in [first, *queued(connection.commands)]:
-                    if isinstance(command, Hello):
-                        self.order.record(command.nonce)
-                    for name in self._targets(command):
-                        self._forward(name, runtimes[name], command)
+                self._route([first, *queued(connection.commands)], runtimes)
             for name, runtime in runtimes.items():
                 self._forward(name, runtime, None)
+
+    def _route(self, commands: list[Command], runtimes: dict[str, RuntimeConnection]) -> None:
+        """Record each ``Hello`` and forward each command to its runtimes. When
+        nothing is held, delayed or faulted, each runtime gets its share of
+        ``commands`` as one batch; otherwise command by command."""
+        faults = self.faults
+        if self.held or self.delayed or (faults is not None and faults.plan.active):
+            for command in commands:
+                if isinstance(command, Hello):
+                    self.order.record(command.nonce)
+                for name in self._targets(command):
+                    self._forward(name, runtimes[name], command)
+            return
+        shares: dict[str, list[Command]] = {name: [] for name in runtimes}
+        for command in commands:
+            if isinstance(command, Hello):
+                self.order.record(command.nonce)
+            for name in self._targets(command):
+                shares[name].append(command)
+        for name, share in shares.items():
+            if share:
+                runtimes[name].forward(share)
 
     def _merge(self, connection: ServerEnd, runtimes: dict[str, RuntimeConnection]) -> None:
         """Merge each runtime's workers, then the runtimes: a collection's
@@ -353,7 +374,9 @@ class Process:
             [PartitionedState(self.workers, self.regressions) for _ in runtimes],
             PartitionedState(
                 len(runtimes), self.regressions, owners=self._reporting(list(runtimes))
-            ),
+            )
+            if len(runtimes) > 1
+            else None,
         )
         for number, runtime in enumerate(runtimes.values()):
             runtime.deliver = functools.partial(merge.deliver, number)
@@ -362,10 +385,5 @@ class Process:
 def _deliver(connection: RuntimeConnection, command: Command | None) -> None:
     if command is None:
         connection.end()
-        return
-    try:
-        connection.commands_in.send_nowait(command)
-    except trio.BrokenResourceError:
-        # Its adapter left the connection after a failed response send: the
-        # commands still coming for it are dropped like those it had queued.
-        connection.dropped_commands += 1
+    else:
+        connection.forward([command])

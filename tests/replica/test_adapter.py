@@ -63,13 +63,13 @@ async def test_a_failed_response_send_drops_queued_commands_and_the_next_connect
         # Connection 22 arrives with commands queued, but its controller is gone.
         second = RuntimeConnection.open(22, adapters=1)
         collecting(second)
-        second.commands_in.send_nowait(Hello(22))
-        second.commands_in.send_nowait(CreateInstance())
+        second.forward([Hello(22)])
+        second.forward([CreateInstance()])
         second.broken = True
         offer.send_nowait(second)
         third = RuntimeConnection.open(33, adapters=1)
         collecting(third)
-        third.commands_in.send_nowait(Hello(33))
+        third.forward([Hello(33)])
         offer.send_nowait(third)
         await trio.testing.wait_all_tasks_blocked()
 
@@ -98,7 +98,7 @@ def test_a_command_for_a_connection_its_adapters_left_is_dropped_and_counted() -
     from replica._process import _deliver
 
     connection = RuntimeConnection.open(5, adapters=1)
-    connection.commands_in.send_nowait(Hello(5))
+    connection.forward([Hello(5)])
     connection.leave(drop_queued=True)
     _deliver(connection, CreateInstance())
     _deliver(connection, None)
