@@ -130,3 +130,62 @@ async def test_responses_after_the_adapter_left_are_kept_for_the_next_connection
         await trio.testing.wait_all_tasks_blocked()
         assert got == [(1, response) for _, response in answers]
         nursery.cancel_scope.cancel()
+
+
+def _routed(*, hold: bool) -> dict[str, list[object]]:
+    """What the multiplexer forwards to each runtime for one turn of
+    commands, batched (nothing held) or command by command (a runtime held,
+    then released)."""
+    from replica import CancelPeek, CreateDataflow, DataflowDescription, GlobalId, Peek, Schedule
+    from replica._process import INTERACTIVE, MAINTENANCE, Process
+
+    process = Process(0, workers=1)
+    for name in (MAINTENANCE, INTERACTIVE):
+        process.adapters[name] = [trio.open_memory_channel[RuntimeConnection](math.inf)[0]]
+    runtimes = {name: RuntimeConnection.open(9, adapters=1) for name in process.adapters}
+    query = DataflowDescription.index(GlobalId.transient(1), "s", GlobalId.transient(2), (0,), 0)
+    index = DataflowDescription.index(10, "s", 11, (0,), 0)
+    commands = [
+        Hello(9),
+        CreateInstance(),
+        CreateDataflow(index),
+        CreateDataflow(query),
+        Schedule(11),
+        Schedule(GlobalId.transient(2)),
+        Peek(1, 11, 0),
+        CancelPeek(1),
+    ]
+    if hold:
+        process.hold(MAINTENANCE)
+    process._route(commands, runtimes)
+    if hold:
+        process.release(MAINTENANCE)
+    got: dict[str, list[object]] = {}
+    for name, runtime in runtimes.items():
+        got[name] = []
+        while True:
+            try:
+                got[name] += runtime.batches.receive_nowait()
+            except trio.WouldBlock:
+                break
+    assert process.order.position(9) == 0
+    return got
+
+
+def test_a_turn_of_commands_reaches_each_runtime_alike_batched_or_one_by_one() -> None:
+    batched, one_by_one = _routed(hold=False), _routed(hold=True)
+    assert batched == one_by_one
+    interactive = [type(c).__name__ for c in batched["interactive"]]
+    maintenance = [type(c).__name__ for c in batched["maintenance"]]
+    # Peeks and the query dataflow's commands go to the interactive runtime only.
+    assert maintenance == ["Hello", "CreateInstance", "CreateDataflow", "Schedule"]
+    assert interactive == [
+        "Hello",
+        "CreateInstance",
+        "CreateDataflow",
+        "CreateDataflow",
+        "Schedule",
+        "Schedule",
+        "Peek",
+        "CancelPeek",
+    ]
