@@ -136,7 +136,15 @@ def _routed(*, hold: bool) -> dict[str, list[object]]:
     """What the multiplexer forwards to each runtime for one turn of
     commands, batched (nothing held) or command by command (a runtime held,
     then released)."""
-    from replica import CancelPeek, CreateDataflow, DataflowDescription, GlobalId, Peek, Schedule
+    from replica import (
+        CancelPeek,
+        Command,
+        CreateDataflow,
+        DataflowDescription,
+        GlobalId,
+        Peek,
+        Schedule,
+    )
     from replica._process import INTERACTIVE, MAINTENANCE, Process
 
     process = Process(0, workers=1)
@@ -145,7 +153,7 @@ def _routed(*, hold: bool) -> dict[str, list[object]]:
     runtimes = {name: RuntimeConnection.open(9, adapters=1) for name in process.adapters}
     query = DataflowDescription.index(GlobalId.transient(1), "s", GlobalId.transient(2), (0,), 0)
     index = DataflowDescription.index(10, "s", 11, (0,), 0)
-    commands = [
+    commands: list[Command] = [
         Hello(9),
         CreateInstance(),
         CreateDataflow(index),
