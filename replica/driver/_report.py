@@ -40,5 +40,4 @@ def rewritten(spec: Spec, outcomes: list[Outcome]) -> str:
     for outcome in reversed(outcomes):
         stanza = outcome.stanza
         lines[stanza.divider_line : stanza.end_line - 1] = list(outcome.actual)
-    text = "\n".join(lines)
-    return text + "\n" if spec.trailing_newline else text
+    return spec.join(lines)

@@ -87,6 +87,13 @@ class Spec:
     lines: tuple[str, ...]
     stanzas: tuple[Stanza, ...]
     trailing_newline: bool
+    # How the file ends its lines: "\n", or "\r\n" (kept by a rewrite).
+    line_ending: str = "\n"
+
+    def join(self, lines: Sequence[str]) -> str:
+        """``lines`` as the file's text, with its line endings."""
+        text = self.line_ending.join(lines)
+        return text + self.line_ending if self.trailing_newline else text
 
 
 def read_spec(path: Path, display: str | None = None) -> Spec:
@@ -111,13 +118,18 @@ def read_spec(path: Path, display: str | None = None) -> Spec:
         raise SpecError(shown, line, "the file is not valid UTF-8") from None
     if text.startswith("\ufeff"):
         raise SpecError(shown, 1, "the file starts with a byte order mark")
-    if "\r" in text:
-        line = text[: text.index("\r")].count("\n") + 1
-        raise SpecError(shown, line, "carriage return in a line (lines end with LF only)")
     return parse_spec(text, shown)
 
 
 def parse_spec(text: str, path: str) -> Spec:
+    """A spec's text read into stanzas. Lines end with LF or CRLF, as the real
+    driver reads them (Rust's ``str::lines``); a CRLF file is rewritten with
+    CRLF. A carriage return anywhere else is bad input."""
+    line_ending = "\r\n" if "\r\n" in text else "\n"
+    text = text.replace("\r\n", "\n")
+    if "\r" in text:
+        line = text[: text.index("\r")].count("\n") + 1
+        raise SpecError(path, line, "carriage return not followed by a line feed")
     lines = text.split("\n")
     trailing = text.endswith("\n")
     if trailing:
@@ -126,7 +138,7 @@ def parse_spec(text: str, path: str) -> Spec:
         stanzas = _Parser(lines).stanzas()
     except InputError as error:
         raise SpecError(path, error.line, error.message) from None
-    return Spec(path, tuple(lines), stanzas, trailing)
+    return Spec(path, tuple(lines), stanzas, trailing, line_ending)
 
 
 @attrs.define(eq=False)
@@ -262,8 +274,7 @@ def rewrite(spec: Spec, outputs: Sequence[Sequence[str]]) -> str:
         if doubled:
             block = [DIVIDER, *block, DIVIDER, DIVIDER]
         lines[stanza.divider_line : stanza.end_line - 1] = block
-    text = "\n".join(lines)
-    return text + "\n" if spec.trailing_newline else text
+    return spec.join(lines)
 
 
 _INT = re.compile(r"-?[0-9]+")

@@ -10,7 +10,7 @@ import pytest
 from replica.driver import main
 from replica.driver._data import render_datum as format_field
 from replica.driver._data import render_rows as format_rows
-from replica.driver._spec import parse_row, parse_spec
+from replica.driver._spec import parse_row, parse_spec, rewrite
 
 GOOD = "create-instance\n----\nok\n"
 
@@ -77,19 +77,44 @@ def test_a_file_that_is_not_utf8_is_bad_input(
     ("data", "message"),
     [
         (
-            b"create-instance\r\n----\r\nok\r\n",
-            "1: carriage return in a line (lines end with LF only)",
+            b"create-instance\n----\nok\r\n\nschedule id=1\r\n----\rok\n",
+            "6: carriage return not followed by a line feed",
         ),
         (b"\xef\xbb\xbfcreate-instance\n----\nok\n", "1: the file starts with a byte order mark"),
     ],
 )
-def test_crlf_and_byte_order_marks_are_bad_input_with_a_clear_message(
+def test_a_lone_carriage_return_and_a_byte_order_mark_are_bad_input(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], data: bytes, message: str
 ) -> None:
     spec = tmp_path / "windows.spec"
     spec.write_bytes(data)
     assert main(["run", str(spec)]) == 2
     assert capsys.readouterr().err == f"{spec}:{message}\n"
+
+
+def test_a_crlf_file_runs_as_its_lf_twin_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = (
+        "# written on Windows\n"
+        "create-instance\n----\nok\n\n"
+        "initialization-complete\n----\nok\n\n"
+        "write-rows shard=s ts=0\n  1 a\n  2 b \n----\nwrote 2\n\n"
+        "define-index source=1 index=2 shard=s key=[0] as-of=0 upper=1\n----\nok\n\n"
+        "schedule id=2\n----\nok\n\n"
+        'peek id=2 ts=0\n----\n1 "a"\n2 "b"\n'
+    )
+    spec = tmp_path / "windows.spec"
+    spec.write_bytes(text.replace("\n", "\r\n").encode())
+    assert main(["run", str(spec)]) == 0
+    assert "ok" in capsys.readouterr().out
+
+
+def test_a_crlf_file_is_rewritten_with_crlf() -> None:
+    text = "create-instance\r\n----\r\nwrong\r\n\r\n# done\r\n"
+    spec = parse_spec(text, "x.spec")
+    assert spec.stanzas[0].expected == ("wrong",)
+    assert rewrite(spec, [["ok"]]) == text.replace("wrong", "ok")
 
 
 def test_a_comment_between_a_directive_and_its_divider_is_a_comment() -> None:
