@@ -252,9 +252,9 @@ def render(description: DataflowDescription, number: int, context: Context) -> D
             case Project(columns, input):
                 source = plan(input)
                 return add(Map(source, source.subscribe(), _projection(columns)))
-            case Reduce(input, _, group_key):
+            case Reduce(input, aggregates, group_key):
                 grouped = exchange(plan(input), group_key)
-                return add(CountReduce(grouped, grouped.subscribe(), group_key))
+                return add(CountReduce(grouped, grouped.subscribe(), group_key, len(aggregates)))
             case Join(inputs, equalities):
                 return join([plan(input) for input in inputs], inputs, equalities)
 

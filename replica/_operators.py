@@ -242,11 +242,14 @@ def _completed(pending: list[Update], frontier: int) -> tuple[list[Update], list
 @attrs.define(eq=False)
 class CountReduce(Operator):
     """``count(*)`` per group of ``group_key``: one row per non-empty group,
-    its key columns then the count. Its input is exchanged by the group key."""
+    its key columns then the count, once for each of the Reduce's
+    ``aggregates`` (``aggregates=[count(*), count(*)]`` has two count
+    columns). Its input is exchanged by the group key."""
 
     input: Stream
     queue: Queue
     group_key: tuple[int, ...]
+    aggregates: int = 1
     out: Stream = attrs.field(factory=Stream)
     pending: list[Update] = attrs.field(factory=list)
     counts: dict[Row, int] = attrs.field(factory=dict)
@@ -274,9 +277,9 @@ class CountReduce(Operator):
                     if new == old:
                         continue
                     if old:
-                        output.append(((*group, old), time, -1))
+                        output.append(((*group, *(old,) * self.aggregates), time, -1))
                     if new:
-                        output.append(((*group, new), time, 1))
+                        output.append(((*group, *(new,) * self.aggregates), time, 1))
                         counts[group] = new
                     else:
                         del counts[group]

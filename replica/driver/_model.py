@@ -365,11 +365,12 @@ class ReferenceModel:
                     out[tuple(row[c] for c in columns)] += n
                 return out
             case Reduce(input, aggregates, group_key):
-                assert aggregates == (Aggregate.COUNT,), "count(*) only"
+                assert set(aggregates) == {Aggregate.COUNT}, "count(*) only"
                 counts: Counter[Row] = Counter()
                 for row, n in self._evaluate(dataflow, input, ts).items():
                     counts[tuple(row[c] for c in group_key)] += n
-                return Counter({(*group, n): 1 for group, n in counts.items() if n})
+                width = len(aggregates)
+                return Counter({(*group, *(n,) * width): 1 for group, n in counts.items() if n})
             case Join(inputs, equalities):
                 joined: Counter[Row] = Counter({(): 1})
                 for input in inputs:

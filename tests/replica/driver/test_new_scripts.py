@@ -1,0 +1,81 @@
+"""Scripts in the real driver's language written for this project (not
+copies of Materialize's), each combining constructs the real scripts do not,
+on all five topologies: what the real driver accepts runs here and prints
+what the real replica would."""
+
+from __future__ import annotations
+
+import pytest
+
+from replica.driver._runner import Topology, run_spec
+from replica.driver._spec import parse_spec
+
+TOPOLOGIES = {
+    "solo-w1": Topology(1, 1, interactive=False),
+    "solo-w2p2": Topology(2, 2, interactive=False),
+    "two-w1": Topology(1, 1),
+    "two-w2": Topology(1, 2),
+    "two-w2p2": Topology(2, 2),
+}
+
+START = """\
+create-instance
+----
+ok
+
+initialization-complete
+----
+ok
+
+write-rows shard=r ts=0
+  1 a
+  1 b
+  2 c
+----
+wrote 3
+
+"""
+
+TWO_COUNTS = (
+    START
+    + """\
+# Two aggregates make two columns, however alike they are.
+create-dataflow name=counts as-of=0
+  import source=1000 shard=r upper=1
+  build id=2000
+    Reduce group_by=[#0] aggregates=[count(*), count(*)]
+      Get u1000
+  export index=2001 on=2000 key=[2]
+----
+ok
+
+schedule id=2001
+----
+ok
+
+peek id=2001 ts=0
+----
+1 2 2
+2 1 1
+
+peek-count id=2001 ts=0 literals=[1]
+----
+1
+"""
+)
+
+SCRIPTS = {"two_counts": TWO_COUNTS}
+
+
+@pytest.mark.parametrize("topology", sorted(TOPOLOGIES))
+@pytest.mark.parametrize("name", sorted(SCRIPTS))
+def test_a_new_script_in_the_real_language_passes(name: str, topology: str) -> None:
+    spec = parse_spec(SCRIPTS[name], f"{name}.spec")
+    run = run_spec(spec, TOPOLOGIES[topology], seed=1, trace=None)
+    mismatches = [
+        (outcome.stanza.line, outcome.stanza.expected, outcome.actual)
+        for outcome in run.outcomes
+        if not outcome.matched
+    ]
+    assert mismatches == []
+    assert run.violations == []
