@@ -13,8 +13,10 @@ line, its inputs on the lines below it indented exactly two more::
       Get u1001
 
 Operators: ``Get <id>``; ``Project (#0, #1)``; ``Reduce [group_by=[#0]]
-aggregates=[count(*)]``; ``Join on=(#a = #b [AND #c = #d])`` over two inputs
-or more, its columns those of the inputs concatenated.
+aggregates=[count(*), ..] [monotonic] [exp_group_size=N]`` (the last two are
+hints to the real renderer, and change no result); ``Join on=(#a = #b [AND
+#c = #d])`` over two inputs or more, its columns those of the inputs
+concatenated, and ``CrossJoin``, a join with no equalities.
 """
 
 from __future__ import annotations
@@ -66,6 +68,7 @@ class Operator(enum.StrEnum):
     PROJECT = "Project"
     REDUCE = "Reduce"
     JOIN = "Join"
+    CROSS_JOIN = "CrossJoin"
 
 
 @attrs.frozen
@@ -245,6 +248,7 @@ _GET = re.compile(r"Get +(\S+)")
 _PROJECT = re.compile(r"Project *\((.*)\)")
 _JOIN = re.compile(r"Join(?: +on=\((.*)\))?")
 _COLUMN = re.compile(r" *#([0-9]+) *")
+_WHOLE = re.compile(r"[0-9]+")
 _INPUTS = {Operator.GET: (0, 0), Operator.PROJECT: (1, 1), Operator.REDUCE: (1, 1)}
 
 
@@ -305,7 +309,13 @@ def _operator(line: BodyLine) -> PlanNode:
         if match is None:
             raise InputError(number, "Join is written Join on=(#0 = #2 AND #1 = #3)")
         return PlanNode(number, Operator.JOIN, equalities=_equalities(number, match[1] or ""))
-    raise InputError(number, f"unknown plan operator {word!r} (Get, Project, Reduce or Join)")
+    if word == Operator.CROSS_JOIN:
+        if text != Operator.CROSS_JOIN:
+            raise InputError(number, "CrossJoin takes nothing after it (its inputs are below it)")
+        return PlanNode(number, Operator.CROSS_JOIN)
+    raise InputError(
+        number, f"unknown plan operator {word!r} (Get, Project, Reduce, Join or CrossJoin)"
+    )
 
 
 def _reduce(number: int, text: str) -> PlanNode:
@@ -316,9 +326,13 @@ def _reduce(number: int, text: str) -> PlanNode:
     parts: dict[str, str] = {}
     for token in tokens:
         key, equals, value = token.partition("=")
+        if token == "monotonic" or (key == "exp_group_size" and _WHOLE.fullmatch(value)):
+            continue  # rendering hints of the real replica: the rows are the same
         if not equals or key not in ("group_by", "aggregates") or key in parts:
             raise InputError(
-                number, f"Reduce: unexpected {token!r} (Reduce [group_by=[..]] aggregates=[..])"
+                number,
+                f"Reduce: unexpected {token!r} (Reduce [group_by=[..]] aggregates=[..] "
+                "[monotonic] [exp_group_size=N])",
             )
         if not (value.startswith("[") and value.endswith("]")):
             raise InputError(number, f"Reduce: {key} is a list in brackets")
@@ -375,12 +389,12 @@ def resolve(
             plan = Project(node.columns, inputs[0])
         case Operator.REDUCE:
             plan = Reduce(inputs[0], node.aggregates, node.columns)
-        case Operator.JOIN:
+        case Operator.JOIN | Operator.CROSS_JOIN:
             if not optimize:
                 raise InputError(
                     node.line,
-                    "Join needs the optimize flag on create-dataflow "
-                    "(the real driver cannot lower a Join the optimizer did not plan)",
+                    f"{node.operator} needs the optimize flag on create-dataflow "
+                    "(the real driver cannot lower a join the optimizer did not plan)",
                 )
             plan = Join(inputs, node.equalities)
     try:

@@ -297,7 +297,7 @@ def test_configuration_rows_and_header_keys_become_parameters_in_order() -> None
         (
             "  build id=2\n    Join on=(#0 = #1)\n      Get u1000\n      Get u1000\n",
             "3: Join needs the optimize flag on create-dataflow "
-            "(the real driver cannot lower a Join the optimizer did not plan)",
+            "(the real driver cannot lower a join the optimizer did not plan)",
         ),
         (
             "  build id=2\n    Project (#0)\n       Get u1000\n",
@@ -312,7 +312,7 @@ def test_configuration_rows_and_header_keys_become_parameters_in_order() -> None
         ("  build id=2\n    Get u1000\n      Get u1000\n", "3: Get takes no input, not 1"),
         (
             "  build id=2\n    Filter #0\n      Get u1000\n",
-            "3: unknown plan operator 'Filter' (Get, Project, Reduce or Join)",
+            "3: unknown plan operator 'Filter' (Get, Project, Reduce, Join or CrossJoin)",
         ),
         (
             "  build id=2\n    Project #0\n      Get u1000\n",

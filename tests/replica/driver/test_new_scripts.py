@@ -43,7 +43,7 @@ TWO_COUNTS = (
 create-dataflow name=counts as-of=0
   import source=1000 shard=r upper=1
   build id=2000
-    Reduce group_by=[#0] aggregates=[count(*), count(*)]
+    Reduce group_by=[#0] aggregates=[count(*), count(*)] monotonic exp_group_size=4
       Get u1000
   export index=2001 on=2000 key=[2]
 ----
@@ -64,7 +64,41 @@ peek-count id=2001 ts=0 literals=[1]
 """
 )
 
-SCRIPTS = {"two_counts": TWO_COUNTS}
+CROSS_JOIN = (
+    START
+    + """\
+write-rows shard=s ts=0
+  7 x
+  8 y
+----
+wrote 2
+
+# CrossJoin: every pair, counted per key of the left side.
+create-dataflow name=pairs as-of=0 optimize
+  import source=1000 shard=r upper=1
+  import source=1001 shard=s upper=1
+  build id=2000
+    Reduce group_by=[#0] aggregates=[count(*)]
+      Project (#0, #2)
+        CrossJoin
+          Get u1000
+          Get u1001
+  export index=2001 on=2000 key=[0]
+----
+ok
+
+schedule id=2001
+----
+ok
+
+peek id=2001 ts=0
+----
+1 4
+2 2
+"""
+)
+
+SCRIPTS = {"two_counts": TWO_COUNTS, "cross_join": CROSS_JOIN}
 
 
 @pytest.mark.parametrize("topology", sorted(TOPOLOGIES))
