@@ -244,7 +244,8 @@ class CountReduce(Operator):
     """``count(*)`` per group of ``group_key``: one row per non-empty group,
     its key columns then the count, once for each of the Reduce's
     ``aggregates`` (``aggregates=[count(*), count(*)]`` has two count
-    columns). Its input is exchanged by the group key."""
+    columns; none is ``Distinct``, the group alone). Its input is exchanged
+    by the group key."""
 
     input: Stream
     queue: Queue
@@ -274,8 +275,8 @@ class CountReduce(Operator):
                 for group, delta in deltas.items():
                     old = counts.get(group, 0)
                     new = old + delta
-                    if new == old:
-                        continue
+                    if new == old or (not self.aggregates and old and new):
+                        continue  # (no aggregates: a distinct group stays one row)
                     if old:
                         output.append(((*group, *(old,) * self.aggregates), time, -1))
                     if new:

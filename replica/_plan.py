@@ -3,10 +3,11 @@
 A plan is a tree of operators over the collections a dataflow imports (and
 the objects it built before): ``Get`` reads one, ``Project`` keeps columns,
 ``Reduce`` aggregates (``count(*)`` for now, over the whole input or per
-group), ``Join`` joins its inputs on equalities between columns of their
-concatenation. Each is a frozen value, so two descriptions compare equal when
-their plans do (reconciliation relies on it). :func:`check` says why a plan is
-malformed, before any replica sees it.
+group; with no aggregates it is a distinct of its group key), ``Join`` joins
+its inputs on equalities between columns of their concatenation. Each is a
+frozen value, so two descriptions compare equal when their plans do
+(reconciliation relies on it). :func:`check` says why a plan is malformed,
+before any replica sees it.
 
 Adding an operator (``Filter``, ``Map``) means a class here, a case in
 :func:`arity` and :func:`check`, and an operator in ``replica._operators``.
@@ -48,7 +49,8 @@ class Project:
 @attrs.frozen
 class Reduce:
     """One row per group of ``group_key`` (the whole input when empty): the
-    group's key columns, then each aggregate. An empty group yields no row."""
+    group's key columns, then each aggregate (none: a distinct). An empty
+    group yields no row."""
 
     input: Plan
     aggregates: tuple[Aggregate, ...] = (Aggregate.COUNT,)
@@ -97,8 +99,6 @@ def check(plan: Plan, arities: Mapping[GlobalId, int]) -> int:
         case Reduce(input, aggregates, group_key):
             width = check(input, arities)
             _columns("Reduce group key", group_key, width)
-            if not aggregates:
-                raise PlanError("Reduce: no aggregates")
             return len(group_key) + len(aggregates)
         case Join(inputs, equalities):
             if len(inputs) < 2:

@@ -14,7 +14,8 @@ line, its inputs on the lines below it indented exactly two more::
 
 Operators: ``Get <id>``; ``Project (#0, #1)``; ``Reduce [group_by=[#0]]
 aggregates=[count(*), ..] [monotonic] [exp_group_size=N]`` (the last two are
-hints to the real renderer, and change no result); ``Join on=(#a = #b [AND
+hints to the real renderer, and change no result; ``aggregates=[]`` is a
+distinct), ``Distinct [project=[#0]]`` (the same); ``Join on=(#a = #b [AND
 #c = #d])`` over two inputs or more, its columns those of the inputs
 concatenated, and ``CrossJoin``, a join with no equalities.
 """
@@ -69,6 +70,7 @@ class Operator(enum.StrEnum):
     REDUCE = "Reduce"
     JOIN = "Join"
     CROSS_JOIN = "CrossJoin"
+    DISTINCT = "Distinct"
 
 
 @attrs.frozen
@@ -249,7 +251,12 @@ _PROJECT = re.compile(r"Project *\((.*)\)")
 _JOIN = re.compile(r"Join(?: +on=\((.*)\))?")
 _COLUMN = re.compile(r" *#([0-9]+) *")
 _WHOLE = re.compile(r"[0-9]+")
-_INPUTS = {Operator.GET: (0, 0), Operator.PROJECT: (1, 1), Operator.REDUCE: (1, 1)}
+_INPUTS = {
+    Operator.GET: (0, 0),
+    Operator.PROJECT: (1, 1),
+    Operator.REDUCE: (1, 1),
+    Operator.DISTINCT: (1, 1),
+}
 
 
 def _plan(lines: list[BodyLine]) -> PlanNode:
@@ -302,8 +309,8 @@ def _operator(line: BodyLine) -> PlanNode:
             raise InputError(number, "Project lists its columns: Project (#0, #1)")
         columns = _refs(number, match[1]) if match[1].strip(" ") else ()
         return PlanNode(number, Operator.PROJECT, columns=columns)
-    if word == Operator.REDUCE:
-        return _reduce(number, text)
+    if word in (Operator.REDUCE, Operator.DISTINCT):
+        return _reduce(number, text, Operator(word))
     if word == Operator.JOIN:
         match = _JOIN.fullmatch(text)
         if match is None:
@@ -314,37 +321,48 @@ def _operator(line: BodyLine) -> PlanNode:
             raise InputError(number, "CrossJoin takes nothing after it (its inputs are below it)")
         return PlanNode(number, Operator.CROSS_JOIN)
     raise InputError(
-        number, f"unknown plan operator {word!r} (Get, Project, Reduce, Join or CrossJoin)"
+        number,
+        f"unknown plan operator {word!r} (Get, Project, Reduce, Distinct, Join or CrossJoin)",
     )
 
 
-def _reduce(number: int, text: str) -> PlanNode:
+# A Reduce's keys, and a Distinct's (a Reduce of no aggregates: one row per
+# distinct group key), as mz-expr-parser reads them.
+_REDUCE_KEYS = {Operator.REDUCE: ("group_by", "aggregates"), Operator.DISTINCT: ("project",)}
+
+
+def _reduce(number: int, text: str, operator: Operator) -> PlanNode:
+    group_name, *aggregate_name = _REDUCE_KEYS[operator]
+    usage = (
+        "Reduce [group_by=[..]] aggregates=[..]" if aggregate_name else "Distinct [project=[..]]"
+    )
     try:
         tokens = tokenize(text)[1:]
     except ValueError as error:
-        raise InputError(number, f"Reduce: {error}") from None
+        raise InputError(number, f"{operator}: {error}") from None
     parts: dict[str, str] = {}
     for token in tokens:
         key, equals, value = token.partition("=")
         if token == "monotonic" or (key == "exp_group_size" and _WHOLE.fullmatch(value)):
             continue  # rendering hints of the real replica: the rows are the same
-        if not equals or key not in ("group_by", "aggregates") or key in parts:
+        if not equals or key not in _REDUCE_KEYS[operator] or key in parts:
             raise InputError(
                 number,
-                f"Reduce: unexpected {token!r} (Reduce [group_by=[..]] aggregates=[..] "
-                "[monotonic] [exp_group_size=N])",
+                f"{operator}: unexpected {token!r} ({usage} [monotonic] [exp_group_size=N])",
             )
         if not (value.startswith("[") and value.endswith("]")):
-            raise InputError(number, f"Reduce: {key} is a list in brackets")
+            raise InputError(number, f"{operator}: {key} is a list in brackets")
         parts[key] = value[1:-1]
-    if "aggregates" not in parts:
-        raise InputError(number, "Reduce needs aggregates=[count(*)]")
     aggregates = []
-    for name in parts["aggregates"].split(","):
-        if name.strip(" ") != Aggregate.COUNT:
-            raise InputError(number, f"Reduce: unsupported aggregate {name.strip(' ')!r}")
-        aggregates.append(Aggregate.COUNT)
-    group = parts.get("group_by", "")
+    if aggregate_name:
+        if "aggregates" not in parts:
+            raise InputError(number, "Reduce needs aggregates=[count(*)] (or [] for none)")
+        names = parts["aggregates"].split(",") if parts["aggregates"].strip(" ") else []
+        for name in names:
+            if name.strip(" ") != Aggregate.COUNT:
+                raise InputError(number, f"Reduce: unsupported aggregate {name.strip(' ')!r}")
+            aggregates.append(Aggregate.COUNT)
+    group = parts.get(group_name, "")
     group_key = _refs(number, group) if group.strip(" ") else ()
     return PlanNode(number, Operator.REDUCE, columns=group_key, aggregates=tuple(aggregates))
 

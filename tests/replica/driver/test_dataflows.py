@@ -312,7 +312,7 @@ def test_configuration_rows_and_header_keys_become_parameters_in_order() -> None
         ("  build id=2\n    Get u1000\n      Get u1000\n", "3: Get takes no input, not 1"),
         (
             "  build id=2\n    Filter #0\n      Get u1000\n",
-            "3: unknown plan operator 'Filter' (Get, Project, Reduce, Join or CrossJoin)",
+            "3: unknown plan operator 'Filter' (Get, Project, Reduce, Distinct, Join or CrossJoin)",
         ),
         (
             "  build id=2\n    Project #0\n      Get u1000\n",
@@ -323,7 +323,10 @@ def test_configuration_rows_and_header_keys_become_parameters_in_order() -> None
             "  build id=2\n    Reduce aggregates=[sum(#0)]\n      Get u1000\n",
             "3: Reduce: unsupported aggregate 'sum(#0)'",
         ),
-        ("  build id=2\n    Reduce\n      Get u1000\n", "3: Reduce needs aggregates=[count(*)]"),
+        (
+            "  build id=2\n    Reduce\n      Get u1000\n",
+            "3: Reduce needs aggregates=[count(*)] (or [] for none)",
+        ),
         (
             "  build id=2\n    Get x\n",
             "3: Get: not an id: 'x' (a number, optionally prefixed u, s, si or t)",

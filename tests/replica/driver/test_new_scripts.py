@@ -23,6 +23,11 @@ create-instance
 ----
 ok
 
+define-schema name=one
+  k bigint
+----
+ok
+
 initialization-complete
 ----
 ok
@@ -98,7 +103,57 @@ peek id=2001 ts=0
 """
 )
 
-SCRIPTS = {"two_counts": TWO_COUNTS, "cross_join": CROSS_JOIN}
+DISTINCT = (
+    START
+    + """\
+# Distinct, and its Reduce spelling with no aggregates; a later retraction
+# keeps a key while another row holds it.
+create-dataflow name=keys as-of=0
+  import source=1000 shard=r upper=2
+  build id=2000
+    Distinct project=[#0]
+      Get u1000
+  build id=2002
+    Reduce group_by=[#0] aggregates=[]
+      Get u1000
+  export index=2001 on=2000 key=[0]
+  export kind=subscribe sink=2003 on=2002 schema=one up-to=3
+----
+ok
+
+schedule id=2001
+----
+ok
+
+peek id=2001 ts=0
+----
+1
+2
+
+await-subscribe id=2003 up-to=1
+----
+0 1 1
+0 1 2
+
+write-rows shard=r ts=1
+  3 d
+  1 e
+----
+wrote 2
+
+peek id=2001 ts=1
+----
+1
+2
+3
+
+await-subscribe id=2003 up-to=2
+----
+1 1 3
+"""
+)
+
+SCRIPTS = {"two_counts": TWO_COUNTS, "cross_join": CROSS_JOIN, "distinct": DISTINCT}
 
 
 @pytest.mark.parametrize("topology", sorted(TOPOLOGIES))
