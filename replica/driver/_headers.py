@@ -152,6 +152,17 @@ def _metric(text: str) -> Value:
     return text
 
 
+def _bool(text: str) -> Value:
+    """Rust's ``bool::from_str``: ``true`` or ``false``, nothing else."""
+    if text not in ("true", "false"):
+        raise ValueError("a bool is true or false")
+    return text
+
+
+def _text(text: str) -> Value:
+    return text
+
+
 RUNTIMES = ("maintenance", "interactive")
 
 
@@ -180,7 +191,12 @@ _READ: dict[str, Parse] = {"timeout-secs": _seconds}
 _SYNTHETIC: dict[str, Parse] = {"start": _number, "row-bytes": _row_bytes, "schema": _name}
 
 DIRECTIVES: dict[str, Signature] = {
-    "create-instance": Signature(body=True),
+    # The real driver's instance options; the model has no wall-clock expiration
+    # and no arrangement compression, so they change nothing it prints.
+    "create-instance": Signature(
+        optional={"expiration-offset": _text, "arrangement-dictionary-compression": _bool},
+        body=True,
+    ),
     "update-configuration": Signature(any_keys=True, body=True),
     "initialization-complete": Signature(),
     "reconnect": Signature(),

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from replica.driver._runner import Topology, run_spec
-from replica.driver._spec import parse_spec
+from replica.driver._spec import SpecError, parse_spec
 
 TOPOLOGIES = {
     "solo-w1": Topology(1, 1, interactive=False),
@@ -168,3 +168,22 @@ def test_a_new_script_in_the_real_language_passes(name: str, topology: str) -> N
     ]
     assert mismatches == []
     assert run.violations == []
+
+
+def test_create_instance_takes_the_real_drivers_instance_options() -> None:
+    text = (
+        "create-instance expiration-offset=1h arrangement-dictionary-compression=true\n"
+        "enable_column_paged_batcher bool true\n----\nok\n"
+    )
+    (stanza,) = parse_spec(text, "x.spec").stanzas
+    assert stanza.args == {
+        "expiration-offset": "1h",
+        "arrangement-dictionary-compression": "true",
+    }
+    run = run_spec(parse_spec(text, "x.spec"), TOPOLOGIES["two-w1"], seed=1, trace=None)
+    assert [outcome.actual for outcome in run.outcomes] == [("ok",)]
+
+
+def test_arrangement_dictionary_compression_is_a_rust_bool() -> None:
+    with pytest.raises(SpecError, match=r"^x.spec:1: create-instance: bad value 'yes' for "):
+        parse_spec("create-instance arrangement-dictionary-compression=yes\n----\nok\n", "x.spec")
