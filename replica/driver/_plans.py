@@ -251,6 +251,8 @@ _PROJECT = re.compile(r"Project *\((.*)\)")
 _JOIN = re.compile(r"Join(?: +on=\((.*)\))?")
 _COLUMN = re.compile(r" *#([0-9]+) *")
 _WHOLE = re.compile(r"[0-9]+")
+# `count(*)` as mz-expr-parser reads it: a case-insensitive name, free spacing.
+_COUNT_ALL = re.compile(r" *(?i:count) *\( *\* *\) *")
 _INPUTS = {
     Operator.GET: (0, 0),
     Operator.PROJECT: (1, 1),
@@ -359,7 +361,7 @@ def _reduce(number: int, text: str, operator: Operator) -> PlanNode:
             raise InputError(number, "Reduce needs aggregates=[count(*)] (or [] for none)")
         names = parts["aggregates"].split(",") if parts["aggregates"].strip(" ") else []
         for name in names:
-            if name.strip(" ") != Aggregate.COUNT:
+            if not _COUNT_ALL.fullmatch(name):
                 raise InputError(number, f"Reduce: unsupported aggregate {name.strip(' ')!r}")
             aggregates.append(Aggregate.COUNT)
     group = parts.get(group_name, "")

@@ -48,7 +48,7 @@ TWO_COUNTS = (
 create-dataflow name=counts as-of=0
   import source=1000 shard=r upper=1
   build id=2000
-    Reduce group_by=[#0] aggregates=[count(*), count(*)] monotonic exp_group_size=4
+    Reduce group_by=[#0] aggregates=[count(*), COUNT( * )] monotonic exp_group_size=4
       Get u1000
   export index=2001 on=2000 key=[2]
 ----
