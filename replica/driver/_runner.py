@@ -314,8 +314,7 @@ async def _execute(session: _Session, payload: Payload) -> list[str]:
         case CountRows(id, ts, dataflow, output, timeout):
             with trio.move_on_after(session.wait(timeout)):
                 return [await _count(session, id, ts, dataflow, output)]
-            # The real driver waits for its count dataflow's frontier to pass ts.
-            return [f"error: frontier for {output} did not reach {ts + 1} in time"]
+            return _timed_out(timeout)
         case AwaitSubscribe(id, up_to, timeout):
             with trio.move_on_after(session.wait(timeout)):
                 return render_updates(await controller.await_subscribe(id, up_to))

@@ -187,35 +187,3 @@ def test_create_instance_takes_the_real_drivers_instance_options() -> None:
 def test_arrangement_dictionary_compression_is_a_rust_bool() -> None:
     with pytest.raises(SpecError, match=r"^x.spec:1: create-instance: bad value 'yes' for "):
         parse_spec("create-instance arrangement-dictionary-compression=yes\n----\nok\n", "x.spec")
-
-
-COUNT_TIMEOUT = """\
-create-instance
-----
-ok
-
-initialization-complete
-----
-ok
-
-write-rows shard=r ts=0
-  1 a
-----
-wrote 1
-
-define-index source=1000 index=1001 shard=r key=[0] as-of=0 upper=1
-----
-ok
-
-# Never scheduled: the count dataflow's frontier (its output is the second id
-# it allocates, from u64::MAX / 2) never passes ts.
-count id=1001 ts=0 timeout-secs=5
-----
-error: frontier for u9223372036854775808 did not reach 1 in time
-"""
-
-
-@pytest.mark.parametrize("topology", sorted(TOPOLOGIES))
-def test_a_count_that_times_out_says_which_frontier_did_not_pass(topology: str) -> None:
-    run = run_spec(parse_spec(COUNT_TIMEOUT, "x.spec"), TOPOLOGIES[topology], seed=1, trace=None)
-    assert [outcome.actual for outcome in run.outcomes if not outcome.matched] == []
