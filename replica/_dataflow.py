@@ -54,13 +54,9 @@ from ._sinks import MaterializedViewSink, Metrics, SubscribeSink
 
 
 def compaction_error(ts: int, since: int) -> str | None:
-    """Why a read at ``ts`` cannot be served below compaction frontier
-    ``since``, in the words of Materialize's compute replica."""
+    """Why a read at ``ts`` cannot be served below compaction frontier ``since``."""
     if ts < since:
-        return (
-            f"Arrangement compaction frontier ([{since}]) is beyond the time of the "
-            f"attempted read ({ts})"
-        )
+        return f"read at ts {ts} is before the compaction frontier {since}"
     return None
 
 

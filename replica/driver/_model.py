@@ -43,7 +43,6 @@ from replica import (
     Subscribe,
 )
 from replica._arrangement import key_of
-from replica._dataflow import compaction_error
 
 from ._data import render_datum, render_rows
 from ._payloads import (
@@ -219,7 +218,10 @@ class ReferenceModel:
         for index in description.index_imports:
             imported = self._exporting(index.id)
             if imported is not None and imported.since[index.id] > description.as_of:
-                dataflow.error = compaction_error(description.as_of, imported.since[index.id])
+                dataflow.error = (
+                    f"read at ts {description.as_of} is before the compaction frontier "
+                    f"{imported.since[index.id]}"
+                )
         self.dataflows.append(dataflow)
 
     def _compact(self, id: GlobalId, time: int | None) -> None:
@@ -288,9 +290,8 @@ class ReferenceModel:
         if dataflow.error is not None:
             return [f"error: peek error: {dataflow.error}"]
         since = dataflow.since[id]
-        error = compaction_error(ts, since)
-        if error is not None:
-            return [f"error: peek error: {error}"]
+        if ts < since:
+            return [f"error: peek error: read at ts {ts} is before the compaction frontier {since}"]
         upper = self._upper(dataflow, export.on)
         if upper is None or upper <= ts:
             return [f"error: timed out after {timeout.text}s"]

@@ -209,16 +209,7 @@ def test_a_kept_dataflow_keeps_its_arrangement_and_reads_as_of_the_new_as_of() -
     runtime.apply(Peek(1, 2001, 1))
     assert (
         runtime.answers(1)
-        == [
-            PeekResponse(
-                1,
-                PeekError(
-                    "Arrangement compaction frontier ([2]) "
-                    "is beyond the time of the attempted read (1)"
-                ),
-            )
-        ]
-        * 2
+        == [PeekResponse(1, PeekError("read at ts 1 is before the compaction frontier 2"))] * 2
     )
 
 

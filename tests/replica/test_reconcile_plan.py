@@ -195,12 +195,7 @@ def test_peeks_answer_errors_rows_and_cancellation() -> None:
     state.apply(CancelPeek(4))
     assert state.drain() == [
         PeekResponse(1, PeekError("collection ID does not exist")),
-        PeekResponse(
-            2,
-            PeekError(
-                "Arrangement compaction frontier ([2]) is beyond the time of the attempted read (1)"
-            ),
-        ),
+        PeekResponse(2, PeekError("read at ts 1 is before the compaction frontier 2")),
         PeekResponse(3, Rows(((5,), (6,)))),
         PeekResponse(4, Canceled()),
     ]
@@ -223,12 +218,7 @@ def test_compaction_past_a_pending_peek_fails_it_and_a_drop_fails_the_rest() -> 
     state.apply(AllowCompaction(1001, Frontier.at(5)))
     state.apply(AllowCompaction(1001, Frontier.empty()))
     assert state.drain() == [
-        PeekResponse(
-            1,
-            PeekError(
-                "Arrangement compaction frontier ([5]) is beyond the time of the attempted read (3)"
-            ),
-        ),
+        PeekResponse(1, PeekError("read at ts 3 is before the compaction frontier 5")),
         PeekResponse(2, PeekError("collection ID does not exist")),
         Frontiers(1001, Frontier.empty()),
     ]

@@ -212,9 +212,7 @@ async def test_bad_input_gets_clear_errors_and_the_replica_keeps_serving() -> No
         with pytest.raises(PeekFailedError, match=r"^collection ID does not exist$"):
             await controller.peek(4242, 0)
         with pytest.raises(
-            PeekFailedError,
-            match=r"^Arrangement compaction frontier \(\[1\]\) "
-            r"is beyond the time of the attempted read \(0\)$",
+            PeekFailedError, match=r"^read at ts 0 is before the compaction frontier 1$"
         ):
             await controller.peek(1001, 0)
         with pytest.raises(WriteBelowUpperError):

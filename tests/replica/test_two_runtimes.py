@@ -261,9 +261,7 @@ async def test_the_interactive_runtime_holds_reads_at_its_own_compaction_frontie
         shards.shard("data").write(3, [(4, "d")])
         await send_all(controller, AllowCompaction(1001, Frontier.at(2)))
         with pytest.raises(
-            PeekFailedError,
-            match=r"^Arrangement compaction frontier \(\[2\]\) "
-            r"is beyond the time of the attempted read \(1\)$",
+            PeekFailedError, match=r"^read at ts 1 is before the compaction frontier 2$"
         ):
             await controller.peek(1001, 1)
         assert await controller.peek(1001, 3) == [(1, "a"), (2, "b"), (4, "d")]
