@@ -37,7 +37,7 @@ import hmac
 import os
 import struct
 from collections.abc import Callable
-from typing import final
+from typing import cast, final
 
 import attrs
 import msgspec
@@ -464,9 +464,12 @@ class Connection:
         view: memoryview | None = None
         start = 0
         size = len(data)
+        # Whether the connection is open: read again after a frame that may
+        # have opened it (the handshake's) or closed it.
+        is_open = self.state is _OPEN
         while size - start >= 4:
             (length,) = _LENGTH.unpack_from(data, start)
-            limit = self._max_frame if self.state is _OPEN else HANDSHAKE_MAX_FRAME
+            limit = self._max_frame if is_open else HANDSHAKE_MAX_FRAME
             if length > limit:
                 event = self.close(f"frame of {length} bytes is over the limit of {limit} bytes")
                 assert event is not None
@@ -491,25 +494,29 @@ class Connection:
                 self._undecodable(payload, error, events)
             else:
                 kind = type(frame)
-                if kind is Send and self.state is _OPEN:
-                    assert isinstance(frame, Send)
-                    self._send_in(frame, events)
-                elif kind is Answer and self.state is _OPEN:
-                    assert isinstance(frame, Answer)
+                if kind is Send and is_open:
+                    self._send_in(cast("Send", frame), events)
+                elif kind is Answer and is_open:
+                    answer = cast("Answer", frame)
                     try:
-                        value = self._codec.decode_value(frame.type, frame.value)
+                        value = self._codec.decode_value(answer.type, answer.value)
                     except CodecError as codec_error:
-                        events.append(FailureReceived(frame.reply, "CodecError", str(codec_error)))
+                        events.append(FailureReceived(answer.reply, "CodecError", str(codec_error)))
                     else:
                         on_answer = self.on_answer
                         if on_answer is None or events:
-                            events.append(AnswerReceived(frame.reply, value))
+                            events.append(AnswerReceived(answer.reply, value))
                         else:
-                            on_answer(frame.reply, value)
+                            on_answer(answer.reply, value)
+                    continue  # (an answer leaves the state as it was)
                 else:
                     self._handle_frame(frame, events)
-            if self.state is _CLOSED:  # (mypy narrowed self.state above)
-                return events
+            if self.state is not _OPEN:
+                if self.state is _CLOSED:
+                    return events
+                is_open = False
+            else:
+                is_open = True
         else:
             self._need = 4
         if start < size:
