@@ -44,6 +44,9 @@ class _Completion(enum.Enum):
     """Failed by the framework: the actor asked ended and will never answer."""
 
 
+_SENT = _Completion.SENT  # (a global: an enum member's lookup costs more)
+
+
 @final
 class Reply(Generic[R], metaclass=NoPublicConstructor):
     """Where the answer to one ``ask`` goes.
@@ -149,15 +152,30 @@ class Reply(Generic[R], metaclass=NoPublicConstructor):
         if self._completion is None:  # the usual case: _settle, inline
             result = outcome.Value(value)
             self._result = result
-            self._completion = _Completion.SENT
+            self._completion = _SENT
             waiter = self._waiter
             if waiter is not None:
                 self._waiter = None
-                trio.lowlevel.reschedule(waiter, result)
+                GLOBAL_RUN_CONTEXT.runner.reschedule(waiter, result)
             elif self._notify is not None:
                 self._notify(result)
             return True
         return self._complete(outcome.Value(value), _Completion.SENT)
+
+    def _answer(self, value: R) -> None:
+        """:meth:`send` of a pending reply by the framework, in the Trio
+        thread of its system (a node handing on the answer its peer sent):
+        :meth:`_settle` without the thread check."""
+        assert self._completion is None, "only a pending reply is answered"
+        result = outcome.Value(value)
+        self._result = result
+        self._completion = _SENT
+        waiter = self._waiter
+        if waiter is not None:
+            self._waiter = None
+            GLOBAL_RUN_CONTEXT.runner.reschedule(waiter, result)
+        elif self._notify is not None:
+            self._notify(result)
 
     def fail(self, error: BaseException) -> bool:
         """Complete the ask by raising ``error`` in the asker and return
@@ -205,7 +223,7 @@ class Reply(Generic[R], metaclass=NoPublicConstructor):
         waiter = self._waiter
         if waiter is not None:
             self._waiter = None
-            trio.lowlevel.reschedule(waiter, result)
+            GLOBAL_RUN_CONTEXT.runner.reschedule(waiter, result)
         elif self._notify is not None:
             self._notify(result)
 

@@ -46,6 +46,11 @@ def _unsupported(info: msgspec_inspect.Type, seen: set[type]) -> type | None:
     return None
 
 
+def value_error(error: Exception) -> CodecError:
+    """The error for a reply's value msgspec could not encode (``error``)."""
+    return CodecError(f"cannot encode a reply's value: {error}")
+
+
 @final
 @attrs.frozen(eq=False)
 class _Entry:
@@ -265,7 +270,7 @@ class Codec:
         try:
             return None, self._encoder.encode(value)
         except (TypeError, ValueError, OverflowError, RecursionError) as error:
-            raise CodecError(f"cannot encode a reply's value: {error}") from None
+            raise value_error(error) from None
 
     def decode_value(self, name: str | None, data: bytes) -> object:
         """The reply's value :meth:`encode_value` made. Raises

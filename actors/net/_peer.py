@@ -52,12 +52,14 @@ from ._events import (
     PeerRefused,
     StopRequested,
 )
-from ._protocol import Connection, State
+from ._protocol import _CLOSED, _OPEN, Connection, State
 from ._remote import Outbox, exit_reason, remote_error
 
 logger = logging.getLogger("actors.net")
 
 M = TypeVar("M")
+
+_RUNNING = ActorState.RUNNING  # (a global: an enum member's lookup costs more)
 
 RECEIVE_SIZE = 65536
 WRITE_CHUNK = 256 * 1024
@@ -176,6 +178,7 @@ class Peer(metaclass=NoPublicConstructor):
         if os.name == "posix" and isinstance(stream, trio.SocketStream):
             self._fd = stream.socket.fileno()
         connection.on_answer = self._answer
+        connection.on_message = self._message
         self.closed = trio.Event()
         self.reason: str | None = None
         """Why the connection ended, once it did."""
@@ -426,7 +429,7 @@ class Peer(metaclass=NoPublicConstructor):
         # trio.lowlevel.wait_readable without its wrapper's frame (a frame
         # fewer to suspend and resume on every wake-up).
         wait_readable = GLOBAL_RUN_CONTEXT.runner.io_manager.wait_readable
-        while conn.state is not State.CLOSED:
+        while conn.state is not _CLOSED:
             if (out or self._leftover) and len(out) + len(self._leftover) > self._max_buffer:
                 if not await self._wait_drained():
                     return
@@ -444,16 +447,10 @@ class Peer(metaclass=NoPublicConstructor):
             except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as error:
                 self._lost(f"the connection broke: {error or type(error).__name__}")
                 return
+            # Most messages and answers come through the connection's
+            # on_message and on_answer (the hot path), without an event.
             for event in conn.receive_data(data):
-                # Messages inline (the hot path; most answers to our asks
-                # come through the connection's on_answer, without an event).
-                if type(event) is MessageReceived and conn.state is State.OPEN:
-                    assert isinstance(event, MessageReceived)
-                    if self._inbound or not self._deliver_now(event):
-                        self._inbound.append(event)
-                        self._delivery_lot.unpark()
-                else:
-                    self._handle(event)
+                self._handle(event)
             if out:
                 self._flush()
 
@@ -492,7 +489,10 @@ class Peer(metaclass=NoPublicConstructor):
             inbound.popleft()
             self._conn.delivered(1)
             # Those behind it that fit now go in without waiting.
-            while inbound and self._deliver_now(inbound[0]):
+            while inbound:
+                event = inbound[0]
+                if not self._deliver_now(event.target, event.message, event.reply):
+                    break
                 inbound.popleft()
             self._flush()
 
@@ -504,9 +504,7 @@ class Peer(metaclass=NoPublicConstructor):
             assert isinstance(event, MessageReceived)
             if self._conn.state is State.CLOSED:
                 return  # it came before what closed the connection: not delivered
-            if self._inbound or not self._deliver_now(event):
-                self._inbound.append(event)
-                self._delivery_lot.unpark()
+            self._message(event.target, event.message, event.reply)
             return
         if kind is AnswerReceived:
             assert isinstance(event, AnswerReceived)
@@ -565,7 +563,7 @@ class Peer(metaclass=NoPublicConstructor):
         if reply is None or reply._completion is not None:
             self._late(number)
         else:
-            reply.send(value)
+            reply._answer(value)
 
     def _fail_reply(self, number: int, error: BaseException) -> None:
         reply = self._replies.pop(number, None)
@@ -595,55 +593,68 @@ class Peer(metaclass=NoPublicConstructor):
             self._conn.send_ended(uid, type(reason).__name__, str(reason), seq)
             self._writer_lot.unpark()
 
-    def _deliver_now(self, event: MessageReceived) -> bool:
-        """Deliver ``event`` if its target's mailbox has room (or it cannot be
-        delivered at all); False if it must wait for room."""
-        export = self._exported.get(event.target)
-        if export is None or export.cell.state is not ActorState.RUNNING:
-            self._undeliverable(event)
+    def _message(self, target: int, message: object, reply: int | None) -> None:
+        """A message of the peer's for the local actor ``target``: delivered
+        now if its mailbox has room and none waits before it, else queued
+        for the delivery task (the connection's ``on_message``)."""
+        if self._inbound or not self._deliver_now(target, message, reply):
+            self._inbound.append(MessageReceived(target, message, reply))
+            self._delivery_lot.unpark()
+
+    def _deliver_now(self, target: int, message: object, number: int | None) -> bool:
+        """Deliver the peer's ``message`` (an ask if its reply ``number`` is
+        given) if its target's mailbox has room (or it cannot be delivered
+        at all); False if it must wait for room."""
+        export = self._exported.get(target)
+        if export is None or export.cell.state is not _RUNNING:
+            self._undeliverable(target, message, number)
             self._conn.delivered(1)
             return True
-        if event.reply is None:
+        if number is None:
             try:
-                export.ref.tell_nowait(event.message)
+                export.ref.tell_nowait(message)
             except trio.WouldBlock:
                 return False
             except ActorStoppedError:
-                self._undeliverable(event)
+                self._undeliverable(target, message, number)
+            self._conn.delivered(1)
+            return True
+        # An ask of the peer, as a local ask of the actor: _ask_envelope
+        # inline (the hot path of every remote ask).
+        cell = export.cell
+        seq = cell.next_seq
+        reply: Reply[Any] = type.__call__(Reply, cell.address.name, seq, cell.tracer, cell.token)
+        reply._notify = functools.partial(self._answered, cell, seq, number)
+        object.__setattr__(message, self._reply_fields[type(message)], reply)
+        envelope = reply._envelope = Envelope(message, seq, None)
+        try:
+            cell.send_channel.send_nowait(envelope)
+        except trio.WouldBlock:
+            reply._notify = None
+            return False
+        except (trio.ClosedResourceError, trio.BrokenResourceError):
+            reply._notify = None
+            self._undeliverable(target, message, number)
         else:
-            # An ask of the peer, as a local ask of the actor: _ask_envelope
-            # inline (the hot path of every remote ask).
-            cell = export.cell
-            seq = cell.next_seq
-            reply: Reply[Any] = type.__call__(
-                Reply, cell.address.name, seq, cell.tracer, cell.token
-            )
-            reply._notify = functools.partial(self._answered, cell, seq, event.reply)
-            message = event.message
-            object.__setattr__(message, self._reply_fields[type(message)], reply)
-            envelope = reply._envelope = Envelope(message, seq, None)
-            try:
-                cell.send_channel.send_nowait(envelope)
-            except trio.WouldBlock:
-                reply._notify = None
-                return False
-            except (trio.ClosedResourceError, trio.BrokenResourceError):
-                reply._notify = None
-                self._undeliverable(event)
-            else:
-                cell.next_seq = seq + 1
-                pending = cell.pending
-                if pending is None:
-                    pending = cell.pending = {}
-                pending[seq] = reply
-        self._conn.delivered(1)
+            cell.next_seq = seq + 1
+            pending = cell.pending
+            if pending is None:
+                pending = cell.pending = {}
+            pending[seq] = reply
+        # self._conn.delivered(1), inline (every remote ask).
+        conn = self._conn
+        if conn.state is _OPEN:
+            conn._undelivered -= 1
+            to_grant = conn._to_grant = conn._to_grant + 1
+            if to_grant >= conn._grant_batch:
+                conn.delivered(0, flush=True)
         return True
 
     async def _deliver(self, event: MessageReceived) -> None:
         """Deliver ``event``, waiting for room in its target's mailbox."""
         export = self._exported.get(event.target)
-        if export is None or export.cell.state is not ActorState.RUNNING:
-            self._undeliverable(event)
+        if export is None or export.cell.state is not _RUNNING:
+            self._undeliverable(event.target, event.message, event.reply)
             return
         try:
             if event.reply is None:
@@ -656,7 +667,7 @@ class Peer(metaclass=NoPublicConstructor):
                 self._unask(export.cell, envelope)
                 raise
         except ActorStoppedError:
-            self._undeliverable(event)
+            self._undeliverable(event.target, event.message, event.reply)
 
     def _ask_envelope(self, cell: _Cell[Any], event: MessageReceived) -> Envelope[Any]:
         """An ask of the peer, as a local ask of ``cell``: a reply whose answer
@@ -692,7 +703,7 @@ class Peer(metaclass=NoPublicConstructor):
         """An ask of the peer was completed here: its answer goes back."""
         if cell.pending is not None:
             cell.pending.pop(seq, None)
-        if self._conn.state is not State.OPEN:
+        if self._conn.state is not _OPEN:
             return
         if type(result) is outcome.Value:
             self._conn.send_answer(number, result.value)
@@ -702,23 +713,24 @@ class Peer(metaclass=NoPublicConstructor):
             self._conn.send_failure(number, type(error).__name__, str(error))
         self._flush()
 
-    def _undeliverable(self, event: MessageReceived) -> None:
-        """``event``'s target is not an actor the peer looked up, or it
-        stopped: an ask fails (ActorStoppedError), a tell is dropped (logged)."""
+    def _undeliverable(self, target: int, message: object, number: int | None) -> None:
+        """``message``'s target is not an actor the peer looked up, or it
+        stopped: an ask (``number`` given) fails (ActorStoppedError), a tell
+        is dropped (logged)."""
         if self._conn.closed:
             return
-        export = self._exported.get(event.target)
-        name = f"uid {event.target}" if export is None else repr(export.cell.address.name)
-        if event.reply is not None:
+        export = self._exported.get(target)
+        name = f"uid {target}" if export is None else repr(export.cell.address.name)
+        if number is not None:
             self._conn.send_failure(
-                event.reply,
+                number,
                 "ActorStoppedError",
                 f"actor {name} of node {self._conn.node!r} is stopped",
             )
         else:
             logger.warning(
                 "a %s from node %r for actor %s was dropped: it is stopped or unknown",
-                type(event.message).__name__,
+                type(message).__name__,
                 self.node,
                 name,
             )

@@ -37,12 +37,12 @@ import hmac
 import os
 import struct
 from collections.abc import Callable
-from typing import final
+from typing import cast, final
 
 import attrs
 import msgspec
 
-from ._codec import Codec
+from ._codec import Codec, value_error
 from ._errors import CodecError, ConnectionStateError, NoCreditError
 from ._events import (
     AnswerReceived,
@@ -122,9 +122,13 @@ class State(enum.Enum):
     CLOSED = "closed"
 
 
+_OPEN: State = State.OPEN
 _CLOSED: State = State.CLOSED
-"""``State.CLOSED``, typed as a ``State``: compared after mypy narrowed a
-connection's state, where a method call may have closed it since."""
+"""``State.OPEN`` and ``State.CLOSED`` as module constants: read on every
+frame, where an enum member's lookup on its class costs several times a
+global's (CPython 3.11). Typed as a ``State``, so that a comparison after
+mypy narrowed a connection's state (a method call may have closed it since)
+is not taken for unreachable."""
 
 
 def _digest(secret: bytes, role: Role, theirs: bytes, ours: bytes, node: str) -> bytes:
@@ -203,6 +207,8 @@ class Connection:
         self._credit = 0
         self._undelivered = 0
         self._to_grant = 0
+        # Delivered messages whose credit goes back in one Credit frame.
+        self._grant_batch = window // 2
         self._sent = 0
         self._received = 0
         self.on_answer: Callable[[int, object], None] | None = None
@@ -210,6 +216,11 @@ class Connection:
         returning an :class:`AnswerReceived`, when no event comes before it
         in the same :meth:`receive_data` (so events keep their order): how
         a node hands an answer to its asker without an event object."""
+        self.on_message: Callable[[int, object, int | None], None] | None = None
+        """If set, called with a message's target, the message and its reply
+        number (None for a tell) instead of returning a
+        :class:`MessageReceived`, on the same terms as :attr:`on_answer`:
+        how a node delivers a message without an event object."""
         self._write(Hello(VERSION, node, self._challenge))
 
     def __repr__(self) -> str:
@@ -231,7 +242,7 @@ class Connection:
     def closed(self) -> bool:
         """Whether the connection is over (closed by either side, or the
         stream ended)."""
-        return self.state is State.CLOSED
+        return self.state is _CLOSED
 
     @property
     def buffered(self) -> int:
@@ -285,7 +296,7 @@ class Connection:
             )
 
     def _require_open(self, call: str) -> None:
-        if self.state is not State.OPEN:
+        if self.state is not _OPEN:
             raise ConnectionStateError(
                 f"{call} on the {self.role.value} connection of node {self.node!r}: "
                 f"the connection is {self.state.value}"
@@ -315,7 +326,7 @@ class Connection:
         """:meth:`send_message` of a message the codec encoded already
         (``Codec.encode_message``): for the node, which learns the reply
         from the same encoding."""
-        if self.state is not State.OPEN:
+        if self.state is not _OPEN:
             self._require_open("send_message")
         if self._credit <= 0:
             raise NoCreditError(f"node {self.peer!r} granted no credit left")
@@ -340,13 +351,38 @@ class Connection:
         """Answer the peer's ask ``reply`` with ``value``. Answers take no
         credit (they are bounded by the peer's asks). A value the codec
         cannot encode is answered as a ``CodecError`` failure instead."""
-        if self.state is not State.OPEN:
+        if self.state is not _OPEN:
             self._require_open("send_answer")
+        codec = self._codec
         try:
-            name, data = self._codec.encode_value(value)
-            self._write_checked(Answer(reply, name, data), "an answer")
+            if type(value) in codec._by_class:
+                name, data = codec.encode_value(value)
+            else:
+                # Codec.encode_value of a builtin value, inline (most answers).
+                name = None
+                data = codec._encoder.encode(value)
         except CodecError as error:
             self._write(Failure(reply, "CodecError", _clip(str(error))))
+            return
+        except (TypeError, ValueError, OverflowError, RecursionError) as error:
+            text = str(value_error(error))
+            self._write(Failure(reply, "CodecError", _clip(text)))
+            return
+        # _write_checked, inline (every answer).
+        out = self._out
+        start = len(out)
+        out += _NO_LENGTH
+        self._encoder.encode_into(Answer(reply, name, data), out, start + 4)
+        size = len(out) - start - 4
+        if size > self._max_frame:
+            del out[start:]
+            text = (
+                f"an answer: a frame of {size} bytes is over the limit of {self._max_frame} bytes"
+            )
+            self._write(Failure(reply, "CodecError", _clip(text)))
+            return
+        _LENGTH.pack_into(out, start, size)
+        self._sent += 1
 
     def send_failure(self, reply: int, error: str, message: str) -> None:
         """Fail the peer's ask ``reply`` with an error of class ``error``."""
@@ -381,19 +417,19 @@ class Connection:
         """Report ``messages`` of the peer's as delivered: their credit goes
         back to the peer once half a window has gathered, or now if
         ``flush`` (the node flushes when its delivery queue is empty)."""
-        if self.state is not State.OPEN:
+        if self.state is not _OPEN:
             return
         assert 0 <= messages <= self._undelivered, "only received messages are delivered"
         self._undelivered -= messages
         self._to_grant += messages
-        if self._to_grant and (flush or self._to_grant >= self._window // 2):
+        if self._to_grant and (flush or self._to_grant >= self._grant_batch):
             self._write(Credit(self._to_grant))
             self._to_grant = 0
 
     def close(self, reason: str) -> ConnectionClosed | None:
         """Queue a ``Close`` frame with ``reason`` and end the connection; the
         event to act on, or None if it was already closed."""
-        if self.state is State.CLOSED:
+        if self.state is _CLOSED:
             return None
         self._write(Close(_clip(reason)))
         self.state = State.CLOSED
@@ -405,7 +441,7 @@ class Connection:
         """Take bytes from the stream (``b""``: it ended) and return the
         events of every whole frame they complete, in order. After the
         connection closed, bytes are ignored."""
-        if self.state is State.CLOSED:
+        if self.state is _CLOSED:
             return []
         events: list[Event] = []
         if not data:
@@ -428,9 +464,12 @@ class Connection:
         view: memoryview | None = None
         start = 0
         size = len(data)
+        # Whether the connection is open: read again after a frame that may
+        # have opened it (the handshake's) or closed it.
+        is_open = self.state is _OPEN
         while size - start >= 4:
             (length,) = _LENGTH.unpack_from(data, start)
-            limit = self._max_frame if self.state is State.OPEN else HANDSHAKE_MAX_FRAME
+            limit = self._max_frame if is_open else HANDSHAKE_MAX_FRAME
             if length > limit:
                 event = self.close(f"frame of {length} bytes is over the limit of {limit} bytes")
                 assert event is not None
@@ -455,25 +494,29 @@ class Connection:
                 self._undecodable(payload, error, events)
             else:
                 kind = type(frame)
-                if kind is Send and self.state is State.OPEN:
-                    assert isinstance(frame, Send)
-                    self._send_in(frame, events)
-                elif kind is Answer and self.state is State.OPEN:
-                    assert isinstance(frame, Answer)
+                if kind is Send and is_open:
+                    self._send_in(cast("Send", frame), events)
+                elif kind is Answer and is_open:
+                    answer = cast("Answer", frame)
                     try:
-                        value = self._codec.decode_value(frame.type, frame.value)
+                        value = self._codec.decode_value(answer.type, answer.value)
                     except CodecError as codec_error:
-                        events.append(FailureReceived(frame.reply, "CodecError", str(codec_error)))
+                        events.append(FailureReceived(answer.reply, "CodecError", str(codec_error)))
                     else:
                         on_answer = self.on_answer
                         if on_answer is None or events:
-                            events.append(AnswerReceived(frame.reply, value))
+                            events.append(AnswerReceived(answer.reply, value))
                         else:
-                            on_answer(frame.reply, value)
+                            on_answer(answer.reply, value)
+                    continue  # (an answer leaves the state as it was)
                 else:
                     self._handle_frame(frame, events)
-            if self.state is _CLOSED:  # (mypy narrowed self.state above)
-                return events
+            if self.state is not _OPEN:
+                if self.state is _CLOSED:
+                    return events
+                is_open = False
+            else:
+                is_open = True
         else:
             self._need = 4
         if start < size:
@@ -483,7 +526,7 @@ class Connection:
     def _undecodable(
         self, payload: bytes | bytearray | memoryview, error: Exception, events: list[Event]
     ) -> None:
-        if self.state is not State.OPEN:
+        if self.state is not _OPEN:
             self._refuse(f"handshake: undecodable frame: {error}", events)
             return
         reason = _clip(f"undecodable frame: {error}")
@@ -564,7 +607,11 @@ class Connection:
             self.delivered(1)
             events.append(FrameRefused(reason, frame.reply))
             return
-        events.append(MessageReceived(frame.target, message, frame.reply))
+        on_message = self.on_message
+        if on_message is None or events:
+            events.append(MessageReceived(frame.target, message, frame.reply))
+        else:
+            on_message(frame.target, message, frame.reply)
 
     def _handshake(self, frame: Frame, events: list[Event]) -> None:
         match frame:

@@ -14,7 +14,7 @@ from .._envelope import Envelope
 from .._errors import ActorError, ActorFailedError, ActorStoppedError
 from .._monitors import ExitReason, Failed, Killed, NodeDown, Normal, Stopped
 from ._errors import NodeDownError, RemoteError
-from ._protocol import State
+from ._protocol import _CLOSED
 
 if TYPE_CHECKING:
     from ._peer import Peer
@@ -65,7 +65,7 @@ class Outbox:
         nothing is sent then."""
         peer = self._peer
         conn = peer._conn
-        if self._closed or peer.reason is not None or conn.state is State.CLOSED:
+        if self._closed or peer.reason is not None or conn.state is _CLOSED:
             self._check()
         if conn._credit <= 0:
             raise trio.WouldBlock

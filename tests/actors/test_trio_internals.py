@@ -4,6 +4,7 @@ actors/_util.py; the deadlock hook is pinned in test_deadlock.py)."""
 
 from __future__ import annotations
 
+import outcome
 import trio
 import trio.testing
 from trio._core._run import GLOBAL_RUN_CONTEXT
@@ -82,3 +83,22 @@ async def test_a_receiver_parked_on_a_memory_channel_is_registered_on_it() -> No
         assert receive._state.open_send_channels == 1
         assert not receive._closed
         send.send_nowait(1)
+
+
+async def test_the_runner_reschedules_a_parked_task_as_trio_lowlevel_reschedule_does() -> None:
+    # A reply wakes its asker with the runner's reschedule (the method
+    # trio.lowlevel.reschedule wraps).
+    parked: list[trio.lowlevel.Task] = []
+    woken: list[object] = []
+
+    async def park() -> None:
+        parked.append(trio.lowlevel.current_task())
+        woken.append(
+            await trio.lowlevel.wait_task_rescheduled(lambda _: trio.lowlevel.Abort.SUCCEEDED)
+        )
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(park)
+        await trio.testing.wait_all_tasks_blocked()
+        GLOBAL_RUN_CONTEXT.runner.reschedule(parked[0], outcome.Value("answer"))
+    assert woken == ["answer"]

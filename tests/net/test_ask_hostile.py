@@ -3,6 +3,8 @@ with other events; the node closing or going down mid-ask."""
 
 from __future__ import annotations
 
+from typing import cast
+
 import pytest
 import trio
 import trio.testing
@@ -11,7 +13,7 @@ import actors
 from actors import ActorRef, Inbox, Reply
 from actors.net import NodeDownError
 
-from .messages import Hold, Release, Total
+from .messages import Add, Echo, Hold, Release, Total
 from .nodes import connected
 
 
@@ -150,3 +152,21 @@ async def test_an_ask_of_the_peer_leaves_no_reference_cycle_behind() -> None:
             assert [alive() is None for alive in seen] == [True, True]
         finally:
             gc.enable()
+
+
+async def test_an_ask_and_a_tell_of_an_actor_the_peer_never_looked_up_are_refused(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async with connected() as pair:
+        # A reference to a uid node b never exported (as a forged frame would name).
+        ghost = cast("ActorRef[Add | Echo]", pair.peer_a._reference("ghost", 999))
+        await ghost.tell(Add(1))
+        with pytest.raises(
+            actors.ActorStoppedError, match=r"^actor uid 999 of node 'b' is stopped$"
+        ):
+            await ghost.ask(Echo, "hi", timeout=1)
+        assert "a Add from node 'a' for actor uid 999 was dropped" in caplog.text
+        # Both count as delivered: the connection and its credit go on.
+        assert pair.peer_b._conn.statistics().undelivered == 0
+        ref = await pair.counter_ref()
+        assert await ref.ask(Echo, "hi", timeout=1) == "HI"

@@ -11,7 +11,7 @@ import trio.testing
 
 from actors import ActorRef, ActorStoppedError, Inbox
 
-from .messages import Add, Total
+from .messages import Add, Echo, Total
 from .nodes import connected
 
 
@@ -162,3 +162,39 @@ async def test_closing_a_peer_that_stopped_reading_takes_the_close_timeout_at_mo
         assert trio.current_time() - start == 5  # the default close timeout
         assert pair.peer_a.reason == "closed here: bye"
         assert pair.node_a.peers == []
+
+
+async def test_asks_and_tells_that_find_the_mailbox_full_are_delivered_in_their_order() -> None:
+    seen: list[str] = []
+    go = trio.Event()
+
+    async def slow(inbox: Inbox[Add | Echo]) -> None:
+        await go.wait()
+        async for envelope in inbox:
+            match envelope.message:
+                case Add(amount):
+                    seen.append(f"add {amount}")
+                case Echo(text, reply):
+                    seen.append(f"echo {text}")
+                    reply.send(text)
+
+    async with connected(window=16) as pair:
+        await pair.system_b.spawn(slow, name="slow", capacity=2)
+        ref = cast("ActorRef[Add | Echo]", await pair.peer_a.lookup("slow"))
+        answers: dict[int, str] = {}
+
+        async def ask(number: int) -> None:
+            answers[number] = await ref.ask(Echo, str(number), timeout=60)
+
+        async with trio.open_nursery() as nursery:
+            # Concurrent askers, and tells between their asks: past the
+            # mailbox's room, the rest waits at b, in the order it came.
+            for number in range(6):
+                await ref.tell(Add(number))
+                nursery.start_soon(ask, number)
+                await trio.testing.wait_all_tasks_blocked()
+            assert pair.peer_b.statistics().waiting_delivery == 12 - 2
+            go.set()
+        assert answers == {number: str(number) for number in range(6)}
+        assert seen == [f"{kind} {number}" for number in range(6) for kind in ("add", "echo")]
+        assert pair.peer_b.statistics().waiting_delivery == 0

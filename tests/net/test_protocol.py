@@ -25,6 +25,7 @@ from actors.net import (
     PeerRefused,
     Role,
     State,
+    StopRequested,
 )
 from actors.net._frames import VERSION, Hello, Send
 
@@ -337,3 +338,22 @@ def test_on_answer_takes_an_answer_no_event_comes_before_and_keeps_the_order() -
         AnswerReceived(3, "third"),
     ]
     assert answers == [(1, "first")]
+
+
+def test_on_message_takes_a_message_no_event_comes_before_and_keeps_the_order() -> None:
+    client, server = opened()
+    messages: list[tuple[int, object, int | None]] = []
+    server.on_message = lambda target, message, reply: messages.append((target, message, reply))
+    client.send_message(7, Add(1))
+    assert server.receive_data(client.data_to_send()) == []
+    assert messages == [(7, Add(1), None)]
+    # Behind another event in the same bytes: an event, in its order.
+    client.send_stop(7)
+    client.send_message(7, Add(2))
+    assert server.receive_data(client.data_to_send()) == [
+        StopRequested(7),
+        MessageReceived(7, Add(2), None),
+    ]
+    assert messages == [(7, Add(1), None)]
+    # Either way, each counts against the window until reported delivered.
+    assert server.statistics().undelivered == 2
