@@ -26,6 +26,7 @@ starts, in place: the node, its links and its address stay.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import logging
 import math
@@ -110,24 +111,35 @@ class _ForwardedMetrics(Metrics):
 
 @attrs.define(eq=False)
 class _Encoded:
-    """The bytes each recent command arrived as, by the command (so process 0
-    forwards them as they came instead of encoding them again); at most
-    ``limit`` of them, the oldest forgotten first."""
+    """The bytes each command arrived as, by the command, until every runtime
+    forwarded it (so process 0 forwards them as they came instead of encoding
+    them again). ``uses`` is the number of runtimes; a command routed to
+    fewer of them (a peek, to the interactive runtime only) stays until it
+    is among the oldest when ``limit`` are kept. Keeping only what is still
+    to be forwarded keeps the collector's work down (forwarded commands
+    are not held here)."""
 
+    uses: int = 1
     limit: int = 1 << 16
-    _by_id: dict[int, tuple[object, bytes]] = attrs.field(factory=dict)
+    _by_id: dict[int, list[Any]] = attrs.field(factory=dict)
 
     def remember(self, command: object, data: bytes) -> None:
         by_id = self._by_id
         if len(by_id) >= self.limit:
             del by_id[next(iter(by_id))]
-        by_id[id(command)] = (command, data)
+        by_id[id(command)] = [command, data, self.uses]
 
-    def of(self, command: object) -> bytes:
-        found = self._by_id.get(id(command))
-        if found is not None and found[0] is command:
-            return found[1]
-        return _wire.encode(command)
+    def take(self, command: object) -> bytes:
+        """The bytes ``command`` arrived as (encoded again if forgotten)."""
+        key = id(command)
+        found = self._by_id.get(key)
+        if found is None or found[0] is not command:
+            return _wire.encode(command)
+        found[2] -= 1
+        if not found[2]:
+            del self._by_id[key]
+        data: bytes = found[1]
+        return data
 
 
 @attrs.define(eq=False)
@@ -148,7 +160,12 @@ class Generation:
     connections: dict[int, tuple[trio.MemorySendChannel[Command], ResponseLine]] = attrs.field(
         factory=dict
     )
-    encoded: _Encoded = attrs.field(factory=lambda: _Encoded())
+    encoded: _Encoded = attrs.field(
+        default=attrs.Factory(
+            lambda self: _Encoded(uses=2 if self.options.config.interactive else 1),
+            takes_self=True,
+        )
+    )
 
     # What the controller sends.
 
@@ -330,22 +347,31 @@ class _Fanout:
     async def broadcast_many(self, messages: Iterable[SequencedCommand]) -> object:
         batch = list(messages)
         if self.others:
-            # One item per run of the same connection and position.
+            # One item per run of the same connection and position: the
+            # commands' bytes joined into one array (one decode at the other end).
             runs: list[tuple[int, int, list[bytes]]] = []
+            take = self.encoded.take
             for sequenced in batch:
                 if not runs or runs[-1][:2] != (sequenced.nonce, sequenced.position):
                     runs.append((sequenced.nonce, sequenced.position, []))
-                runs[-1][2].append(self.encoded.of(sequenced.command))
+                runs[-1][2].append(take(sequenced.command))
+            items = [
+                ("seq", self.runtime, nonce, position, _wire.join(commands))
+                for nonce, position, commands in runs
+            ]
             for target in self.others:
-                for nonce, position, commands in runs:
-                    self.hub.send(target, ("seq", self.runtime, nonce, position, commands))
+                for item in items:
+                    self.hub.send(target, item)
         return await self.local.broadcast_many(batch)
 
 
 async def serve(
     options: ServeOptions, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
 ) -> None:
-    """Run replica process ``options.process`` until cancelled."""
+    """Run replica process ``options.process`` until cancelled (the process's
+    one task: what it loaded to start, the modules and classes, is frozen
+    out of the garbage collector's full collections, which a stream of
+    commands otherwise makes scan it again and again)."""
     name = process_node(options.process)
     async with (
         actors.open_system() as system,
@@ -367,6 +393,7 @@ async def serve(
                 hub.dial(process_node(other), address)
         server = _Server(options, hub, nursery)
         server.install()
+        gc.freeze()
         task_status.started()
         nursery.start_soon(server.run)
         await server.host_lost.wait()
@@ -425,7 +452,7 @@ class _Server:
             self.hub.inbound(CONTROLLER).refresh()
 
     async def _seq(
-        self, source: str, runtime: str, nonce: int, position: int, encoded: list[bytes]
+        self, source: str, runtime: str, nonce: int, position: int, commands: bytes
     ) -> None:
         if self.generation is None:
             return
@@ -433,7 +460,7 @@ class _Server:
         if relay is None:
             raise ProtocolError(f"process {self.options.process} relays no {runtime} runtime")
         await relay.broadcast_many(
-            [SequencedCommand(nonce, position, _wire.decode(data)) for data in encoded]
+            [SequencedCommand(nonce, position, command) for command in _wire.split(commands)]
         )
 
     def _probe(self, source: str, token: int, final: bool) -> None:
