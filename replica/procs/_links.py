@@ -52,7 +52,7 @@ MAX_FRAME: Final = 256 * 2**20
 _CHUNK: Final = 16 * 2**20
 _ITEMS: Final = 16
 UNCOUNTED: Final = frozenset(
-    {"hello", "ping", "pong", "probe", "probed", "reset", "reset-done", "ready"}
+    {"hello", "ping", "pong", "probe", "probed", "reset", "reset-done", "ready", "lost-peer"}
 )
 
 Handler = Callable[..., object]
@@ -128,6 +128,7 @@ class Outlink:
                     continue
                 self.ref = ref
                 self.hub.nursery.start_soon(self._watch, self.peer)
+                self.hub.connected(self.target, self.peer)
                 if self.greeting is not None:
                     self.queue.insert(0, self.greeting)
             batch, self.queue = self.queue, []
@@ -208,6 +209,8 @@ class Hub:
     outlinks: dict[str, Outlink] = attrs.field(factory=dict)
     # Called with a target's name when its link goes down.
     on_lost: list[Callable[[str], None]] = attrs.field(factory=list)
+    # Called with a target's name and the connection when its link connects.
+    on_connected: list[Callable[[str, Peer], None]] = attrs.field(factory=list)
     # Called with a target's name and the error when dialling it gave up.
     on_unreachable: list[Callable[[str, LinkLost], None]] = attrs.field(factory=list)
     sent: int = 0
@@ -303,6 +306,10 @@ class Hub:
         else:
             link.connect = connect
         return link
+
+    def connected(self, target: str, peer: Peer) -> None:
+        for callback in list(self.on_connected):
+            callback(target, peer)
 
     def lost(self, target: str) -> None:
         for callback in list(self.on_lost):

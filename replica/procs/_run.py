@@ -175,7 +175,7 @@ async def _run_cluster(
         async def watch() -> None:
             # A spec has no way to recover a lost process: the run ends, named.
             await lost.wait()
-            raise ClusterError(f"lost the connection to replica process {losses[0]}")
+            raise ClusterError(cluster.reasons[losses[0]])
 
         cluster.on_lost.append(on_lost)
         nursery.start_soon(watch)

@@ -40,7 +40,7 @@ import trio.testing
 
 import actors
 from actors import ActorRef, ActorSystem, Sequencer
-from actors.net import open_node
+from actors.net import Peer, open_node
 from barrier import ReconcileBarrier, Side
 from sharing import Registry
 
@@ -412,6 +412,11 @@ class _Server:
     # Set when the shard host cannot be reached (see SHARDS_PATIENCE).
     host_lost: trio.Event = attrs.field(factory=trio.Event)
     host_error: str = ""
+    # The connections to and from other replica processes, by id, with the
+    # process's node name; and those written off (their process's loss was
+    # handled once, when another of its connections dropped).
+    _links: dict[int, tuple[str, Peer]] = attrs.field(factory=dict)
+    _written_off: set[int] = attrs.field(factory=set)
 
     def install(self) -> None:
         handlers = self.hub.handlers
@@ -429,6 +434,7 @@ class _Server:
         handlers["xf"] = self._current(lambda g, runtime, *args: g.fabrics[runtime].heard(*args))
         handlers["shard"] = self._current(lambda g, *push: g.shards.receive(*push))
         self.hub.on_lost.append(self._lost)
+        self.hub.on_connected.append(self._connected)
         self.hub.on_unreachable.append(self._unreachable)
 
     def _unreachable(self, target: str, error: Exception) -> None:
@@ -450,6 +456,53 @@ class _Server:
         if source == CONTROLLER:
             # A new connection from the controller: answer over it.
             self.hub.inbound(CONTROLLER).refresh()
+        elif source.startswith("p"):
+            # Another replica process dialled this one.
+            for peer in self.hub.node.peers:
+                if peer.node == source:
+                    self._watch_link(source, peer)
+
+    def _connected(self, target: str, peer: Peer) -> None:
+        if target.startswith("p"):
+            self._watch_link(target, peer)
+
+    def _watch_link(self, name: str, peer: Peer) -> None:
+        """Watch a connection to or from replica process ``name``: losing
+        either is losing that process (a timely cluster's connections are
+        its processes' shared fate)."""
+        if id(peer) not in self._links:
+            self._links[id(peer)] = (name, peer)
+            self.nursery.start_soon(self._watch, name, peer)
+
+    async def _watch(self, name: str, peer: Peer) -> None:
+        try:
+            await peer.closed.wait()
+        finally:
+            del self._links[id(peer)]
+        if id(peer) in self._written_off:
+            self._written_off.discard(id(peer))
+        else:
+            self._peer_lost(name)
+
+    def _peer_lost(self, peer: str) -> None:
+        """A connection to replica process ``peer`` dropped (it died, or only
+        the connection did): the processes of a cluster share fate, so this
+        one starts a fresh replica, and tells the controller, whose
+        connections to this process ended with the old one (a real process
+        halts and restarts: the controller sees its connections fail)."""
+        # One loss a process: its other connections, closing too if it died,
+        # say nothing more.
+        self._written_off.update(key for key, (name, _) in self._links.items() if name == peer)
+        if self.generation is None or self._restart.is_set():
+            return  # a fresh replica is on its way already
+        logger.warning(
+            "%s: lost the connection to replica process %s: starting a fresh replica here",
+            self.hub.name,
+            peer,
+        )
+        if CONTROLLER in self.hub.outlinks:
+            self.hub.send(CONTROLLER, ("lost-peer", peer))
+        self._restart.set()
 
     async def _seq(
         self, source: str, runtime: str, nonce: int, position: int, commands: bytes
@@ -478,7 +531,11 @@ class _Server:
 
     def _reset(self, source: str, token: int) -> None:
         self._reset_tokens.append(token)
-        self._restart.set()
+        # Between two generations (one ended, for a lost peer), the next is
+        # fresh already and says it did the reset: no second one after it,
+        # which would drop what the controller sends once told it is done.
+        if self.generation is not None:
+            self._restart.set()
 
     def _lost(self, target: str) -> None:
         if target == SHARDS:
@@ -491,18 +548,10 @@ class _Server:
             if self.generation is not None:
                 self.generation.shards.resubscribe()
             return
-        if target == CONTROLLER:
+        if target == CONTROLLER and self.generation is not None:
             # The controller went away: every connection it opened ends.
-            if self.generation is not None:
-                self.generation.end_all()
-            return
-        if target.startswith("p"):
-            logger.warning(
-                "%s: lost replica process %s: starting a fresh replica here",
-                self.hub.name,
-                target,
-            )
-            self._restart.set()
+            self.generation.end_all()
+        # A link to another replica process: see _watch_link.
 
     async def run(self) -> None:
         while True:
