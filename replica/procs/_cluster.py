@@ -41,6 +41,7 @@ from . import _wire
 from ._links import MAX_FRAME, Hub, codec
 from ._serve import CONTROLLER, SHARDS, process_node
 from ._shards import ShardHost
+from ._tls import TlsFiles
 
 logger = logging.getLogger("replica.procs")
 
@@ -73,6 +74,7 @@ def serve_command(
     secret_file: str,
     *,
     python: str = sys.executable,
+    tls: TlsFiles | None = None,
 ) -> list[str]:
     """The command line of one replica process."""
     command = [python, "-m", "replica.driver", "serve"]
@@ -83,6 +85,8 @@ def serve_command(
     command += [] if config.align else ["--no-align"]
     command += ["--listen", _address(listen), "--peers", ",".join(map(_address, peers))]
     command += ["--shards", _address(shards), "--secret-file", secret_file]
+    if tls is not None:
+        command += ["--tls-cert", tls.cert, "--tls-key", tls.key, "--tls-ca", tls.ca]
     return command
 
 
@@ -480,6 +484,7 @@ async def open_cluster(
     heartbeat: float = 0.5,
     heartbeat_timeout: float = 10.0,
     start_timeout: float = 60.0,
+    tls: TlsFiles | None = None,
 ) -> AsyncIterator[Cluster]:
     """Spawn ``config.processes`` replica processes on loopback and host their
     shards (``catalog``, a fresh in-memory one by default: any
@@ -488,7 +493,8 @@ async def open_cluster(
     ``dial(index, address)`` says where the controller dials process
     ``index`` (a proxy, for partition tests), and ``dial_peer(index, other,
     address)`` where process ``index`` dials process ``other``; the address
-    itself by default.
+    itself by default. With ``tls``, every node's connections are mutual
+    TLS (:class:`~._tls.TlsFiles`: the certificate must name ``127.0.0.1``).
     Raises :class:`ClusterError` if a process does not start in time."""
     host_address = "127.0.0.1"
     with tempfile.TemporaryDirectory(prefix="trio-reconcile-") as folder:
@@ -506,6 +512,7 @@ async def open_cluster(
                 codec=codec(),
                 listen=(host_address, 0),
                 max_frame=MAX_FRAME,
+                ssl_context=None if tls is None else tls.server_context(),
             ) as shards_node,
             open_node(
                 controller_system,
@@ -518,9 +525,10 @@ async def open_cluster(
             trio.open_nursery() as nursery,
         ):
             assert shards_node.address is not None
-            shards_hub = Hub(SHARDS, shards_node, nursery)
+            client = None if tls is None else tls.client_context()
+            shards_hub = Hub(SHARDS, shards_node, nursery, ssl_context=client)
             await shards_hub.start()
-            controller_hub = Hub(CONTROLLER, controller_node, nursery)
+            controller_hub = Hub(CONTROLLER, controller_node, nursery, ssl_context=client)
             await controller_hub.start()
             host = ShardHost(
                 ShardCatalog() if catalog is None else catalog,
@@ -554,6 +562,7 @@ async def open_cluster(
                     shards_node.address,
                     str(secret_file),
                     python=python,
+                    tls=tls,
                 )
                 cluster.slots.append(Slot(index, command))
             try:

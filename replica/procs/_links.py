@@ -24,6 +24,7 @@ from __future__ import annotations
 import inspect
 import logging
 import math
+import ssl
 from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
@@ -31,7 +32,7 @@ import attrs
 import trio
 
 from actors import ActorRef, ActorStoppedError, ActorSystem, Inbox, ServiceKey
-from actors.net import Codec, CodecError, Node, NodeDownError, Peer
+from actors.net import Codec, CodecError, HandshakeError, Node, NodeDownError, Peer
 
 from . import _wire
 
@@ -205,6 +206,8 @@ class Hub:
     name: str
     node: Node
     nursery: trio.Nursery
+    # Wraps the connections this node dials (TLS), if given.
+    ssl_context: ssl.SSLContext | None = None
     handlers: dict[str, Handler] = attrs.field(factory=dict)
     outlinks: dict[str, Outlink] = attrs.field(factory=dict)
     # Called with a target's name when its link goes down.
@@ -259,9 +262,9 @@ class Hub:
             pause = 0.01
             while True:
                 try:
-                    peer = await self.node.connect(address)
+                    peer = await self.node.connect(address, ssl_context=self.ssl_context)
                     (ref,) = await peer.find(LINK)
-                except (OSError, NodeDownError, ValueError) as error:
+                except (OSError, HandshakeError, NodeDownError, ValueError) as error:
                     if trio.current_time() > deadline:
                         raise LinkLost(f"cannot reach {target} at {address}: {error}") from None
                 else:

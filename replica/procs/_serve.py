@@ -58,15 +58,17 @@ from . import _wire
 from ._fabric import NetFabric
 from ._links import MAX_FRAME, Hub, codec
 from ._shards import MirrorCatalog
+from ._tls import TlsFiles
 
 logger = logging.getLogger("replica.procs")
 
 CONTROLLER = "controller"
 SHARDS = "shards"
 SHARDS_PATIENCE = 10.0
-"""Seconds a process dials the shard host before it gives up and ends: the
-host (the driver's process) is up before any replica process starts, and
-one that went away for good (the driver killed) leaves nothing to serve."""
+"""Seconds a process dials the shard host before it gives up and ends, by
+default (``serve --shards-patience``): the host (the driver's process) is up
+before any replica process starts, and one that went away for good (the
+driver killed) leaves nothing to serve."""
 
 
 class ShardHostLost(Exception):
@@ -88,6 +90,9 @@ class ServeOptions:
     peers: tuple[tuple[str, int], ...]
     shards: tuple[str, int]
     secret: bytes
+    tls: TlsFiles | None = None
+    # Seconds to dial the shard host before giving up (see SHARDS_PATIENCE).
+    shards_patience: float = SHARDS_PATIENCE
 
 
 @attrs.define(eq=False)
@@ -382,12 +387,14 @@ async def serve(
             codec=codec(),
             listen=options.listen,
             max_frame=MAX_FRAME,
+            ssl_context=None if options.tls is None else options.tls.server_context(),
         ) as node,
         trio.open_nursery() as nursery,
     ):
-        hub = Hub(name, node, nursery)
+        client = None if options.tls is None else options.tls.client_context()
+        hub = Hub(name, node, nursery, ssl_context=client)
         await hub.start()
-        hub.dial(SHARDS, options.shards, patience=SHARDS_PATIENCE)
+        hub.dial(SHARDS, options.shards, patience=options.shards_patience)
         for other, address in enumerate(options.peers):
             if other != options.process:
                 hub.dial(process_node(other), address)
