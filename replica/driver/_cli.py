@@ -339,6 +339,7 @@ def _serve(args: argparse.Namespace) -> int:
         secret,
         tls=args.tls,
         shards_patience=args.shards_patience,
+        peer_timeout=args.peer_timeout,
     )
 
     async def until_terminated() -> None:

@@ -530,6 +530,15 @@ def _add_serve(commands: Commands) -> None:
         help="how long to dial the shard host at --shards (at start, or after its "
         "connection dropped) before giving up and ending with exit 1 (default 10)",
     )
+    serve.add_argument(
+        "--peer-timeout",
+        type=_seconds,
+        default=10.0,
+        metavar="SECONDS",
+        help="close the connections to another replica process not heard from for SECONDS "
+        "(every process pings the others), so that a partition behaves as a dropped "
+        "connection: this process restarts its replica and tells the controller (default 10)",
+    )
     _add_tls(serve, "")
 
 

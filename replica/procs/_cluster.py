@@ -75,6 +75,7 @@ def serve_command(
     *,
     python: str = sys.executable,
     tls: TlsFiles | None = None,
+    peer_timeout: float = 10.0,
 ) -> list[str]:
     """The command line of one replica process."""
     command = [python, "-m", "replica.driver", "serve"]
@@ -85,6 +86,7 @@ def serve_command(
     command += [] if config.align else ["--no-align"]
     command += ["--listen", _address(listen), "--peers", ",".join(map(_address, peers))]
     command += ["--shards", _address(shards), "--secret-file", secret_file]
+    command += ["--peer-timeout", str(peer_timeout)]
     if tls is not None:
         command += ["--tls-cert", tls.cert, "--tls-key", tls.key, "--tls-ca", tls.ca]
     return command
@@ -563,6 +565,7 @@ async def open_cluster(
                     str(secret_file),
                     python=python,
                     tls=tls,
+                    peer_timeout=heartbeat_timeout,
                 )
                 cluster.slots.append(Slot(index, command))
             try:

@@ -219,6 +219,8 @@ class Hub:
     sent: int = 0
     received: int = 0
     dropped: int = 0
+    # When a message from each node last arrived (trio time), by node name.
+    last_heard: dict[str, float] = attrs.field(factory=dict)
     # Set when an item from a node arrives (the inbound links wait for it).
     _heard: dict[str, trio.Event] = attrs.field(factory=dict)
     _failed: trio.Event = attrs.field(factory=trio.Event)
@@ -325,6 +327,7 @@ class Hub:
     async def _serve(self, inbox: Inbox[Wire]) -> None:
         async for envelope in inbox:
             wire = envelope.message
+            self.last_heard[wire.source] = trio.current_time()
             heard = self._heard.get(wire.source)
             if heard is not None:
                 heard.set()

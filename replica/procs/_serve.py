@@ -91,6 +91,9 @@ class ServeOptions:
     shards: tuple[str, int]
     secret: bytes
     tls: TlsFiles | None = None
+    # Seconds another replica process may stay silent before the connections
+    # to it are closed (a partition then behaves as a dropped connection).
+    peer_timeout: float = 10.0
     # Seconds to dial the shard host before giving up (see SHARDS_PATIENCE).
     shards_patience: float = SHARDS_PATIENCE
 
@@ -403,6 +406,7 @@ async def serve(
         gc.freeze()
         task_status.started()
         nursery.start_soon(server.run)
+        nursery.start_soon(server.heartbeats)
         await server.host_lost.wait()
         raise ShardHostLost(server.host_error)
 
@@ -433,7 +437,7 @@ class _Server:
         handlers["end"] = self._current(Generation.end)
         handlers["hold"] = self._current(lambda g, runtime: g.process.hold(runtime))
         handlers["release"] = self._current(lambda g, runtime: g.process.release(runtime))
-        handlers["ping"] = lambda source, n: self.hub.send(CONTROLLER, ("pong", n))
+        handlers["ping"] = self._ping
         handlers["probe"] = self._probe
         handlers["reset"] = self._reset
         handlers["seq"] = self._seq
@@ -468,6 +472,40 @@ class _Server:
             for peer in self.hub.node.peers:
                 if peer.node == source:
                     self._watch_link(source, peer)
+
+    def _ping(self, source: str, sent_at: float) -> None:
+        # Another process's pings only need to arrive (see heartbeats).
+        if source == CONTROLLER:
+            self.hub.send(CONTROLLER, ("pong", sent_at))
+
+    async def heartbeats(self) -> None:
+        """Ping every other replica process (a quarter of ``peer_timeout``
+        apart), and close the connections to one not heard from for
+        ``peer_timeout``: a partition (frames dropped, the connections
+        open) then behaves as a dropped connection (see :meth:`_watch_link`)."""
+        timeout = self.options.peer_timeout
+        others = [
+            process_node(other)
+            for other in range(self.options.config.processes)
+            if other != self.options.process
+        ]
+        heard = self.hub.last_heard
+        while True:
+            now = trio.current_time()
+            for name in others:
+                last = heard.setdefault(name, now)
+                if now - last > timeout:
+                    logger.warning(
+                        "%s: nothing from replica process %s for %gs: closing its connections",
+                        self.hub.name,
+                        name,
+                        timeout,
+                    )
+                    heard[name] = now
+                    for peer in [p for p in self.hub.node.peers if p.node == name]:
+                        self.nursery.start_soon(peer.close, "heartbeat missed")
+                self.hub.send(name, ("ping", now))
+            await trio.sleep(timeout / 4)
 
     def _connected(self, target: str, peer: Peer) -> None:
         if target.startswith("p"):

@@ -108,11 +108,22 @@ def test_a_partitioned_controller_connection_behaves_as_a_lost_one() -> None:
     run_real(main)
 
 
-def test_a_dropped_connection_between_two_live_processes_restarts_both_named() -> None:
-    """The connection process 0 dialled to process 1 drops (both live on):
-    the processes of a replica share fate, so each starts a fresh replica and
-    tells the controller, whose connections to both fail with the reason
-    (``run --spawn`` ends with it); the controller reconnects and replays."""
+REASONS = {
+    0: "replica process 0 lost its connection to replica process 1 and restarted (the "
+    "processes of a replica share fate)",
+    1: "replica process 1 lost its connection to replica process 0 and restarted (the "
+    "processes of a replica share fate)",
+}
+
+
+@pytest.mark.parametrize("fault", ["cut", "partition"])
+def test_a_lost_connection_between_two_live_processes_restarts_both_named(fault: str) -> None:
+    """The connection process 0 dialled to process 1 drops, or its frames
+    are dropped (a partition: the processes ping each other and close the
+    connections of a silent one); both processes live on. The processes of a
+    replica share fate, so each starts a fresh replica and tells the
+    controller, whose connections to both fail with the reason (``run
+    --spawn`` ends with it); the controller reconnects and replays."""
 
     async def main() -> None:
         proxy = Proxy()
@@ -127,7 +138,9 @@ def test_a_dropped_connection_between_two_live_processes_restarts_both_named() -
         async with trio.open_nursery() as nursery:
             await nursery.start(proxy.serve)
             async with (
-                open_cluster(config, seed=7, dial_peer=dial_peer) as cluster,
+                open_cluster(
+                    config, seed=7, dial_peer=dial_peer, heartbeat=0.1, heartbeat_timeout=1.0
+                ) as cluster,
                 open_controller(cluster) as controller,
             ):
                 session = Session(controller)
@@ -135,16 +148,14 @@ def test_a_dropped_connection_between_two_live_processes_restarts_both_named() -
                 shard.append(_rows(0, 10), 0, 1)
                 await session.start(index(1000, 1001))
                 await controller.await_frontier(1001, 1)
-                proxy.cut()
-                with trio.fail_after(10):
+                if fault == "cut":
+                    proxy.cut()
+                else:
+                    proxy.partition()
+                with trio.fail_after(20):
                     await cluster.wait_lost(0)
                     await cluster.wait_lost(1)
-                assert cluster.reasons == {
-                    0: "replica process 0 lost its connection to replica process 1 and "
-                    "restarted (the processes of a replica share fate)",
-                    1: "replica process 1 lost its connection to replica process 0 and "
-                    "restarted (the processes of a replica share fate)",
-                }
+                assert cluster.reasons == REASONS
                 # As after a restart: the controller reconnects and replays.
                 await cluster.recover()
                 await session.reconnect()
