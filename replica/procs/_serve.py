@@ -527,23 +527,27 @@ class _Server:
         if id(peer) in self._written_off:
             self._written_off.discard(id(peer))
         else:
-            self._peer_lost(name)
+            self._peer_lost(name, peer.reason or "the connection was lost")
 
-    def _peer_lost(self, peer: str) -> None:
+    def _peer_lost(self, peer: str, reason: str) -> None:
         """A connection to replica process ``peer`` dropped (it died, or only
-        the connection did): the processes of a cluster share fate, so this
-        one starts a fresh replica, and tells the controller, whose
-        connections to this process ended with the old one (a real process
-        halts and restarts: the controller sees its connections fail)."""
+        the connection did) for ``reason``: the processes of a cluster share
+        fate, so this one starts a fresh replica, and tells the controller,
+        whose connections to this process ended with the old one (a real
+        process halts and restarts: the controller sees its connections
+        fail). A warning, unless the other process closed it stopping in
+        order (SIGTERM: the driver stops them all)."""
         # One loss a process: its other connections, closing too if it died,
         # say nothing more.
         self._written_off.update(key for key, (name, _) in self._links.items() if name == peer)
         if self.generation is None or self._restart.is_set():
             return  # a fresh replica is on its way already
-        logger.warning(
-            "%s: lost the connection to replica process %s: starting a fresh replica here",
+        logger.log(
+            logging.INFO if reason.endswith(": node closing") else logging.WARNING,
+            "%s: lost the connection to replica process %s (%s): starting a fresh replica here",
             self.hub.name,
             peer,
+            reason,
         )
         if CONTROLLER in self.hub.outlinks:
             self.hub.send(CONTROLLER, ("lost-peer", peer))
