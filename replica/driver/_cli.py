@@ -31,7 +31,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 import attrs
 
@@ -60,6 +60,9 @@ from ._runner import SpecRun, Topology, run_spec
 from ._spec import Spec, SpecError, parse_spec, read_spec
 from ._timeline import Panel, render
 
+if TYPE_CHECKING:
+    from replica.procs import TlsFiles
+
 WORKFLOW_TOPOLOGIES = (
     Topology(processes=1, workers=1),
     Topology(processes=1, workers=2),
@@ -79,7 +82,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_usage(sys.stderr)
         print(f"{PROG}: error: a command is required ({command_list(parser)})", file=sys.stderr)
         return 2
-    if args.verbose:
+    if args.verbose or args.command == "serve":
+        # A serve process's warnings (a lost peer, the shard host gone) show
+        # without -v (under run --spawn too: the processes share its stderr).
         level = logging.INFO if args.verbose > 1 else logging.WARNING
         logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
     try:
@@ -196,7 +201,13 @@ def _run(args: argparse.Namespace) -> int:
         topology = with_options(Topology(args.processes, args.workers, args.interactive))
     if args.spawn:
         return spawn_command(
-            specs, topology, args.seed, sys.stdout, max_wait=args.max_wait, persist=args.persist
+            specs,
+            topology,
+            args.seed,
+            sys.stdout,
+            max_wait=args.max_wait,
+            persist=args.persist,
+            tls=args.tls,
         )
     if args.check_determinism:
         return determinism_command(specs, topology, args.seed, sys.stdout)
@@ -241,6 +252,7 @@ def spawn_command(
     *,
     max_wait: float = 5.0,
     persist: str | None = None,
+    tls: TlsFiles | None = None,
 ) -> int:
     """``run --spawn``: each spec against replica processes started as OS
     processes, the shards stored as ``persist`` says (see
@@ -269,7 +281,7 @@ def spawn_command(
             print(f"{PROG}: error: argument --persist: {refused}", file=sys.stderr)
             return 2
         try:
-            run_spawned(specs, topology, seed, done, max_wait=max_wait, catalogs=catalogs)
+            run_spawned(specs, topology, seed, done, max_wait=max_wait, catalogs=catalogs, tls=tls)
         except* Terminated:
             terminated = True
         except* (ClusterError, ItemTooLarge, HandlerFailed) as group:
@@ -318,7 +330,17 @@ def _serve(args: argparse.Namespace) -> int:
         barrier=args.barrier,
         align=args.align,
     )
-    options = ServeOptions(args.process, config, args.listen, args.peers, args.shards, secret)
+    options = ServeOptions(
+        args.process,
+        config,
+        args.listen,
+        args.peers,
+        args.shards,
+        secret,
+        tls=args.tls,
+        shards_patience=args.shards_patience,
+        peer_timeout=args.peer_timeout,
+    )
 
     async def until_terminated() -> None:
         # SIGTERM (how run --spawn stops its processes) ends the process

@@ -125,6 +125,7 @@ def _finish_run(run: _Parser, args: argparse.Namespace) -> None:
         args.max_wait = 5.0
     if args.persist is not None and not args.spawn:
         run.error("argument --persist: only with --spawn")
+    _finish_tls(run, args, only_with="--spawn" if not args.spawn else None)
     if args.spawn:
         refused = {
             "--topologies": args.topologies is not None,
@@ -273,6 +274,7 @@ def _add_run(commands: Commands) -> None:
         "timeout-secs (default 5; the output still names the spec's timeout): a spec whose "
         "waits are meant to time out does not take its 600-second default each",
     )
+    _add_tls(run, "with --spawn: ")
     run.add_argument(
         "--persist",
         metavar="URL",
@@ -520,9 +522,60 @@ def _add_serve(commands: Commands) -> None:
         metavar="FILE",
         help="a file holding the nodes' shared secret (at least 16 bytes, used as is)",
     )
+    serve.add_argument(
+        "--shards-patience",
+        type=_seconds,
+        default=10.0,
+        metavar="SECONDS",
+        help="how long to dial the shard host at --shards (at start, or after its "
+        "connection dropped) before giving up and ending with exit 1 (default 10)",
+    )
+    serve.add_argument(
+        "--peer-timeout",
+        type=_seconds,
+        default=10.0,
+        metavar="SECONDS",
+        help="close the connections to another replica process not heard from for SECONDS "
+        "(every process pings the others), so that a partition behaves as a dropped "
+        "connection: this process restarts its replica and tells the controller (default 10)",
+    )
+    _add_tls(serve, "")
+
+
+def _add_tls(command: argparse.ArgumentParser, prefix: str) -> None:
+    """``--tls-cert``, ``--tls-key`` and ``--tls-ca`` (all three or none)."""
+    for option, what in (
+        ("--tls-cert", "the certificate chain every node presents (PEM)"),
+        ("--tls-key", "its private key (PEM)"),
+        ("--tls-ca", "the CA a peer's certificate must be signed by (PEM)"),
+    ):
+        command.add_argument(
+            option,
+            metavar="FILE",
+            help=f"{prefix}{what}: with all three, the nodes' connections are mutual TLS "
+            "(the certificate must name the addresses dialled, e.g. 127.0.0.1)",
+        )
+
+
+def _finish_tls(
+    command: _Parser, args: argparse.Namespace, *, only_with: str | None = None
+) -> None:
+    if args.tls_cert is None and args.tls_key is None and args.tls_ca is None:
+        args.tls = None
+        return
+    from replica.procs import TlsError, TlsFiles
+
+    try:
+        args.tls = TlsFiles.from_options(args.tls_cert, args.tls_key, args.tls_ca)
+        args.tls.check()
+    except TlsError as error:
+        command.error(f"argument --tls-cert: {error}")
+    if args.tls is not None and only_with is not None:
+        command.error(f"argument --tls-cert: only with {only_with}")
 
 
 def _finish_serve(serve: _Parser, args: argparse.Namespace) -> None:
+    _finish_tls(serve, args)
     if args.process >= args.processes:
         serve.error(f"argument --process: must be below --processes ({args.processes})")
     if len(args.peers) != args.processes:

@@ -24,4 +24,6 @@ from ._serve import serve as serve
 from ._shards import MirrorCatalog as MirrorCatalog
 from ._shards import MirrorShard as MirrorShard
 from ._shards import ShardHost as ShardHost
+from ._tls import TlsError as TlsError
+from ._tls import TlsFiles as TlsFiles
 from ._wire import WireError as WireError

@@ -41,6 +41,7 @@ from . import _wire
 from ._links import MAX_FRAME, Hub, codec
 from ._serve import CONTROLLER, SHARDS, process_node
 from ._shards import ShardHost
+from ._tls import TlsFiles
 
 logger = logging.getLogger("replica.procs")
 
@@ -73,6 +74,8 @@ def serve_command(
     secret_file: str,
     *,
     python: str = sys.executable,
+    tls: TlsFiles | None = None,
+    peer_timeout: float = 10.0,
 ) -> list[str]:
     """The command line of one replica process."""
     command = [python, "-m", "replica.driver", "serve"]
@@ -83,6 +86,9 @@ def serve_command(
     command += [] if config.align else ["--no-align"]
     command += ["--listen", _address(listen), "--peers", ",".join(map(_address, peers))]
     command += ["--shards", _address(shards), "--secret-file", secret_file]
+    command += ["--peer-timeout", str(peer_timeout)]
+    if tls is not None:
+        command += ["--tls-cert", tls.cert, "--tls-key", tls.key, "--tls-ca", tls.ca]
     return command
 
 
@@ -145,8 +151,11 @@ class Cluster:
     _tokens: itertools.count[int] = attrs.field(factory=lambda: itertools.count(1))
     _resets: dict[int, set[int]] = attrs.field(factory=dict)
     _pongs: dict[int, float] = attrs.field(factory=dict)
-    # How many times the controller's link to each process went down.
+    # How many times the controller's connections to each process were lost
+    # (its link went down, or the process lost another and restarted).
     losses: dict[int, int] = attrs.field(factory=dict)
+    # Why the controller last lost each process's connections.
+    reasons: dict[int, str] = attrs.field(factory=dict)
     # Called with a process index when the controller's link to it is lost.
     on_lost: list[Callable[[int], None]] = attrs.field(factory=list)
 
@@ -162,6 +171,7 @@ class Cluster:
         handlers["probed"] = self._probed
         handlers["reset-done"] = self._reset_done
         handlers["pong"] = self._pong
+        handlers["lost-peer"] = self._lost_peer
         self.controller_hub.on_lost.append(self._lost)
         handlers = self.shards_hub.handlers
         handlers["hello"] = lambda source: self.shards_hub.inbound(source).refresh()
@@ -411,9 +421,22 @@ class Cluster:
         self._pongs[int(source[1:])] = trio.current_time()
 
     def _lost(self, target: str) -> None:
-        if not target.startswith("p"):
-            return
-        index = int(target[1:])
+        if target.startswith("p"):
+            index = int(target[1:])
+            self._connections_lost(index, f"lost the connection to replica process {index}")
+
+    def _lost_peer(self, source: str, peer: str) -> None:
+        index = int(source[1:])
+        self._connections_lost(
+            index,
+            f"replica process {index} lost its connection to replica process {peer[1:]} "
+            "and restarted (the processes of a replica share fate)",
+        )
+
+    def _connections_lost(self, index: int, reason: str) -> None:
+        """The controller's connections to process ``index`` are gone: their
+        responses fail, as a lost connection's do in one process."""
+        self.reasons[index] = reason
         self.losses[index] = self.losses.get(index, 0) + 1
         for server in [s for (p, _), s in self._servers.items() if p == index]:
             server.responses.close()
@@ -459,16 +482,21 @@ async def open_cluster(
     python: str = sys.executable,
     catalog: ShardCatalog | None = None,
     dial: Callable[[int, tuple[str, int]], tuple[str, int]] | None = None,
+    dial_peer: Callable[[int, int, tuple[str, int]], tuple[str, int]] | None = None,
     heartbeat: float = 0.5,
     heartbeat_timeout: float = 10.0,
     start_timeout: float = 60.0,
+    tls: TlsFiles | None = None,
 ) -> AsyncIterator[Cluster]:
     """Spawn ``config.processes`` replica processes on loopback and host their
     shards (``catalog``, a fresh in-memory one by default: any
     :class:`ShardCatalog` works); stop them when the block ends.
 
     ``dial(index, address)`` says where the controller dials process
-    ``index`` (a proxy, for partition tests); the address itself by default.
+    ``index`` (a proxy, for partition tests), and ``dial_peer(index, other,
+    address)`` where process ``index`` dials process ``other``; the address
+    itself by default. With ``tls``, every node's connections are mutual
+    TLS (:class:`~._tls.TlsFiles`: the certificate must name ``127.0.0.1``).
     Raises :class:`ClusterError` if a process does not start in time."""
     host_address = "127.0.0.1"
     with tempfile.TemporaryDirectory(prefix="trio-reconcile-") as folder:
@@ -486,6 +514,7 @@ async def open_cluster(
                 codec=codec(),
                 listen=(host_address, 0),
                 max_frame=MAX_FRAME,
+                ssl_context=None if tls is None else tls.server_context(),
             ) as shards_node,
             open_node(
                 controller_system,
@@ -498,9 +527,10 @@ async def open_cluster(
             trio.open_nursery() as nursery,
         ):
             assert shards_node.address is not None
-            shards_hub = Hub(SHARDS, shards_node, nursery)
+            client = None if tls is None else tls.client_context()
+            shards_hub = Hub(SHARDS, shards_node, nursery, ssl_context=client)
             await shards_hub.start()
-            controller_hub = Hub(CONTROLLER, controller_node, nursery)
+            controller_hub = Hub(CONTROLLER, controller_node, nursery, ssl_context=client)
             await controller_hub.start()
             host = ShardHost(
                 ShardCatalog() if catalog is None else catalog,
@@ -520,14 +550,22 @@ async def open_cluster(
             addresses = [(host_address, port) for port in free_ports(config.processes)]
             for index in range(config.processes):
                 cluster.processes.append(RemoteProcess(index, cluster))
+                peers = [
+                    address
+                    if dial_peer is None or other == index
+                    else dial_peer(index, other, address)
+                    for other, address in enumerate(addresses)
+                ]
                 command = serve_command(
                     config,
                     index,
                     addresses[index],
-                    addresses,
+                    peers,
                     shards_node.address,
                     str(secret_file),
                     python=python,
+                    tls=tls,
+                    peer_timeout=heartbeat_timeout,
                 )
                 cluster.slots.append(Slot(index, command))
             try:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import inspect
 import logging
 import math
+import ssl
 from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
@@ -31,7 +32,7 @@ import attrs
 import trio
 
 from actors import ActorRef, ActorStoppedError, ActorSystem, Inbox, ServiceKey
-from actors.net import Codec, CodecError, Node, NodeDownError, Peer
+from actors.net import Codec, CodecError, HandshakeError, Node, NodeDownError, Peer
 
 from . import _wire
 
@@ -52,7 +53,7 @@ MAX_FRAME: Final = 256 * 2**20
 _CHUNK: Final = 16 * 2**20
 _ITEMS: Final = 16
 UNCOUNTED: Final = frozenset(
-    {"hello", "ping", "pong", "probe", "probed", "reset", "reset-done", "ready"}
+    {"hello", "ping", "pong", "probe", "probed", "reset", "reset-done", "ready", "lost-peer"}
 )
 
 Handler = Callable[..., object]
@@ -128,6 +129,7 @@ class Outlink:
                     continue
                 self.ref = ref
                 self.hub.nursery.start_soon(self._watch, self.peer)
+                self.hub.connected(self.target, self.peer)
                 if self.greeting is not None:
                     self.queue.insert(0, self.greeting)
             batch, self.queue = self.queue, []
@@ -204,15 +206,21 @@ class Hub:
     name: str
     node: Node
     nursery: trio.Nursery
+    # Wraps the connections this node dials (TLS), if given.
+    ssl_context: ssl.SSLContext | None = None
     handlers: dict[str, Handler] = attrs.field(factory=dict)
     outlinks: dict[str, Outlink] = attrs.field(factory=dict)
     # Called with a target's name when its link goes down.
     on_lost: list[Callable[[str], None]] = attrs.field(factory=list)
+    # Called with a target's name and the connection when its link connects.
+    on_connected: list[Callable[[str, Peer], None]] = attrs.field(factory=list)
     # Called with a target's name and the error when dialling it gave up.
     on_unreachable: list[Callable[[str, LinkLost], None]] = attrs.field(factory=list)
     sent: int = 0
     received: int = 0
     dropped: int = 0
+    # When a message from each node last arrived (trio time), by node name.
+    last_heard: dict[str, float] = attrs.field(factory=dict)
     # Set when an item from a node arrives (the inbound links wait for it).
     _heard: dict[str, trio.Event] = attrs.field(factory=dict)
     _failed: trio.Event = attrs.field(factory=trio.Event)
@@ -256,9 +264,9 @@ class Hub:
             pause = 0.01
             while True:
                 try:
-                    peer = await self.node.connect(address)
+                    peer = await self.node.connect(address, ssl_context=self.ssl_context)
                     (ref,) = await peer.find(LINK)
-                except (OSError, NodeDownError, ValueError) as error:
+                except (OSError, HandshakeError, NodeDownError, ValueError) as error:
                     if trio.current_time() > deadline:
                         raise LinkLost(f"cannot reach {target} at {address}: {error}") from None
                 else:
@@ -304,6 +312,10 @@ class Hub:
             link.connect = connect
         return link
 
+    def connected(self, target: str, peer: Peer) -> None:
+        for callback in list(self.on_connected):
+            callback(target, peer)
+
     def lost(self, target: str) -> None:
         for callback in list(self.on_lost):
             callback(target)
@@ -315,6 +327,7 @@ class Hub:
     async def _serve(self, inbox: Inbox[Wire]) -> None:
         async for envelope in inbox:
             wire = envelope.message
+            self.last_heard[wire.source] = trio.current_time()
             heard = self._heard.get(wire.source)
             if heard is not None:
                 heard.set()

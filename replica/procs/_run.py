@@ -30,6 +30,7 @@ from ..driver._runner import SpecRun, Topology, run_stanzas
 from ..driver._spec import Spec
 from ..persist import PersistError, open_catalog
 from ._cluster import Cluster, ClusterError, open_cluster
+from ._tls import TlsFiles
 
 
 class Terminated(Exception):
@@ -114,12 +115,14 @@ def run_spawned(
     *,
     max_wait: float = 5.0,
     catalogs: Catalogs | None = None,
+    tls: TlsFiles | None = None,
 ) -> None:
     """Run each spec against replica processes of ``topology`` (spawned once
     for all of them); call ``done`` with each run as it ends. A stanza waits
     at most ``max_wait`` real seconds, whatever its ``timeout-secs``. The
     host serves the n-th spec ``catalogs(n)`` (see :func:`spec_catalogs`; a
-    fresh in-memory catalog by default)."""
+    fresh in-memory catalog by default). With ``tls``, the nodes' connections
+    are mutual TLS."""
     trio.run(
         _run_spawned,
         specs,
@@ -128,6 +131,7 @@ def run_spawned(
         done,
         max_wait,
         (lambda _: ShardCatalog()) if catalogs is None else catalogs,
+        tls,
     )
 
 
@@ -138,6 +142,7 @@ async def _run_spawned(
     done: Callable[[Spec, SpecRun], None],
     max_wait: float,
     catalogs: Catalogs,
+    tls: TlsFiles | None,
 ) -> None:
     async def terminated() -> None:
         # SIGTERM ends the run as Ctrl-C does: the replica processes are
@@ -149,7 +154,7 @@ async def _run_spawned(
 
     async with trio.open_nursery() as outer:
         outer.start_soon(terminated)
-        await _run_cluster(specs, topology, seed, done, max_wait, catalogs)
+        await _run_cluster(specs, topology, seed, done, max_wait, catalogs, tls)
         outer.cancel_scope.cancel()
 
 
@@ -160,9 +165,10 @@ async def _run_cluster(
     done: Callable[[Spec, SpecRun], None],
     max_wait: float,
     catalogs: Catalogs,
+    tls: TlsFiles | None,
 ) -> None:
     async with (
-        open_cluster(topology.config(), seed=seed, catalog=catalogs(0)) as cluster,
+        open_cluster(topology.config(), seed=seed, catalog=catalogs(0), tls=tls) as cluster,
         trio.open_nursery() as nursery,
     ):
         lost = trio.Event()
@@ -175,7 +181,7 @@ async def _run_cluster(
         async def watch() -> None:
             # A spec has no way to recover a lost process: the run ends, named.
             await lost.wait()
-            raise ClusterError(f"lost the connection to replica process {losses[0]}")
+            raise ClusterError(cluster.reasons[losses[0]])
 
         cluster.on_lost.append(on_lost)
         nursery.start_soon(watch)

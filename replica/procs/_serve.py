@@ -26,6 +26,7 @@ starts, in place: the node, its links and its address stay.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import logging
 import math
@@ -39,7 +40,7 @@ import trio.testing
 
 import actors
 from actors import ActorRef, ActorSystem, Sequencer
-from actors.net import open_node
+from actors.net import Peer, open_node
 from barrier import ReconcileBarrier, Side
 from sharing import Registry
 
@@ -57,15 +58,17 @@ from . import _wire
 from ._fabric import NetFabric
 from ._links import MAX_FRAME, Hub, codec
 from ._shards import MirrorCatalog
+from ._tls import TlsFiles
 
 logger = logging.getLogger("replica.procs")
 
 CONTROLLER = "controller"
 SHARDS = "shards"
 SHARDS_PATIENCE = 10.0
-"""Seconds a process dials the shard host before it gives up and ends: the
-host (the driver's process) is up before any replica process starts, and
-one that went away for good (the driver killed) leaves nothing to serve."""
+"""Seconds a process dials the shard host before it gives up and ends, by
+default (``serve --shards-patience``): the host (the driver's process) is up
+before any replica process starts, and one that went away for good (the
+driver killed) leaves nothing to serve."""
 
 
 class ShardHostLost(Exception):
@@ -87,6 +90,12 @@ class ServeOptions:
     peers: tuple[tuple[str, int], ...]
     shards: tuple[str, int]
     secret: bytes
+    tls: TlsFiles | None = None
+    # Seconds another replica process may stay silent before the connections
+    # to it are closed (a partition then behaves as a dropped connection).
+    peer_timeout: float = 10.0
+    # Seconds to dial the shard host before giving up (see SHARDS_PATIENCE).
+    shards_patience: float = SHARDS_PATIENCE
 
 
 @attrs.define(eq=False)
@@ -110,24 +119,35 @@ class _ForwardedMetrics(Metrics):
 
 @attrs.define(eq=False)
 class _Encoded:
-    """The bytes each recent command arrived as, by the command (so process 0
-    forwards them as they came instead of encoding them again); at most
-    ``limit`` of them, the oldest forgotten first."""
+    """The bytes each command arrived as, by the command, until every runtime
+    forwarded it (so process 0 forwards them as they came instead of encoding
+    them again). ``uses`` is the number of runtimes; a command routed to
+    fewer of them (a peek, to the interactive runtime only) stays until it
+    is among the oldest when ``limit`` are kept. Keeping only what is still
+    to be forwarded keeps the collector's work down (forwarded commands
+    are not held here)."""
 
+    uses: int = 1
     limit: int = 1 << 16
-    _by_id: dict[int, tuple[object, bytes]] = attrs.field(factory=dict)
+    _by_id: dict[int, list[Any]] = attrs.field(factory=dict)
 
     def remember(self, command: object, data: bytes) -> None:
         by_id = self._by_id
         if len(by_id) >= self.limit:
             del by_id[next(iter(by_id))]
-        by_id[id(command)] = (command, data)
+        by_id[id(command)] = [command, data, self.uses]
 
-    def of(self, command: object) -> bytes:
-        found = self._by_id.get(id(command))
-        if found is not None and found[0] is command:
-            return found[1]
-        return _wire.encode(command)
+    def take(self, command: object) -> bytes:
+        """The bytes ``command`` arrived as (encoded again if forgotten)."""
+        key = id(command)
+        found = self._by_id.get(key)
+        if found is None or found[0] is not command:
+            return _wire.encode(command)
+        found[2] -= 1
+        if not found[2]:
+            del self._by_id[key]
+        data: bytes = found[1]
+        return data
 
 
 @attrs.define(eq=False)
@@ -148,7 +168,12 @@ class Generation:
     connections: dict[int, tuple[trio.MemorySendChannel[Command], ResponseLine]] = attrs.field(
         factory=dict
     )
-    encoded: _Encoded = attrs.field(factory=lambda: _Encoded())
+    encoded: _Encoded = attrs.field(
+        default=attrs.Factory(
+            lambda self: _Encoded(uses=2 if self.options.config.interactive else 1),
+            takes_self=True,
+        )
+    )
 
     # What the controller sends.
 
@@ -330,22 +355,31 @@ class _Fanout:
     async def broadcast_many(self, messages: Iterable[SequencedCommand]) -> object:
         batch = list(messages)
         if self.others:
-            # One item per run of the same connection and position.
+            # One item per run of the same connection and position: the
+            # commands' bytes joined into one array (one decode at the other end).
             runs: list[tuple[int, int, list[bytes]]] = []
+            take = self.encoded.take
             for sequenced in batch:
                 if not runs or runs[-1][:2] != (sequenced.nonce, sequenced.position):
                     runs.append((sequenced.nonce, sequenced.position, []))
-                runs[-1][2].append(self.encoded.of(sequenced.command))
+                runs[-1][2].append(take(sequenced.command))
+            items = [
+                ("seq", self.runtime, nonce, position, _wire.join(commands))
+                for nonce, position, commands in runs
+            ]
             for target in self.others:
-                for nonce, position, commands in runs:
-                    self.hub.send(target, ("seq", self.runtime, nonce, position, commands))
+                for item in items:
+                    self.hub.send(target, item)
         return await self.local.broadcast_many(batch)
 
 
 async def serve(
     options: ServeOptions, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
 ) -> None:
-    """Run replica process ``options.process`` until cancelled."""
+    """Run replica process ``options.process`` until cancelled (the process's
+    one task: what it loaded to start, the modules and classes, is frozen
+    out of the garbage collector's full collections, which a stream of
+    commands otherwise makes scan it again and again)."""
     name = process_node(options.process)
     async with (
         actors.open_system() as system,
@@ -356,19 +390,23 @@ async def serve(
             codec=codec(),
             listen=options.listen,
             max_frame=MAX_FRAME,
+            ssl_context=None if options.tls is None else options.tls.server_context(),
         ) as node,
         trio.open_nursery() as nursery,
     ):
-        hub = Hub(name, node, nursery)
+        client = None if options.tls is None else options.tls.client_context()
+        hub = Hub(name, node, nursery, ssl_context=client)
         await hub.start()
-        hub.dial(SHARDS, options.shards, patience=SHARDS_PATIENCE)
+        hub.dial(SHARDS, options.shards, patience=options.shards_patience)
         for other, address in enumerate(options.peers):
             if other != options.process:
                 hub.dial(process_node(other), address)
         server = _Server(options, hub, nursery)
         server.install()
+        gc.freeze()
         task_status.started()
         nursery.start_soon(server.run)
+        nursery.start_soon(server.heartbeats)
         await server.host_lost.wait()
         raise ShardHostLost(server.host_error)
 
@@ -385,6 +423,11 @@ class _Server:
     # Set when the shard host cannot be reached (see SHARDS_PATIENCE).
     host_lost: trio.Event = attrs.field(factory=trio.Event)
     host_error: str = ""
+    # The connections to and from other replica processes, by id, with the
+    # process's node name; and those written off (their process's loss was
+    # handled once, when another of its connections dropped).
+    _links: dict[int, tuple[str, Peer]] = attrs.field(factory=dict)
+    _written_off: set[int] = attrs.field(factory=set)
 
     def install(self) -> None:
         handlers = self.hub.handlers
@@ -394,7 +437,7 @@ class _Server:
         handlers["end"] = self._current(Generation.end)
         handlers["hold"] = self._current(lambda g, runtime: g.process.hold(runtime))
         handlers["release"] = self._current(lambda g, runtime: g.process.release(runtime))
-        handlers["ping"] = lambda source, n: self.hub.send(CONTROLLER, ("pong", n))
+        handlers["ping"] = self._ping
         handlers["probe"] = self._probe
         handlers["reset"] = self._reset
         handlers["seq"] = self._seq
@@ -402,6 +445,7 @@ class _Server:
         handlers["xf"] = self._current(lambda g, runtime, *args: g.fabrics[runtime].heard(*args))
         handlers["shard"] = self._current(lambda g, *push: g.shards.receive(*push))
         self.hub.on_lost.append(self._lost)
+        self.hub.on_connected.append(self._connected)
         self.hub.on_unreachable.append(self._unreachable)
 
     def _unreachable(self, target: str, error: Exception) -> None:
@@ -423,9 +467,94 @@ class _Server:
         if source == CONTROLLER:
             # A new connection from the controller: answer over it.
             self.hub.inbound(CONTROLLER).refresh()
+        elif source.startswith("p"):
+            # Another replica process dialled this one.
+            for peer in self.hub.node.peers:
+                if peer.node == source:
+                    self._watch_link(source, peer)
+
+    def _ping(self, source: str, sent_at: float) -> None:
+        # Another process's pings only need to arrive (see heartbeats).
+        if source == CONTROLLER:
+            self.hub.send(CONTROLLER, ("pong", sent_at))
+
+    async def heartbeats(self) -> None:
+        """Ping every other replica process (a quarter of ``peer_timeout``
+        apart), and close the connections to one not heard from for
+        ``peer_timeout``: a partition (frames dropped, the connections
+        open) then behaves as a dropped connection (see :meth:`_watch_link`)."""
+        timeout = self.options.peer_timeout
+        others = [
+            process_node(other)
+            for other in range(self.options.config.processes)
+            if other != self.options.process
+        ]
+        heard = self.hub.last_heard
+        while True:
+            now = trio.current_time()
+            for name in others:
+                last = heard.setdefault(name, now)
+                if now - last > timeout:
+                    logger.warning(
+                        "%s: nothing from replica process %s for %gs: closing its connections",
+                        self.hub.name,
+                        name,
+                        timeout,
+                    )
+                    heard[name] = now
+                    for peer in [p for p in self.hub.node.peers if p.node == name]:
+                        self.nursery.start_soon(peer.close, "heartbeat missed")
+                self.hub.send(name, ("ping", now))
+            await trio.sleep(timeout / 4)
+
+    def _connected(self, target: str, peer: Peer) -> None:
+        if target.startswith("p"):
+            self._watch_link(target, peer)
+
+    def _watch_link(self, name: str, peer: Peer) -> None:
+        """Watch a connection to or from replica process ``name``: losing
+        either is losing that process (a timely cluster's connections are
+        its processes' shared fate)."""
+        if id(peer) not in self._links:
+            self._links[id(peer)] = (name, peer)
+            self.nursery.start_soon(self._watch, name, peer)
+
+    async def _watch(self, name: str, peer: Peer) -> None:
+        try:
+            await peer.closed.wait()
+        finally:
+            del self._links[id(peer)]
+        if id(peer) in self._written_off:
+            self._written_off.discard(id(peer))
+        else:
+            self._peer_lost(name, peer.reason or "the connection was lost")
+
+    def _peer_lost(self, peer: str, reason: str) -> None:
+        """A connection to replica process ``peer`` dropped (it died, or only
+        the connection did) for ``reason``: the processes of a cluster share
+        fate, so this one starts a fresh replica, and tells the controller,
+        whose connections to this process ended with the old one (a real
+        process halts and restarts: the controller sees its connections
+        fail). A warning, unless the other process closed it stopping in
+        order (SIGTERM: the driver stops them all)."""
+        # One loss a process: its other connections, closing too if it died,
+        # say nothing more.
+        self._written_off.update(key for key, (name, _) in self._links.items() if name == peer)
+        if self.generation is None or self._restart.is_set():
+            return  # a fresh replica is on its way already
+        logger.log(
+            logging.INFO if reason.endswith(": node closing") else logging.WARNING,
+            "%s: lost the connection to replica process %s (%s): starting a fresh replica here",
+            self.hub.name,
+            peer,
+            reason,
+        )
+        if CONTROLLER in self.hub.outlinks:
+            self.hub.send(CONTROLLER, ("lost-peer", peer))
+        self._restart.set()
 
     async def _seq(
-        self, source: str, runtime: str, nonce: int, position: int, encoded: list[bytes]
+        self, source: str, runtime: str, nonce: int, position: int, commands: bytes
     ) -> None:
         if self.generation is None:
             return
@@ -433,7 +562,7 @@ class _Server:
         if relay is None:
             raise ProtocolError(f"process {self.options.process} relays no {runtime} runtime")
         await relay.broadcast_many(
-            [SequencedCommand(nonce, position, _wire.decode(data)) for data in encoded]
+            [SequencedCommand(nonce, position, command) for command in _wire.split(commands)]
         )
 
     def _probe(self, source: str, token: int, final: bool) -> None:
@@ -451,7 +580,11 @@ class _Server:
 
     def _reset(self, source: str, token: int) -> None:
         self._reset_tokens.append(token)
-        self._restart.set()
+        # Between two generations (one ended, for a lost peer), the next is
+        # fresh already and says it did the reset: no second one after it,
+        # which would drop what the controller sends once told it is done.
+        if self.generation is not None:
+            self._restart.set()
 
     def _lost(self, target: str) -> None:
         if target == SHARDS:
@@ -464,18 +597,10 @@ class _Server:
             if self.generation is not None:
                 self.generation.shards.resubscribe()
             return
-        if target == CONTROLLER:
+        if target == CONTROLLER and self.generation is not None:
             # The controller went away: every connection it opened ends.
-            if self.generation is not None:
-                self.generation.end_all()
-            return
-        if target.startswith("p"):
-            logger.warning(
-                "%s: lost replica process %s: starting a fresh replica here",
-                self.hub.name,
-                target,
-            )
-            self._restart.set()
+            self.generation.end_all()
+        # A link to another replica process: see _watch_link.
 
     async def run(self) -> None:
         while True:

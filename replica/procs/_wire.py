@@ -14,6 +14,7 @@ class name, then its ``__init__`` fields in order). Decoding calls the class
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from typing import Any, Final
 
 import attrs
@@ -80,6 +81,10 @@ _FIELDS: Final[dict[type, tuple[str, ...]]] = {
     cls: tuple(field.name for field in attrs.fields(cls) if field.init) for cls in CLASSES
 }
 _BY_NAME: Final[dict[str, type]] = {cls.__name__: cls for cls in CLASSES}
+# Each class by name, with the number of values its ``__init__`` takes.
+_ARITY: Final[dict[str, tuple[type, int]]] = {
+    cls.__name__: (cls, len(fields)) for cls, fields in _FIELDS.items()
+}
 _ENUM_BY_NAME: Final[dict[str, type[enum.Enum]]] = {cls.__name__: cls for cls in ENUMS}
 assert len(_BY_NAME) == len(CLASSES), "protocol class names must be unique"
 
@@ -126,10 +131,8 @@ def from_builtins(data: Any) -> Any:
     try:
         # The most common first: objects, then tuples (rows, updates).
         if tag == _OBJECT:
-            cls = _BY_NAME[data[1]]
-            return _construct(
-                cls, [v if type(v) in _PRIMITIVES else from_builtins(v) for v in data[2:]]
-            )
+            cls, count = _ARITY[data[1]]
+            return _construct(cls, count, data[2:])
         if tag == _TUPLE:
             return tuple(v if type(v) in _PRIMITIVES else from_builtins(v) for v in data[1:])
         if tag == _ID:
@@ -153,9 +156,12 @@ def from_builtins(data: Any) -> Any:
     raise WireError(f"unknown tag {tag!r} on the wire")
 
 
-def _construct(cls: type, values: list[Any]) -> Any:
-    if len(values) != len(_FIELDS[cls]):
-        raise WireError(f"{cls.__name__} takes {len(_FIELDS[cls])} values")
+def _construct(cls: type, count: int, values: list[Any]) -> Any:
+    if len(values) != count:
+        raise WireError(f"{cls.__name__} takes {count} values")
+    for i, v in enumerate(values):
+        if type(v) not in _PRIMITIVES:
+            values[i] = from_builtins(v)
     return cls(*values)
 
 
@@ -166,8 +172,34 @@ def encode(value: object) -> bytes:
 
 def decode(data: bytes) -> Any:
     """The value :func:`encode` made. Raises :class:`WireError`."""
+    return from_builtins(_builtins(data))
+
+
+def join(encoded: Sequence[bytes]) -> bytes:
+    """One run of values, from each one's :func:`encode` bytes, as it is
+    sent: MessagePack's header of an array of ``len(encoded)`` items, then
+    the bytes as they are (nothing is encoded again). :func:`split` gives
+    the values back, with one call to the decoder for the whole run."""
+    count = len(encoded)
+    if count < 16:
+        header = bytes((0x90 | count,))
+    elif count < 1 << 16:
+        header = b"\xdc" + count.to_bytes(2, "big")
+    else:
+        header = b"\xdd" + count.to_bytes(4, "big")
+    return header + b"".join(encoded)
+
+
+def split(data: bytes) -> list[Any]:
+    """The values :func:`join` put in ``data``, in order. Raises :class:`WireError`."""
+    values = _builtins(data)
+    if type(values) is not list:
+        raise WireError(f"a run of values is an array (not {type(values).__name__})")
+    return [v if type(v) in _PRIMITIVES else from_builtins(v) for v in values]
+
+
+def _builtins(data: bytes) -> Any:
     try:
-        builtins = _decoder.decode(data)
+        return _decoder.decode(data)
     except (msgspec.DecodeError, RecursionError) as error:
         raise WireError(f"undecodable bytes: {error}") from None
-    return from_builtins(builtins)

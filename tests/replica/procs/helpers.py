@@ -75,6 +75,7 @@ class Proxy:
     address: tuple[str, int] = ("127.0.0.1", 0)
     _partitioned: list[trio.Event] = attrs.field(factory=list)
     _open: list[trio.Event] = attrs.field(factory=list)
+    _scopes: set[trio.CancelScope] = attrs.field(factory=set)
     dropped: int = 0
 
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
@@ -87,23 +88,33 @@ class Proxy:
         for event in self._open:
             event.set()
 
+    def cut(self) -> None:
+        """Close every connection open now (both ends see it end); connections
+        made later pass."""
+        for scope in self._scopes:
+            scope.cancel()
+
     async def _handle(self, client: trio.SocketStream) -> None:
         cut = trio.Event()
         self._open.append(cut)
         assert self.target is not None, "a proxy is told its target before it is dialled"
+        scope = trio.CancelScope()
+        self._scopes.add(scope)
         try:
-            async with (
-                client,
-                await trio.open_tcp_stream(*self.target) as server,
-                trio.open_nursery() as nursery,
-            ):
-                done = functools.partial(nursery.cancel_scope.cancel)
-                nursery.start_soon(self._pump, client, server, cut, done)
-                nursery.start_soon(self._pump, server, client, cut, done)
+            with scope:
+                async with (
+                    client,
+                    await trio.open_tcp_stream(*self.target) as server,
+                    trio.open_nursery() as nursery,
+                ):
+                    done = functools.partial(nursery.cancel_scope.cancel)
+                    nursery.start_soon(self._pump, client, server, cut, done)
+                    nursery.start_soon(self._pump, server, client, cut, done)
         except (trio.BrokenResourceError, OSError):
             pass
         finally:
             self._open.remove(cut)
+            self._scopes.discard(scope)
 
     async def _pump(
         self,

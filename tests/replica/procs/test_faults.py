@@ -108,6 +108,67 @@ def test_a_partitioned_controller_connection_behaves_as_a_lost_one() -> None:
     run_real(main)
 
 
+REASONS = {
+    0: "replica process 0 lost its connection to replica process 1 and restarted (the "
+    "processes of a replica share fate)",
+    1: "replica process 1 lost its connection to replica process 0 and restarted (the "
+    "processes of a replica share fate)",
+}
+
+
+@pytest.mark.parametrize("fault", ["cut", "partition"])
+def test_a_lost_connection_between_two_live_processes_restarts_both_named(fault: str) -> None:
+    """The connection process 0 dialled to process 1 drops, or its frames
+    are dropped (a partition: the processes ping each other and close the
+    connections of a silent one); both processes live on. The processes of a
+    replica share fate, so each starts a fresh replica and tells the
+    controller, whose connections to both fail with the reason (``run
+    --spawn`` ends with it); the controller reconnects and replays."""
+
+    async def main() -> None:
+        proxy = Proxy()
+        config = ReplicaConfig(processes=2, workers=1, interactive=True)
+
+        def dial_peer(process: int, other: int, address: tuple[str, int]) -> tuple[str, int]:
+            if (process, other) != (0, 1):
+                return address
+            proxy.target = address
+            return proxy.address
+
+        async with trio.open_nursery() as nursery:
+            await nursery.start(proxy.serve)
+            async with (
+                open_cluster(
+                    config, seed=7, dial_peer=dial_peer, heartbeat=0.1, heartbeat_timeout=1.0
+                ) as cluster,
+                open_controller(cluster) as controller,
+            ):
+                session = Session(controller)
+                shard = cluster.shards.shard("data")
+                shard.append(_rows(0, 10), 0, 1)
+                await session.start(index(1000, 1001))
+                await controller.await_frontier(1001, 1)
+                if fault == "cut":
+                    proxy.cut()
+                else:
+                    proxy.partition()
+                with trio.fail_after(20):
+                    await cluster.wait_lost(0)
+                    await cluster.wait_lost(1)
+                assert cluster.reasons == REASONS
+                # As after a restart: the controller reconnects and replays.
+                await cluster.recover()
+                await session.reconnect()
+                shard.append(_rows(10, 10, 1), 1, 2)
+                await controller.await_frontier(1001, 2)
+                rows = await controller.peek(1001, 1)
+                assert sorted(rows, key=row_order) == [(n, f"row {n}") for n in range(20)]
+                assert await cluster.violations() == []
+            nursery.cancel_scope.cancel()
+
+    run_real(main, limit=60)
+
+
 def _children(pid: int) -> list[int]:
     """The child processes of ``pid`` (of any of its threads: Trio starts a
     process from a worker thread)."""

@@ -177,3 +177,32 @@ def test_serve_on_an_address_in_use_exits_1_with_the_reason(tmp_path: Path) -> N
         .splitlines()[-1]
         .startswith("trio-reconcile: error: serve --process 0: [Errno ")
     )
+
+
+def test_serve_without_its_shard_host_gives_up_after_the_patience_given(tmp_path: Path) -> None:
+    secret = tmp_path / "secret"
+    secret.write_bytes(b"s" * 32)
+    with socket.socket() as free, socket.socket() as closed:
+        free.bind(("127.0.0.1", 0))
+        closed.bind(("127.0.0.1", 0))  # bound, not listening: dialling it is refused
+        listen = f"127.0.0.1:{free.getsockname()[1]}"
+        host = f"127.0.0.1:{closed.getsockname()[1]}"
+        free.close()
+        done = subprocess.run(
+            [
+                *(sys.executable, "-m", "replica.driver", "serve", "--process", "0"),
+                *("--listen", listen, "--peers", listen, "--shards", host),
+                *("--secret-file", str(secret), "--shards-patience", "0.5"),
+            ],
+            capture_output=True,
+            check=False,
+            timeout=60,
+        )
+    assert done.returncode == 1
+    lines = done.stderr.decode().splitlines()
+    assert lines[-1].startswith(
+        f"trio-reconcile: error: serve --process 0: the shard host is gone (cannot reach "
+        f"shards at ('127.0.0.1', {host.rpartition(':')[2]}): "
+    )
+    # The process's warnings show without -v.
+    assert any(line.startswith("WARNING replica.procs: ") for line in lines), lines

@@ -28,6 +28,7 @@ from replica._protocol import Build, IndexExport, IndexImport
 from replica._worker import SequencedCommand
 from replica.procs import MirrorCatalog, ShardHost, WireError, _wire
 from replica.procs._fabric import NetFabric
+from replica.procs._serve import _Encoded
 
 
 @pytest.mark.parametrize(
@@ -86,6 +87,27 @@ def test_malformed_values_are_a_wire_error(builtins: Any) -> None:
         _wire.from_builtins(builtins)
     with pytest.raises(WireError):
         _wire.decode(b"\xc1")
+
+
+@pytest.mark.parametrize("count", [0, 1, 15, 16, 2**16 - 1, 2**16])
+def test_a_run_of_encoded_values_splits_back_into_the_values_in_order(count: int) -> None:
+    values = [Peek(n, GlobalId("u", n), n) if n % 2 else n for n in range(count)]
+    assert _wire.split(_wire.join([_wire.encode(v) for v in values])) == values
+
+
+def test_a_run_that_is_not_an_array_is_a_wire_error() -> None:
+    with pytest.raises(WireError, match=r"^a run of values is an array \(not int\)$"):
+        _wire.split(_wire.encode(3))
+
+
+def test_process_0_forwards_a_commands_bytes_until_every_runtime_took_them() -> None:
+    encoded = _Encoded(uses=2)
+    command = AllowCompaction(3, Frontier.at(1))
+    encoded.remember(command, b"as it came")
+    assert encoded.take(command) == b"as it came"
+    assert encoded.take(command) == b"as it came"
+    # Both runtimes took it: it is forgotten, and encoded again if asked for.
+    assert encoded.take(command) == _wire.encode(command)
 
 
 def _fabrics(processes: int, per_process: int) -> tuple[list[NetFabric], list[tuple[int, Any]]]:

@@ -1,0 +1,68 @@
+"""TLS for the nodes of a replica on OS processes (``--tls-cert``,
+``--tls-key``, ``--tls-ca``).
+
+Every node (each replica process, the shard host, the controller) presents
+the same certificate and accepts a peer only if its certificate is signed
+by the CA: mutual TLS, beside the shared secret's handshake inside it. A
+dialler checks the certificate against the host it dials (an IP address
+such as ``127.0.0.1`` must be among the certificate's names).
+"""
+
+from __future__ import annotations
+
+import ssl
+
+import attrs
+
+
+class TlsError(ValueError):
+    """TLS options that cannot work: given in part, or files that do not load."""
+
+
+@attrs.frozen
+class TlsFiles:
+    """The certificate chain and key every node presents, and the CA it
+    trusts (PEM files)."""
+
+    cert: str
+    key: str
+    ca: str
+
+    @classmethod
+    def from_options(cls, cert: str | None, key: str | None, ca: str | None) -> TlsFiles | None:
+        """The files, from options that are all given or none (then None).
+        Raises :class:`TlsError` naming the missing ones."""
+        if cert is not None and key is not None and ca is not None:
+            return cls(cert, key, ca)
+        given = {"--tls-cert": cert, "--tls-key": key, "--tls-ca": ca}
+        missing = [option for option, value in given.items() if value is None]
+        if len(missing) < len(given):
+            named = [option for option, value in given.items() if value is not None]
+            raise TlsError(
+                f"{', '.join(named)} given without {' and '.join(missing)} (TLS takes all three)"
+            )
+        return None
+
+    def server_context(self) -> ssl.SSLContext:
+        """What a listening node wraps each accepted connection in: it
+        presents the certificate and requires the dialler's."""
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH, cafile=self.ca)
+        context.verify_mode = ssl.CERT_REQUIRED
+        context.load_cert_chain(self.cert, self.key)
+        return context
+
+    def client_context(self) -> ssl.SSLContext:
+        """What a dialling node wraps its connections in: it checks the
+        other's certificate and name, and presents its own."""
+        context = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cafile=self.ca)
+        context.load_cert_chain(self.cert, self.key)
+        return context
+
+    def check(self) -> None:
+        """Load both contexts once: a :class:`TlsError` names a file that
+        does not load (before any process starts)."""
+        try:
+            self.server_context()
+            self.client_context()
+        except (OSError, ssl.SSLError) as error:
+            raise TlsError(f"the TLS files do not load: {error}") from None
