@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable
-from typing import TypeVar
 
 import attrs
 import trio
@@ -14,19 +13,6 @@ from ._errors import ProtocolError
 from ._protocol import Command, Response
 
 logger = logging.getLogger("replica")
-
-T = TypeVar("T")
-
-
-def queued(channel: trio.MemoryReceiveChannel[T]) -> list[T]:
-    """Everything already queued in ``channel``, taken without waiting (a
-    receiver that got one item takes the rest of the batch in the same turn)."""
-    items: list[T] = []
-    while True:
-        try:
-            items.append(channel.receive_nowait())
-        except (trio.WouldBlock, trio.EndOfChannel):
-            return items
 
 
 @attrs.define(eq=False)
@@ -82,11 +68,73 @@ class ResponseLine:
 
 
 @attrs.define(eq=False)
+class CommandLine:
+    """The commands of one connection, from the controller to a process, in
+    order. The sender never blocks; the one reader takes everything queued
+    at once (a burst of commands is one wake-up and one item, where a
+    memory channel hands them over one by one). Once the sender closed it,
+    the reader gets what is left, then the end; a send raises
+    ``trio.ClosedResourceError``."""
+
+    _queue: list[Command] = attrs.field(factory=list)
+    _closed: bool = False
+    # Set when something arrives, for the reader parked in ``receive``.
+    _arrived: trio.Event | None = None
+
+    def send_nowait(self, command: Command) -> None:
+        """Queue ``command``. Never blocks, never checkpoints."""
+        if self._closed:
+            raise trio.ClosedResourceError("the connection is closed")
+        self._queue.append(command)
+        arrived = self._arrived
+        if arrived is not None:
+            self._arrived = None
+            arrived.set()
+
+    def close(self) -> None:
+        """No more commands: the reader gets what is queued, then the end."""
+        self._closed = True
+        arrived = self._arrived
+        if arrived is not None:
+            self._arrived = None
+            arrived.set()
+
+    async def receive(self) -> list[Command]:
+        """Everything queued, in order, waiting for at least one command (a
+        checkpoint). Raises ``trio.EndOfChannel`` once the line is closed and
+        nothing is left. One reader at a time: a cancelled wait loses nothing."""
+        if self._queue:
+            await trio.lowlevel.checkpoint()
+        while not self._queue:
+            if self._closed:
+                raise trio.EndOfChannel
+            if self._arrived is not None:
+                raise trio.BusyResourceError("another task is reading this connection")
+            self._arrived = arrived = trio.Event()
+            try:
+                await arrived.wait()
+            finally:
+                if self._arrived is arrived:
+                    self._arrived = None
+        batch, self._queue = self._queue, []
+        return batch
+
+    def __aiter__(self) -> CommandLine:
+        return self
+
+    async def __anext__(self) -> list[Command]:
+        try:
+            return await self.receive()
+        except trio.EndOfChannel:
+            raise StopAsyncIteration from None
+
+
+@attrs.define(eq=False)
 class ServerEnd:
     """A process's side of one controller connection."""
 
     nonce: int
-    commands: trio.MemoryReceiveChannel[Command]
+    commands: CommandLine
     responses: ResponseLine
 
 
@@ -95,7 +143,7 @@ class ClientEnd:
     """The controller's side of one connection to one process."""
 
     nonce: int
-    commands: trio.MemorySendChannel[Command]
+    commands: CommandLine
     responses: ResponseLine
 
     def close(self) -> None:
@@ -107,12 +155,9 @@ class ClientEnd:
 
 def open_connection(nonce: int, reader: Callable[[Response], None]) -> tuple[ClientEnd, ServerEnd]:
     """A connection whose responses go to ``reader``, the controller's."""
-    command_send, command_receive = trio.open_memory_channel[Command](math.inf)
+    commands = CommandLine()
     responses = ResponseLine(reader)
-    return (
-        ClientEnd(nonce, command_send, responses),
-        ServerEnd(nonce, command_receive, responses),
-    )
+    return ClientEnd(nonce, commands, responses), ServerEnd(nonce, commands, responses)
 
 
 @attrs.define(eq=False)

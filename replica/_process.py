@@ -27,7 +27,7 @@ from typing import Protocol
 import attrs
 import trio
 
-from ._connection import ConnectionOrder, RuntimeConnection, ServerEnd, queued
+from ._connection import ConnectionOrder, RuntimeConnection, ServerEnd
 from ._errors import ProtocolError
 from ._faults import Faults
 from ._ids import GlobalId
@@ -336,9 +336,9 @@ class Process:
             for name, channels in self.adapters.items():
                 for channel in channels:
                     channel.send_nowait(runtimes[name])
-            async for first in connection.commands:
+            async for commands in connection.commands:
                 # Everything already queued goes on in one turn.
-                self._route([first, *queued(connection.commands)], runtimes)
+                self._route(commands, runtimes)
             for name, runtime in runtimes.items():
                 self._forward(name, runtime, None)
 

@@ -30,7 +30,7 @@ import actors
 from actors import ActorSystem
 from actors.net import open_node
 
-from .._connection import ServerEnd, queued
+from .._connection import ServerEnd
 from .._errors import ProtocolError
 from .._faults import FaultPlan, Faults
 from .._process import INTERACTIVE, MAINTENANCE
@@ -196,11 +196,11 @@ class Cluster:
 
     async def _forward(self, process: int, server: ServerEnd) -> None:
         target = process_node(process)
-        async for first in server.commands:
+        async for commands in server.commands:
             # Each command encoded on its own: process 0 forwards these bytes.
             # In items of at most COMMANDS_PER_ITEM, so that process 0 starts on
             # a long burst (and passes it on) before the whole of it arrived.
-            encoded = [_wire.encode(command) for command in [first, *queued(server.commands)]]
+            encoded = [_wire.encode(command) for command in commands]
             for start in range(0, len(encoded), COMMANDS_PER_ITEM):
                 chunk = encoded[start : start + COMMANDS_PER_ITEM]
                 self.controller_hub.send(target, ("cmds", server.nonce, chunk))

@@ -44,12 +44,12 @@ from actors.net import Peer, open_node
 from barrier import ReconcileBarrier, Side
 from sharing import Registry
 
-from .._connection import ResponseLine, RuntimeConnection, ServerEnd
+from .._connection import CommandLine, ResponseLine, RuntimeConnection, ServerEnd
 from .._dataflow import IndexPart
 from .._errors import ProtocolError
 from .._invariants import runtime_divergence
 from .._process import INTERACTIVE, MAINTENANCE, ChannelAdapter, Process
-from .._protocol import Command, Response
+from .._protocol import Response
 from .._replica import Replica, ReplicaConfig, Runtime
 from .._sinks import Metrics
 from .._state import Role
@@ -165,9 +165,7 @@ class Generation:
     relays: dict[str, Sequencer[SequencedCommand]] = attrs.field(factory=dict)
     registries: dict[tuple[int, int], Registry[IndexPart]] = attrs.field(factory=dict)
     barriers: dict[tuple[int, int], ReconcileBarrier] = attrs.field(factory=dict)
-    connections: dict[int, tuple[trio.MemorySendChannel[Command], ResponseLine]] = attrs.field(
-        factory=dict
-    )
+    connections: dict[int, tuple[CommandLine, ResponseLine]] = attrs.field(factory=dict)
     encoded: _Encoded = attrs.field(
         default=attrs.Factory(
             lambda self: _Encoded(uses=2 if self.options.config.interactive else 1),
@@ -178,10 +176,10 @@ class Generation:
     # What the controller sends.
 
     def open(self, nonce: int) -> None:
-        send, receive = trio.open_memory_channel[Command](math.inf)
+        commands = CommandLine()
         line = ResponseLine(lambda response: self._respond(nonce, response))
-        self.connections[nonce] = (send, line)
-        self.process.accept(ServerEnd(nonce, receive, line))
+        self.connections[nonce] = (commands, line)
+        self.process.accept(ServerEnd(nonce, commands, line))
 
     def commands(self, nonce: int, encoded: list[bytes]) -> None:
         """Commands of connection ``nonce``, each encoded on its own: process
