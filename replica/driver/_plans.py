@@ -431,3 +431,5 @@ def resolve(
             return plan, tuple(input_types[0][column] for column in group_key) + counts
         case Join():
             return plan, tuple(column for relation in input_types for column in relation)
+        case _:
+            raise AssertionError(f"no plan line reads as {plan!r}")
