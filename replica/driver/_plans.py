@@ -12,12 +12,16 @@ line, its inputs on the lines below it indented exactly two more::
       Get u1000
       Get u1001
 
-Operators: ``Get <id>``; ``Project (#0, #1)``; ``Reduce [group_by=[#0]]
-aggregates=[count(*), ..] [monotonic] [exp_group_size=N]`` (the last two are
-hints to the real renderer, and change no result; ``aggregates=[]`` is a
-distinct), ``Distinct [project=[#0]]`` (the same); ``Join on=(#a = #b [AND
-#c = #d])`` over two inputs or more, its columns those of the inputs
-concatenated, and ``CrossJoin``, a join with no equalities.
+Operators: ``Get <id>``; ``Project (#0, #1)``; ``Map (expr, ..)``;
+``Filter predicate [AND predicate ..]``; ``Reduce [group_by=[#0]]
+aggregates=[count(*), sum(#1), min(distinct #2), ..] [monotonic]
+[exp_group_size=N]`` (the last two are hints to the real renderer, and
+change no result; ``aggregates=[]`` is a distinct), ``Distinct
+[project=[#0]]`` (the same); ``Join on=(#a = #b [AND #c = #d])`` over two
+inputs or more, its columns those of the inputs concatenated (an equality
+within one input filters it), and ``CrossJoin``, a join with no
+equalities. Each line is read as Rust tokens, so spacing between them is
+free (:mod:`._mir`).
 """
 
 from __future__ import annotations
@@ -25,13 +29,14 @@ from __future__ import annotations
 import enum
 import itertools
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import attrs
 
 from replica._ids import GlobalId
-from replica._plan import Aggregate, Get, Join, Plan, PlanError, Project, Reduce, check
+from replica._plan import Filter, Get, Join, Map, Plan, PlanError, Project, Reduce, check
 from replica._protocol import MaterializedView, Subscribe
+from replica._scalar import ScalarFunc
 
 from ._data import ColumnType, ScalarType
 from ._headers import (
@@ -48,7 +53,21 @@ from ._headers import (
     as_str,
     parse_arguments,
     tokenize,
-    whole,
+)
+from ._mir import (
+    AggregateSyntax,
+    Apply,
+    Cursor,
+    Expr,
+    MirError,
+    Ref,
+    comma_separated,
+    lex,
+    lower,
+    lower_aggregate,
+    parse_aggregate,
+    parse_expr,
+    parse_operand,
 )
 
 RelationType = tuple[ColumnType, ...]
@@ -71,19 +90,23 @@ class Operator(enum.StrEnum):
     JOIN = "Join"
     CROSS_JOIN = "CrossJoin"
     DISTINCT = "Distinct"
+    FILTER = "Filter"
+    MAP = "Map"
 
 
 @attrs.frozen
 class PlanNode:
     """One plan line and its inputs. ``columns`` is a ``Project``'s columns
-    or a ``Reduce``'s group key."""
+    or a ``Reduce``'s group key; ``scalars`` a ``Filter``'s predicates or a
+    ``Map``'s expressions."""
 
     line: int
     operator: Operator
     inputs: tuple[PlanNode, ...] = ()
     id: GlobalId | None = None
     columns: tuple[int, ...] = ()
-    aggregates: tuple[Aggregate, ...] = ()
+    aggregates: tuple[AggregateSyntax, ...] = ()
+    scalars: tuple[Expr, ...] = ()
     equalities: tuple[tuple[int, int], ...] = ()
 
 
@@ -247,17 +270,13 @@ def _export(header: BodyLine, tokens: list[str]) -> IndexExportLine | SinkExport
 # Plans.
 
 _GET = re.compile(r"Get +(\S+)")
-_PROJECT = re.compile(r"Project *\((.*)\)")
-_JOIN = re.compile(r"Join(?: +on=\((.*)\))?")
-_COLUMN = re.compile(r" *#([0-9]+) *")
-_WHOLE = re.compile(r"[0-9]+")
-# `count(*)` as mz-expr-parser reads it: a case-insensitive name, free spacing.
-_COUNT_ALL = re.compile(r" *(?i:count) *\( *\* *\) *")
 _INPUTS = {
     Operator.GET: (0, 0),
     Operator.PROJECT: (1, 1),
     Operator.REDUCE: (1, 1),
     Operator.DISTINCT: (1, 1),
+    Operator.FILTER: (1, 1),
+    Operator.MAP: (1, 1),
 }
 
 
@@ -305,91 +324,139 @@ def _operator(line: BodyLine) -> PlanNode:
         except ValueError as error:
             raise InputError(number, f"Get: {error}") from None
         return PlanNode(number, Operator.GET, id=id)
-    if word == Operator.PROJECT:
-        match = _PROJECT.fullmatch(text)
-        if match is None:
-            raise InputError(number, "Project lists its columns: Project (#0, #1)")
-        columns = _refs(number, match[1]) if match[1].strip(" ") else ()
-        return PlanNode(number, Operator.PROJECT, columns=columns)
-    if word in (Operator.REDUCE, Operator.DISTINCT):
-        return _reduce(number, text, Operator(word))
-    if word == Operator.JOIN:
-        match = _JOIN.fullmatch(text)
-        if match is None:
-            raise InputError(number, "Join is written Join on=(#0 = #2 AND #1 = #3)")
-        return PlanNode(number, Operator.JOIN, equalities=_equalities(number, match[1] or ""))
-    if word == Operator.CROSS_JOIN:
-        if text != Operator.CROSS_JOIN:
-            raise InputError(number, "CrossJoin takes nothing after it (its inputs are below it)")
-        return PlanNode(number, Operator.CROSS_JOIN)
-    raise InputError(
-        number,
-        f"unknown plan operator {word!r} (Get, Project, Reduce, Distinct, Join or CrossJoin)",
-    )
-
-
-# A Reduce's keys, and a Distinct's (a Reduce of no aggregates: one row per
-# distinct group key), as mz-expr-parser reads them.
-_REDUCE_KEYS = {Operator.REDUCE: ("group_by", "aggregates"), Operator.DISTINCT: ("project",)}
-
-
-def _reduce(number: int, text: str, operator: Operator) -> PlanNode:
-    group_name, *aggregate_name = _REDUCE_KEYS[operator]
-    usage = (
-        "Reduce [group_by=[..]] aggregates=[..]" if aggregate_name else "Distinct [project=[..]]"
-    )
     try:
-        tokens = tokenize(text)[1:]
-    except ValueError as error:
-        raise InputError(number, f"{operator}: {error}") from None
-    parts: dict[str, str] = {}
-    for token in tokens:
-        key, equals, value = token.partition("=")
-        if token == "monotonic" or (key == "exp_group_size" and _WHOLE.fullmatch(value)):
-            continue  # rendering hints of the real replica: the rows are the same
-        if not equals or key not in _REDUCE_KEYS[operator] or key in parts:
-            raise InputError(
-                number,
-                f"{operator}: unexpected {token!r} ({usage} [monotonic] [exp_group_size=N])",
-            )
-        if not (value.startswith("[") and value.endswith("]")):
-            raise InputError(number, f"{operator}: {key} is a list in brackets")
-        parts[key] = value[1:-1]
-    aggregates = []
-    if aggregate_name:
-        if "aggregates" not in parts:
-            raise InputError(number, "Reduce needs aggregates=[count(*)] (or [] for none)")
-        names = parts["aggregates"].split(",") if parts["aggregates"].strip(" ") else []
-        for name in names:
-            if not _COUNT_ALL.fullmatch(name):
-                raise InputError(number, f"Reduce: unsupported aggregate {name.strip(' ')!r}")
-            aggregates.append(Aggregate.COUNT)
-    group = parts.get(group_name, "")
-    group_key = _refs(number, group) if group.strip(" ") else ()
-    return PlanNode(number, Operator.REDUCE, columns=group_key, aggregates=tuple(aggregates))
+        tokens = lex(text)
+    except MirError as error:
+        raise InputError(number, str(error)) from None
+    word = tokens[0].text
+    parse = _PARSERS.get(word)
+    if parse is None:
+        raise InputError(
+            number,
+            f"unknown plan operator {word!r} "
+            "(Get, Project, Map, Filter, Reduce, Distinct, Join or CrossJoin)",
+        )
+    cursor = Cursor(tokens, 1)
+    try:
+        node = parse(number, cursor)
+        cursor.finish()
+    except MirError as error:
+        raise InputError(number, f"{word}: {error}") from None
+    return node
 
 
-def _refs(number: int, text: str) -> tuple[int, ...]:
-    refs = []
-    for part in text.split(","):
-        match = _COLUMN.fullmatch(part)
-        if match is None:
-            raise InputError(number, f"a column is written #0, not {part.strip(' ')!r}")
-        try:
-            refs.append(whole(match[1], "a column"))
-        except ValueError as error:
-            raise InputError(number, str(error)) from None
-    return tuple(refs)
+def _project(number: int, cursor: Cursor) -> PlanNode:
+    if not cursor.is_("("):
+        raise InputError(number, "Project lists its columns: Project (#0, #1)")
+    columns = comma_separated(cursor.group("("), _column)
+    return PlanNode(number, Operator.PROJECT, columns=tuple(columns))
 
 
-def _equalities(number: int, text: str) -> tuple[tuple[int, int], ...]:
+def _column(cursor: Cursor) -> int:
+    if not cursor.is_("#"):
+        written = []
+        while not cursor.done() and not cursor.is_(","):
+            token = cursor.peek()
+            assert token is not None
+            written.append(token.text)
+            cursor.at += 1
+        raise MirError(f"a column is written #0, not {' '.join(written)!r}")
+    return cursor.column()
+
+
+def _key(cursor: Cursor) -> int:
+    expr = parse_expr(cursor)
+    if not isinstance(expr, Ref):
+        raise MirError("a group key is a list of columns here (#0, #1)")
+    return expr.index
+
+
+def _reduce(number: int, cursor: Cursor) -> PlanNode:
+    group: list[int] = []
+    if cursor.eat("group_by"):
+        cursor.expect("=")
+        group = comma_separated(cursor.group("["), _key)
+    if not cursor.eat("aggregates"):
+        raise InputError(number, "Reduce needs aggregates=[count(*)] (or [] for none)")
+    cursor.expect("=")
+    aggregates = comma_separated(cursor.group("["), parse_aggregate)
+    _hints(cursor)
+    return PlanNode(number, Operator.REDUCE, columns=tuple(group), aggregates=tuple(aggregates))
+
+
+def _distinct(number: int, cursor: Cursor) -> PlanNode:
+    group: list[int] = []
+    if cursor.eat("project"):
+        cursor.expect("=")
+        group = comma_separated(cursor.group("["), _key)
+    _hints(cursor)
+    return PlanNode(number, Operator.REDUCE, columns=tuple(group))
+
+
+def _hints(cursor: Cursor) -> None:
+    """``monotonic`` and ``exp_group_size=N``, in that order: hints to the
+    real renderer that change no result."""
+    cursor.eat("monotonic")
+    if cursor.eat("exp_group_size"):
+        cursor.expect("=")
+        cursor.integer("a group size")
+
+
+def _join(number: int, cursor: Cursor) -> PlanNode:
+    if cursor.done():
+        return PlanNode(number, Operator.JOIN)
+    cursor.expect("on")
+    cursor.expect("=")
+    inner = cursor.group("(")
     pairs: list[tuple[int, int]] = []
-    for condition in text.split(" AND ") if text.strip(" ") else ():
-        refs = _refs(number, condition.replace("=", ","))
-        if len(refs) < 2:
-            raise InputError(number, f"Join: {condition.strip(' ')!r} is not #a = #b")
+    while not inner.done():
+        members: list[Expr] = []
+        while True:
+            operands = [parse_operand(inner)]
+            while operands:
+                operand = operands.pop()
+                if isinstance(operand, Apply) and operand.func is ScalarFunc.EQ:
+                    operands.extend(reversed(operand.args))
+                else:
+                    members.append(operand)
+            if not inner.eat("="):
+                break
+        refs = []
+        for member in members:
+            if not isinstance(member, Ref):
+                raise MirError("a join equivalence holds columns only here (#0 = #2)")
+            refs.append(member.index)
         pairs.extend(itertools.pairwise(refs))
-    return tuple(pairs)
+        inner.eat("AND")
+    return PlanNode(number, Operator.JOIN, equalities=tuple(pairs))
+
+
+def _cross_join(number: int, cursor: Cursor) -> PlanNode:
+    if not cursor.done():
+        raise InputError(number, "CrossJoin takes nothing after it (its inputs are below it)")
+    return PlanNode(number, Operator.CROSS_JOIN)
+
+
+def _filter(number: int, cursor: Cursor) -> PlanNode:
+    expr = parse_expr(cursor)
+    predicates = expr.args if isinstance(expr, Apply) and expr.func is ScalarFunc.AND else (expr,)
+    return PlanNode(number, Operator.FILTER, scalars=predicates)
+
+
+def _map(number: int, cursor: Cursor) -> PlanNode:
+    scalars = comma_separated(cursor.group("("), parse_expr)
+    return PlanNode(number, Operator.MAP, scalars=tuple(scalars))
+
+
+_PARSERS: dict[str, Callable[[int, Cursor], PlanNode]] = {
+    Operator.PROJECT: _project,
+    Operator.REDUCE: _reduce,
+    Operator.DISTINCT: _distinct,
+    Operator.JOIN: _join,
+    Operator.CROSS_JOIN: _cross_join,
+    Operator.FILTER: _filter,
+    Operator.MAP: _map,
+}
 
 
 def resolve(
@@ -400,36 +467,61 @@ def resolve(
     resolved = [resolve(input, types, optimize) for input in node.inputs]
     inputs = tuple(plan for plan, _ in resolved)
     input_types = [relation for _, relation in resolved]
-    plan: Plan
-    match node.operator:
-        case Operator.GET:
-            assert node.id is not None
-            plan = Get(node.id)
-        case Operator.PROJECT:
-            plan = Project(node.columns, inputs[0])
-        case Operator.REDUCE:
-            plan = Reduce(inputs[0], node.aggregates, node.columns)
-        case Operator.JOIN | Operator.CROSS_JOIN:
-            if not optimize:
-                raise InputError(
-                    node.line,
-                    f"{node.operator} needs the optimize flag on create-dataflow "
-                    "(the real driver cannot lower a join the optimizer did not plan)",
-                )
-            plan = Join(inputs, node.equalities)
+    if node.operator in (Operator.JOIN, Operator.CROSS_JOIN) and not optimize:
+        raise InputError(
+            node.line,
+            f"{node.operator} needs the optimize flag on create-dataflow "
+            "(the real driver cannot lower a join the optimizer did not plan)",
+        )
     try:
+        plan, computed = _resolve(node, inputs, input_types)
         check(plan, {id: len(relation) for id, relation in types.items()})
-    except PlanError as error:
+    except (PlanError, MirError) as error:
         raise InputError(node.line, str(error)) from None
     match plan:
         case Get(id):
             return plan, types[id]
         case Project(columns, _):
             return plan, tuple(input_types[0][column] for column in columns)
-        case Reduce(_, aggregates, group_key):
-            counts = tuple(ColumnType(ScalarType.BIGINT) for _ in aggregates)
-            return plan, tuple(input_types[0][column] for column in group_key) + counts
+        case Reduce(_, _, group_key):
+            return plan, tuple(input_types[0][column] for column in group_key) + computed
         case Join():
             return plan, tuple(column for relation in input_types for column in relation)
         case _:
-            raise AssertionError(f"no plan line reads as {plan!r}")
+            return plan, computed
+
+
+def _resolve(
+    node: PlanNode, inputs: tuple[Plan, ...], input_types: list[RelationType]
+) -> tuple[Plan, RelationType]:
+    """The plan, and the types of the columns it computes (a Reduce's
+    aggregates, a Filter's or a Map's columns)."""
+    match node.operator:
+        case Operator.GET:
+            assert node.id is not None
+            return Get(node.id), ()
+        case Operator.PROJECT:
+            return Project(node.columns, inputs[0]), ()
+        case Operator.REDUCE:
+            lowered = [lower_aggregate(a, input_types[0]) for a in node.aggregates]
+            aggregates = tuple(aggregate for aggregate, _ in lowered)
+            return Reduce(inputs[0], aggregates, node.columns), tuple(t for _, t in lowered)
+        case Operator.FILTER:
+            predicates = []
+            for expr in node.scalars:
+                predicate, type = lower(expr, input_types[0])
+                if type.scalar is not ScalarType.BOOLEAN:
+                    raise MirError(f"a predicate is a boolean, not {type.scalar}")
+                predicates.append(predicate)
+            return Filter(tuple(predicates), inputs[0]), input_types[0]
+        case Operator.MAP:
+            relation = input_types[0]
+            scalars = []
+            for expr in node.scalars:
+                scalar, type = lower(expr, relation)
+                scalars.append(scalar)
+                relation = (*relation, type)
+            return Map(tuple(scalars), inputs[0]), relation
+        case Operator.JOIN | Operator.CROSS_JOIN:
+            return Join(inputs, node.equalities), ()
+    raise AssertionError(f"no plan for {node.operator}")
