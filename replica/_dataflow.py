@@ -16,6 +16,7 @@ an index export of a rendered dataflow, or (interactive runtime) a
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import attrs
@@ -26,20 +27,35 @@ from ._arrangement import Arrangement, Scan
 from ._exchange import Fabric
 from ._ids import GlobalId
 from ._operators import (
+    AggregateReduce,
     Arrange,
     ArrangementSource,
     CountReduce,
     Exchanged,
+    FilterOperator,
     JoinOperator,
     KeyedShardSource,
-    Map,
+    MapRows,
     Operator,
     ShardSource,
     Stream,
     Times,
     router,
 )
-from ._plan import Get, Join, Plan, Project, Reduce, arity, input_of
+from ._plan import (
+    COUNT_ALL,
+    Aggregate,
+    Filter,
+    Get,
+    Join,
+    Map,
+    Plan,
+    Project,
+    Reduce,
+    arity,
+    gets,
+    input_of,
+)
 from ._protocol import (
     DataflowDescription,
     Frontier,
@@ -49,6 +65,7 @@ from ._protocol import (
     Subscribe,
     SubscribeBatch,
 )
+from ._scalar import Scalar, evaluate, holds
 from ._shard import ShardCatalog
 from ._sinks import MaterializedViewSink, Metrics, SubscribeSink
 
@@ -247,12 +264,24 @@ def render(description: DataflowDescription, number: int, context: Context) -> D
                 return streams[id]
             case Project(columns, input):
                 source = plan(input)
-                return add(Map(source, source.subscribe(), _projection(columns)))
+                return add(MapRows(source, source.subscribe(), _projection(columns)))
             case Reduce(input, aggregates, group_key):
                 grouped = exchange(plan(input), group_key)
-                return add(CountReduce(grouped, grouped.subscribe(), group_key, len(aggregates)))
+                if all(a is Aggregate.COUNT for a in aggregates):
+                    return add(
+                        CountReduce(grouped, grouped.subscribe(), group_key, len(aggregates))
+                    )
+                general = tuple(COUNT_ALL if a is Aggregate.COUNT else a for a in aggregates)
+                return add(AggregateReduce(grouped, grouped.subscribe(), group_key, general))
             case Join(inputs, equalities):
                 return join([plan(input) for input in inputs], inputs, equalities)
+            case Filter(predicates, input):
+                source = plan(input)
+                keep = functools.partial(holds, predicates)
+                return add(FilterOperator(source, source.subscribe(), keep))
+            case Map(scalars, input):
+                source = plan(input)
+                return add(MapRows(source, source.subscribe(), _mapping(scalars)))
 
     def join(
         sides: list[Stream], inputs: tuple[Plan, ...], pairs: tuple[tuple[int, int], ...]
@@ -260,6 +289,17 @@ def render(description: DataflowDescription, number: int, context: Context) -> D
         # Left-deep: the inputs so far, joined with the next on the pairs that
         # connect them.
         widths = [arity(input, arities) for input in inputs]
+        offsets = [sum(widths[:number]) for number in range(len(widths))]
+        # An equality of two columns of one input filters that input first.
+        for number, side in enumerate(sides):
+            within = [
+                (a - offsets[number], b - offsets[number])
+                for a, b in pairs
+                if input_of(a, widths) == input_of(b, widths) == number
+            ]
+            if within:
+                keep = functools.partial(_equal_columns, tuple(within))
+                sides[number] = add(FilterOperator(side, side.subscribe(), keep))
         left = sides[0]
         for next_, right in enumerate(sides[1:], start=1):
             offset = sum(widths[:next_])
@@ -267,7 +307,7 @@ def render(description: DataflowDescription, number: int, context: Context) -> D
             right_key: list[int] = []
             for a, b in pairs:
                 first, second = sorted((a, b), key=lambda column: input_of(column, widths))
-                if input_of(second, widths) == next_:
+                if input_of(first, widths) < input_of(second, widths) == next_:
                     left_key.append(first)
                     right_key.append(second - offset)
             left_in = exchange(left, tuple(left_key))
@@ -371,7 +411,7 @@ def _keyed_sources(description: DataflowDescription) -> dict[GlobalId, tuple[int
     or sink), with that export's key."""
     readers: list[GlobalId] = []
     for build in description.objects_to_build:
-        readers.extend(_gets(build.plan))
+        readers.extend(gets(build.plan))
     readers += [export.on for export in description.index_exports]
     readers += [sink.on for sink in description.sink_exports]
     keyed: dict[GlobalId, tuple[int, ...]] = {}
@@ -382,14 +422,17 @@ def _keyed_sources(description: DataflowDescription) -> dict[GlobalId, tuple[int
     return keyed
 
 
-def _gets(plan: Plan) -> list[GlobalId]:
-    match plan:
-        case Get(id):
-            return [id]
-        case Project(_, input) | Reduce(input, _, _):
-            return _gets(input)
-        case Join(inputs, _):
-            return [id for input in inputs for id in _gets(input)]
+def _equal_columns(pairs: tuple[tuple[int, int], ...], row: Row) -> bool:
+    return all(row[a] == row[b] for a, b in pairs)
+
+
+def _mapping(scalars: tuple[Scalar, ...]) -> Callable[[Row], Row]:
+    def extend(row: Row) -> Row:
+        for scalar in scalars:
+            row = (*row, evaluate(scalar, row))
+        return row
+
+    return extend
 
 
 def _projection(columns: tuple[int, ...]) -> Callable[[Row], Row]:

@@ -7,7 +7,7 @@ never a recomputation from scratch. Each operator has an output
 :class:`Queue`, and its frontier (every update before it has been pushed;
 ``None`` until it first learned one).
 
-Stateless operators (``Project``) pass updates on at once. Stateful ones
+Stateless operators (``Project``, ``Map``, ``Filter``) pass updates on at once. Stateful ones
 (``Reduce``, ``Join``, the sinks) hold updates until their input frontier
 passes their time, then process the completed times in order, so what they
 emit for a time never changes afterwards.
@@ -20,9 +20,11 @@ from collections.abc import Callable, Sequence
 
 import attrs
 
+from ._aggregates import AggregateExpr, GroupState
 from ._arrangement import Arrangement, column_router, key_function, stable_hash
 from ._exchange import Exchange
-from ._protocol import Row, Update
+from ._protocol import Datum, Row, Update
+from ._scalar import evaluate
 from ._shard import Partitioned, Shard
 
 
@@ -180,8 +182,8 @@ class ArrangementSource(Operator):
 
 
 @attrs.define(eq=False)
-class Map(Operator):
-    """Rewrites each row (``Project``)."""
+class MapRows(Operator):
+    """Rewrites each row (``Project``, ``Map``)."""
 
     input: Stream
     queue: Queue
@@ -191,6 +193,22 @@ class Map(Operator):
     def step(self) -> None:
         function = self.function
         self.out.push([(function(row), time, diff) for row, time, diff in self.queue.take()])
+        self.out.frontier = self.input.frontier
+
+
+@attrs.define(eq=False)
+class FilterOperator(Operator):
+    """Passes on the updates whose row ``keep`` holds for (``Filter``, and a
+    join's equality of two columns of one input)."""
+
+    input: Stream
+    queue: Queue
+    keep: Callable[[Row], bool]
+    out: Stream = attrs.field(factory=Stream)
+
+    def step(self) -> None:
+        keep = self.keep
+        self.out.push([update for update in self.queue.take() if keep(update[0])])
         self.out.frontier = self.input.frontier
 
 
@@ -286,6 +304,77 @@ class CountReduce(Operator):
                         del counts[group]
             self.out.push(output)
         self.out.frontier = frontier
+
+
+@attrs.define(eq=False)
+class AggregateReduce(Operator):
+    """Any aggregates per group of ``group_key``: one row per non-empty
+    group, its key columns then each aggregate's result. Each group keeps
+    its row count and a :class:`~replica._aggregates.GroupState` per
+    aggregate; a completed time's updates change the groups they touch, and
+    a group whose row changed retracts the old row and inserts the new.
+    Its input is exchanged by the group key."""
+
+    input: Stream
+    queue: Queue
+    group_key: tuple[int, ...]
+    aggregates: tuple[AggregateExpr, ...]
+    out: Stream = attrs.field(factory=Stream)
+    pending: list[Update] = attrs.field(factory=list)
+    # Invariant: a group is here exactly while its row count is not zero.
+    groups: dict[Row, tuple[list[int], list[GroupState]]] = attrs.field(factory=dict)
+
+    def step(self) -> None:
+        self.pending.extend(self.queue.take())
+        frontier = self.input.frontier
+        if frontier is None:
+            return
+        if self.pending:
+            done, self.pending = _completed(self.pending, frontier)
+            output: list[Update] = []
+            index = 0
+            while index < len(done):
+                time = done[index][1]
+                before: dict[Row, Row | None] = {}
+                while index < len(done) and done[index][1] == time:
+                    row, _, diff = done[index]
+                    index += 1
+                    group = tuple(row[column] for column in self.group_key)
+                    state = self._group(group, before)
+                    state[0][0] += diff
+                    for aggregate, values in zip(self.aggregates, state[1], strict=True):
+                        values.update(evaluate(aggregate.expr, row), diff)
+                for group, old in before.items():
+                    new = self._row(group)
+                    if new == old:
+                        continue
+                    if old is not None:
+                        output.append((old, time, -1))
+                    if new is not None:
+                        output.append((new, time, 1))
+            self.out.push(output)
+        self.out.frontier = frontier
+
+    def _group(
+        self, group: Row, before: dict[Row, Row | None]
+    ) -> tuple[list[int], list[GroupState]]:
+        if group not in before:
+            before[group] = self._row(group)
+        state = self.groups.get(group)
+        if state is None:
+            state = ([0], [GroupState(a.func, a.distinct) for a in self.aggregates])
+            self.groups[group] = state
+        return state
+
+    def _row(self, group: Row) -> Row | None:
+        state = self.groups.get(group)
+        if state is None:
+            return None
+        if not state[0][0]:
+            del self.groups[group]
+            return None
+        results: list[Datum] = [values.result() for values in state[1]]
+        return (*group, *results)
 
 
 @attrs.define(eq=False)

@@ -2,15 +2,19 @@
 
 A plan is a tree of operators over the collections a dataflow imports (and
 the objects it built before): ``Get`` reads one, ``Project`` keeps columns,
-``Reduce`` aggregates (``count(*)`` for now, over the whole input or per
-group; with no aggregates it is a distinct of its group key), ``Join`` joins
-its inputs on equalities between columns of their concatenation. Each is a
-frozen value, so two descriptions compare equal when their plans do
+``Reduce`` aggregates (``count(*)`` for now, over or the aggregates of
+``replica._aggregates``, over the whole input or per group; with no
+aggregates it is a distinct of its group key), ``Join`` joins its inputs on
+equalities between columns of their concatenation (an equality of two
+columns of one input filters that input), ``Filter`` keeps the rows its
+predicates hold for, ``Map`` appends computed columns. Each is a frozen
+value, so two descriptions compare equal when their plans do
 (reconciliation relies on it). :func:`check` says why a plan is malformed,
 before any replica sees it.
 
-Adding an operator (``Filter``, ``Map``) means a class here, a case in
-:func:`arity` and :func:`check`, and an operator in ``replica._operators``.
+Adding an operator means a class here, a case in :func:`arity`,
+:func:`check` and :func:`inputs`, and an operator in ``replica._operators``
+(and the class in ``replica.procs._wire``, to cross processes).
 """
 
 from __future__ import annotations
@@ -20,7 +24,10 @@ from collections.abc import Mapping
 
 import attrs
 
+from . import _scalar
+from ._aggregates import AggregateExpr, AggregateFunc
 from ._ids import GlobalId, as_id
+from ._scalar import Literal, Scalar
 
 
 class PlanError(ValueError):
@@ -28,7 +35,14 @@ class PlanError(ValueError):
 
 
 class Aggregate(enum.StrEnum):
+    """``count(*)``: a Reduce whose aggregates are all this counts rows, the
+    fast way. Any other aggregate is an :class:`AggregateExpr`."""
+
     COUNT = "count(*)"
+
+
+COUNT_ALL = AggregateExpr(AggregateFunc.COUNT, Literal(True))
+"""``count(*)`` among other aggregates: the count of a value every row has."""
 
 
 @attrs.frozen
@@ -53,7 +67,7 @@ class Reduce:
     group yields no row."""
 
     input: Plan
-    aggregates: tuple[Aggregate, ...] = (Aggregate.COUNT,)
+    aggregates: tuple[Aggregate | AggregateExpr, ...] = (Aggregate.COUNT,)
     group_key: tuple[int, ...] = ()
 
 
@@ -61,13 +75,50 @@ class Reduce:
 class Join:
     """The rows of ``inputs``' product (columns concatenated) whose columns
     are equal for each pair in ``equalities``. A pair names columns of the
-    concatenation; each pair must join two different inputs."""
+    concatenation; a pair of columns of one input filters that input (its
+    rows whose two columns are equal, NULL equal to NULL, as a join's
+    equalities compare)."""
 
     inputs: tuple[Plan, ...]
     equalities: tuple[tuple[int, int], ...]
 
 
-Plan = Get | Project | Reduce | Join
+@attrs.frozen
+class Filter:
+    """The rows of ``input`` for which every predicate is true."""
+
+    predicates: tuple[Scalar, ...]
+    input: Plan
+
+
+@attrs.frozen
+class Map:
+    """The rows of ``input``, each followed by ``scalars``' values; a scalar
+    may read the columns the ones before it added."""
+
+    scalars: tuple[Scalar, ...]
+    input: Plan
+
+
+Plan = Get | Project | Reduce | Join | Filter | Map
+
+
+def inputs(plan: Plan) -> tuple[Plan, ...]:
+    """The plans ``plan`` reads."""
+    match plan:
+        case Get():
+            return ()
+        case Project(_, input) | Reduce(input, _, _) | Filter(_, input) | Map(_, input):
+            return (input,)
+        case Join(inputs_, _):
+            return inputs_
+
+
+def gets(plan: Plan) -> list[GlobalId]:
+    """The collections ``plan`` reads, in order, with repeats."""
+    if isinstance(plan, Get):
+        return [plan.id]
+    return [id for input in inputs(plan) for id in gets(input)]
 
 
 def arity(plan: Plan, arities: Mapping[GlobalId, int]) -> int:
@@ -82,6 +133,10 @@ def arity(plan: Plan, arities: Mapping[GlobalId, int]) -> int:
             return len(group_key) + len(aggregates)
         case Join(inputs, _):
             return sum(arity(input, arities) for input in inputs)
+        case Filter(_, input):
+            return arity(input, arities)
+        case Map(scalars, input):
+            return arity(input, arities) + len(scalars)
 
 
 def check(plan: Plan, arities: Mapping[GlobalId, int]) -> int:
@@ -99,17 +154,29 @@ def check(plan: Plan, arities: Mapping[GlobalId, int]) -> int:
         case Reduce(input, aggregates, group_key):
             width = check(input, arities)
             _columns("Reduce group key", group_key, width)
+            for aggregate in aggregates:
+                if isinstance(aggregate, AggregateExpr):
+                    read = tuple(_scalar.columns(aggregate.expr))
+                    _columns(f"Reduce {aggregate.func}", read, width)
             return len(group_key) + len(aggregates)
         case Join(inputs, equalities):
             if len(inputs) < 2:
                 raise PlanError(f"Join: needs at least two inputs, got {len(inputs)}")
-            widths = [check(input, arities) for input in inputs]
-            total = sum(widths)
-            for left, right in equalities:
-                _columns("Join", (left, right), total)
-                if input_of(left, widths) == input_of(right, widths):
-                    raise PlanError(f"Join: #{left} and #{right} are columns of the same input")
+            total = sum(check(input, arities) for input in inputs)
+            for pair in equalities:
+                _columns("Join", pair, total)
             return total
+        case Filter(predicates, input):
+            width = check(input, arities)
+            for predicate in predicates:
+                _columns("Filter", tuple(_scalar.columns(predicate)), width)
+            return width
+        case Map(scalars, input):
+            width = check(input, arities)
+            for scalar in scalars:
+                _columns("Map", tuple(_scalar.columns(scalar)), width)
+                width += 1
+            return width
 
 
 def input_of(column: int, widths: list[int]) -> int:

@@ -93,14 +93,12 @@ from ._payloads import (
     Timeout,
     Write,
 )
+from ._plan_lines import BodyLine, RelationType, resolve
 from ._plans import (
-    BodyLine,
     IndexExportLine,
-    RelationType,
     SinkExportLine,
     SourceImportLine,
     parse_dataflow_body,
-    resolve,
 )
 
 MAX_SYNTHETIC_BYTES = 1 << 28

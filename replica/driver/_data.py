@@ -49,6 +49,7 @@ class ScalarType(enum.StrEnum):
     BOOLEAN = "boolean"
     TEXT = "text"
     DOUBLE = "double"
+    NUMERIC = "numeric"  # a sum's results; no schema declares it
 
 
 # The real driver's names (case-insensitive), and `double` for this project.
@@ -192,6 +193,8 @@ def parse_value(token: str, type: ColumnType) -> Datum:
             if len(token) >= 2 and token.startswith('"') and token.endswith('"'):
                 return token[1:-1]
             return token
+        case ScalarType.NUMERIC:
+            raise AssertionError("no schema has a numeric column")
 
 
 def parse_int64(token: str) -> int:
@@ -328,6 +331,8 @@ def _synthetic(scalar: ScalarType, i: int, width: int) -> Datum:
             return float(i)
         case ScalarType.TEXT:
             return str(i).rjust(width, "0")
+        case ScalarType.NUMERIC:
+            raise AssertionError("no schema has a numeric column")
 
 
 # Rendering.

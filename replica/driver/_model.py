@@ -42,7 +42,11 @@ from replica import (
     Schedule,
     Subscribe,
 )
+from replica._aggregates import AggregateExpr, aggregate
 from replica._arrangement import key_of
+from replica._plan import COUNT_ALL, Filter, Map, gets
+from replica._protocol import Datum
+from replica._scalar import evaluate, holds
 
 from ._data import render_datum, render_rows
 from ._payloads import (
@@ -366,12 +370,17 @@ class ReferenceModel:
                     out[tuple(row[c] for c in columns)] += n
                 return out
             case Reduce(input, aggregates, group_key):
-                assert set(aggregates) == {Aggregate.COUNT}, "count(*) only"
-                counts: Counter[Row] = Counter()
+                return reduce_rows(self._evaluate(dataflow, input, ts), aggregates, group_key)
+            case Filter(predicates, input):
+                rows = self._evaluate(dataflow, input, ts)
+                return Counter({row: n for row, n in rows.items() if holds(predicates, row)})
+            case Map(scalars, input):
+                mapped: Counter[Row] = Counter()
                 for row, n in self._evaluate(dataflow, input, ts).items():
-                    counts[tuple(row[c] for c in group_key)] += n
-                width = len(aggregates)
-                return Counter({(*group, *(n,) * width): 1 for group, n in counts.items() if n})
+                    for scalar in scalars:
+                        row = (*row, evaluate(scalar, row))
+                    mapped[row] += n
+                return mapped
             case Join(inputs, equalities):
                 joined: Counter[Row] = Counter({(): 1})
                 for input in inputs:
@@ -398,19 +407,35 @@ def _reads(description: DataflowDescription, on: GlobalId) -> Iterable[GlobalId]
     if on not in builds:
         yield on
         return
-    for id in _gets(builds[on]):
+    for id in gets(builds[on]):
         yield from _reads(description, id)
 
 
-def _gets(plan: Plan) -> Iterable[GlobalId]:
-    match plan:
-        case Get(id):
-            yield id
-        case Project(_, input) | Reduce(input, _, _):
-            yield from _gets(input)
-        case Join(inputs, _):
-            for input in inputs:
-                yield from _gets(input)
+def reduce_rows(
+    rows: Counter[Row],
+    aggregates: tuple[Aggregate | AggregateExpr, ...],
+    group_key: tuple[int, ...],
+) -> Counter[Row]:
+    """A Reduce from scratch: each group's rows, then its aggregates over
+    the multiset of their values."""
+    groups: dict[Row, list[tuple[Row, int]]] = {}
+    for row, n in rows.items():
+        if n:
+            groups.setdefault(tuple(row[c] for c in group_key), []).append((row, n))
+    out: Counter[Row] = Counter()
+    for group, members in groups.items():
+        if sum(n for _, n in members) == 0:
+            continue
+        results = []
+        for entry in aggregates:
+            expr = COUNT_ALL if entry is Aggregate.COUNT else entry
+            assert isinstance(expr, AggregateExpr)
+            values: Counter[Datum] = Counter()
+            for row, n in members:
+                values[evaluate(expr.expr, row)] += n
+            results.append(aggregate(expr.func, +values, expr.distinct))
+        out[(*group, *results)] = 1
+    return out
 
 
 def _keeps(old: _Dataflow, new: DataflowDescription) -> bool:

@@ -44,7 +44,7 @@ from ._headers import ROWS_PER_WRITE as ROWS_PER_WRITE
 from ._headers import as_int as as_int
 from ._headers import as_str as as_str
 from ._payloads import Payload
-from ._plans import BodyLine
+from ._plan_lines import BodyLine
 
 DIVIDER = "----"
 MAX_SPEC_BYTES = 16 * 1024 * 1024

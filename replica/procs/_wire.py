@@ -20,7 +20,7 @@ from typing import Any, Final
 import attrs
 import msgspec
 
-from .. import _plan, _protocol
+from .. import _aggregates, _plan, _protocol, _scalar
 from .._ids import GlobalId
 from .._worker import SequencedCommand
 
@@ -73,9 +73,19 @@ CLASSES: Final[tuple[type, ...]] = (
     _plan.Project,
     _plan.Reduce,
     _plan.Join,
+    _plan.Filter,
+    _plan.Map,
+    _scalar.Column,
+    _scalar.Literal,
+    _scalar.Call,
+    _aggregates.AggregateExpr,
     SequencedCommand,
 )
-ENUMS: Final[tuple[type[enum.Enum], ...]] = (_plan.Aggregate,)
+ENUMS: Final[tuple[type[enum.Enum], ...]] = (
+    _plan.Aggregate,
+    _aggregates.AggregateFunc,
+    _scalar.ScalarFunc,
+)
 
 _FIELDS: Final[dict[type, tuple[str, ...]]] = {
     cls: tuple(field.name for field in attrs.fields(cls) if field.init) for cls in CLASSES

@@ -34,8 +34,11 @@ from replica import (
 )
 from replica._exchange import Fabric
 from replica._operators import Operator, Queue
-from replica._plan import Get, Join, Plan, Project, Reduce
+from replica._plan import Filter, Get, Join, Map, Plan, Project, Reduce
+from replica._scalar import evaluate as scalar_value
+from replica._scalar import holds
 from replica._state import ComputeState
+from replica.driver._model import reduce_rows
 
 U = GlobalId.user
 
@@ -214,11 +217,18 @@ def evaluate(plan: Plan, inputs: Mapping[GlobalId, Counter[Row]]) -> Counter[Row
             for row, count in evaluate(input, inputs).items():
                 out[tuple(row[column] for column in columns)] += count
             return Counter({row: count for row, count in out.items() if count})
-        case Reduce(input, _, group_key):
-            groups: Counter[Row] = Counter()
+        case Reduce(input, aggregates, group_key):
+            return reduce_rows(evaluate(input, inputs), aggregates, group_key)
+        case Filter(predicates, input):
+            rows = evaluate(input, inputs)
+            return Counter({row: count for row, count in rows.items() if holds(predicates, row)})
+        case Map(scalars, input):
+            mapped: Counter[Row] = Counter()
             for row, count in evaluate(input, inputs).items():
-                groups[tuple(row[column] for column in group_key)] += count
-            return Counter({(*group, count): 1 for group, count in groups.items() if count})
+                for scalar in scalars:
+                    row = (*row, scalar_value(scalar, row))
+                mapped[row] += count
+            return mapped
         case Join(inputs_, equalities):
             joined: Counter[Row] = Counter({(): 1})
             for input in inputs_:

@@ -36,6 +36,9 @@ from replica import (
     Update,
     partition_of,
 )
+from replica._aggregates import AggregateExpr, AggregateFunc
+from replica._plan import Aggregate, Filter, Map, gets
+from replica._scalar import COMPARISONS, Call, Column, Literal, Scalar, ScalarFunc
 from replica._sinks import DELETIONS, INSERTIONS, MaterializedViewSink
 
 from .engine import U, Workers, accumulate, evaluate
@@ -75,14 +78,75 @@ def plans(draw: st.DrawFn, depth: int = 2) -> tuple[Plan, int]:
     return Join((input, other), tuple(pairs)), width + other_width
 
 
+@st.composite
+def scalars(draw: st.DrawFn, kinds: tuple[str, ...]) -> tuple[Scalar, str]:
+    """A scalar over columns of ``kinds`` ("int" or "bool"), and its kind."""
+    shape = draw(st.sampled_from(["column", "literal", "null", "compare", "logic"]))
+    if shape == "column":
+        column = draw(st.integers(0, len(kinds) - 1))
+        return Column(column), kinds[column]
+    if shape == "literal":
+        return Literal(draw(st.integers(0, 2))), "int"
+    if shape == "null":
+        return Literal(None), "int"
+    ints = [c for c, kind in enumerate(kinds) if kind == "int"]
+    left = Column(draw(st.sampled_from(ints)))
+    right: Scalar = draw(st.sampled_from([Literal(draw(st.integers(0, 2))), Literal(None)]))
+    right = Column(draw(st.sampled_from(ints))) if draw(st.booleans()) else right
+    func = draw(st.sampled_from(sorted(COMPARISONS)))
+    compare = Call(func, (left, right))
+    if shape == "compare":
+        return compare, "bool"
+    other, _ = draw(scalars(kinds).filter(lambda drawn: drawn[1] == "bool"))
+    logic = draw(st.sampled_from([ScalarFunc.AND, ScalarFunc.OR]))
+    tested = Call(draw(st.sampled_from([ScalarFunc.IS_NULL, ScalarFunc.NOT])), (other,))
+    return Call(logic, (compare, tested)), "bool"
+
+
+@st.composite
+def typed_plans(draw: st.DrawFn, depth: int = 2) -> tuple[Plan, tuple[str, ...]]:
+    """A plan with filters, maps and any aggregates over ``A`` and ``B``,
+    and the kinds of its columns."""
+    if depth == 0 or draw(st.integers(0, 3)) == 0:
+        return Get(draw(st.sampled_from([A, B]))), ("int", "int")
+    kind = draw(st.sampled_from(["filter", "map", "aggregate", "join"]))
+    input, kinds = draw(typed_plans(depth - 1))
+    if kind == "filter":
+        predicate, _ = draw(scalars(kinds).filter(lambda drawn: drawn[1] == "bool"))
+        return Filter((predicate,), input), kinds
+    if kind == "map":
+        scalar, added = draw(scalars(kinds))
+        return Map((scalar,), input), (*kinds, added)
+    if kind == "aggregate":
+        group = tuple(draw(st.lists(st.integers(0, len(kinds) - 1), max_size=2, unique=True)))
+        aggregates: list[Aggregate | AggregateExpr] = []
+        results: list[str] = []
+        for _ in range(draw(st.integers(1, 3))):
+            column = draw(st.integers(0, len(kinds) - 1))
+            funcs = [AggregateFunc.COUNT]
+            funcs += (
+                [AggregateFunc.ANY, AggregateFunc.ALL]
+                if kinds[column] == "bool"
+                else [AggregateFunc.SUM, AggregateFunc.MIN, AggregateFunc.MAX]
+            )
+            func = draw(st.sampled_from(funcs))
+            if draw(st.integers(0, 4)) == 0:
+                aggregates.append(Aggregate.COUNT)
+            else:
+                aggregates.append(AggregateExpr(func, Column(column), draw(st.booleans())))
+            results.append("bool" if func in (AggregateFunc.ANY, AggregateFunc.ALL) else "int")
+        plan = Reduce(input, tuple(aggregates), group)
+        return plan, (*(kinds[c] for c in group), *results)
+    other, other_kinds = draw(typed_plans(depth - 1))
+    width = len(kinds) + len(other_kinds)
+    pairs = draw(
+        st.lists(st.tuples(st.integers(0, width - 1), st.integers(0, width - 1)), max_size=2)
+    )
+    return Join((input, other), tuple(pairs)), (*kinds, *other_kinds)
+
+
 def reads(plan: Plan) -> set[GlobalId]:
-    match plan:
-        case Get(id):
-            return {id}
-        case Project(_, input) | Reduce(input, _, _):
-            return reads(input)
-        case Join(inputs, _):
-            return set().union(*(reads(input) for input in inputs))
+    return set(gets(plan))
 
 
 def write(
@@ -159,6 +223,26 @@ def test_random_plans_at_several_workers_match_a_from_scratch_evaluation(
     through_index: bool,
 ) -> None:
     plan, width = drawn
+    check_plan(data, workers, plan, width, through_index)
+
+
+@PROPERTY
+@given(data=st.data(), workers=st.integers(1, 3), drawn=typed_plans(), through_index=st.booleans())
+def test_random_filters_maps_and_aggregates_match_a_from_scratch_evaluation(
+    data: st.DataObject,
+    workers: int,
+    drawn: tuple[Plan, tuple[str, ...]],
+    through_index: bool,
+) -> None:
+    """Filters (and joins' equalities within one input), maps, and every
+    aggregate, min and max among them under retractions."""
+    plan, kinds = drawn
+    check_plan(data, workers, plan, len(kinds), through_index)
+
+
+def check_plan(
+    data: st.DataObject, workers: int, plan: Plan, width: int, through_index: bool
+) -> None:
     as_of = data.draw(st.integers(0, 2), label="as_of")
     until = data.draw(st.none() | st.integers(as_of, TIMES + 1), label="until")
     key = tuple(data.draw(st.lists(st.integers(0, width - 1), max_size=2, unique=True)))

@@ -312,16 +312,40 @@ def test_configuration_rows_and_header_keys_become_parameters_in_order() -> None
         ("  build id=2\n    Get u1000\n      Get u1000\n", "3: Get takes no input, not 1"),
         (
             "  build id=2\n    Filter #0\n      Get u1000\n",
-            "3: unknown plan operator 'Filter' (Get, Project, Reduce, Distinct, Join or CrossJoin)",
+            "3: a predicate is a boolean, not bigint",
+        ),
+        (
+            "  build id=2\n    TopK limit=1\n      Get u1000\n",
+            "3: unknown plan operator 'TopK' "
+            "(Get, Project, Map, Filter, Reduce, Distinct, Join or CrossJoin)",
+        ),
+        (
+            '  build id=2\n    Filter #0 = "a"\n      Get u1000\n',
+            "3: `=` compares bigint with text",
+        ),
+        (
+            "  build id=2\n    Map (#0 + 1)\n      Get u1000\n",
+            "3: Map: arithmetic (`+`) is not supported in plans here",
+        ),
+        (
+            "  build id=2\n    Reduce aggregates=[count(*)] group_by=[#0]\n      Get u1000\n",
+            "3: Reduce: unexpected `group_by`",
+        ),
+        (
+            "  build id=2\n    Reduce aggregates=[median(#0)]\n      Get u1000\n",
+            "3: Reduce: unsupported aggregate 'median' (count, sum, min, max, any or all)",
         ),
         (
             "  build id=2\n    Project #0\n      Get u1000\n",
             "3: Project lists its columns: Project (#0, #1)",
         ),
-        ("  build id=2\n    Project (0)\n      Get u1000\n", "3: a column is written #0, not '0'"),
         (
-            "  build id=2\n    Reduce aggregates=[sum(#0)]\n      Get u1000\n",
-            "3: Reduce: unsupported aggregate 'sum(#0)'",
+            "  build id=2\n    Project (0)\n      Get u1000\n",
+            "3: Project: a column is written #0, not '0'",
+        ),
+        (
+            "  build id=2\n    Reduce aggregates=[sum(#1)]\n      Get u1000\n",
+            "3: sum(..) takes bigint or integer or smallint values, not text",
         ),
         (
             "  build id=2\n    Reduce\n      Get u1000\n",

@@ -22,9 +22,11 @@ from replica import (
     SubscribeBatch,
     UpperMismatchError,
 )
+from replica._aggregates import AggregateExpr, AggregateFunc
 from replica._exchange import CLOSED
-from replica._plan import Get, Join, Project, Reduce
+from replica._plan import Aggregate, Filter, Get, Join, Map, Project, Reduce
 from replica._protocol import Build, IndexExport, IndexImport
+from replica._scalar import Call, Column, Literal, ScalarFunc
 from replica._worker import SequencedCommand
 from replica.procs import MirrorCatalog, ShardHost, WireError, _wire
 from replica.procs._fabric import NetFabric
@@ -48,6 +50,17 @@ from replica.procs._serve import _Encoded
                 until=9,
                 name="a dataflow",
             )
+        ),
+        Build(
+            7,
+            Reduce(
+                Map(
+                    (Call(ScalarFunc.IS_NULL, (Column(0),)), Literal(None)),
+                    Filter((Call(ScalarFunc.GT, (Column(1), Literal(2))),), Get(6)),
+                ),
+                (Aggregate.COUNT, AggregateExpr(AggregateFunc.MIN, Column(1), distinct=True)),
+                (2,),
+            ),
         ),
         AllowCompaction(3, Frontier.empty()),
         Peek(1, GlobalId("si", 2), 2**64 - 1, ((None, True, 1.5, "x", -(2**63)),)),

@@ -1,0 +1,404 @@
+"""One plan line as ``mz-expr-parser`` reads it: a stream of Rust tokens
+(identifiers, integer and string literals, punctuation), with whitespace
+between tokens free (``on = ( #0 = #2 )``, ``group_by = [ #0 ]``, ``# 1``).
+The operators' own grammar (fixed keyword order, a ``Filter``'s predicate,
+a ``Reduce``'s aggregates) is in :mod:`._plans`; this module holds the
+tokens, scalar expressions and aggregates, with their types.
+
+Scalar expressions are parsed as the real parser parses them (precedence
+climbing: ``OR`` < ``AND`` < ``=``, ``!=`` < ``<``, ``<=``, ``>``, ``>=``
+< ``IS [NOT] NULL|TRUE|FALSE``; operands: ``#n``, integer, string and
+boolean literals, ``null::<type>``, ``NOT(..)``, parentheses). Arithmetic,
+float literals and the other functions it knows are refused here.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import TypeVar
+
+import attrs
+
+from replica._aggregates import AggregateExpr, AggregateFunc
+from replica._plan import Aggregate
+from replica._protocol import Datum
+from replica._scalar import COMPARISONS, Call, Column, Literal, Scalar, ScalarFunc
+
+from ._data import ColumnType, ScalarType
+
+
+class MirError(ValueError):
+    """A plan line the parser rejects: the message says what it wanted."""
+
+
+_TOKEN = re.compile(
+    r"""\s*(?:
+      (?P<ident>[A-Za-z_][A-Za-z0-9_]*)
+    | (?P<number>[0-9][0-9A-Za-z_]*(?:\.[0-9][0-9_]*)?)
+    | (?P<string>"(?:[^"\\]|\\.)*")
+    | (?P<punct>::|!=|>=|<=|==|[\#=<>()\[\],*+\-/%?:.{}!])
+    )""",
+    re.VERBOSE,
+)
+_STRING_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "0": "\0", "\\": "\\", '"': '"', "'": "'"}
+_CLOSING = {"(": ")", "[": "]", "{": "}"}
+
+
+@attrs.frozen
+class Token:
+    kind: str  # ident, number, string, punct
+    text: str
+
+
+def lex(text: str) -> list[Token]:
+    """``text``'s tokens; :class:`MirError` at a character no token starts with."""
+    tokens: list[Token] = []
+    at = 0
+    while text[at:].strip():
+        match = _TOKEN.match(text, at)
+        if match is None:
+            raise MirError(f"unexpected character {text[at:].lstrip()[0]!r}")
+        kind = match.lastgroup
+        assert kind is not None
+        tokens.append(Token(kind, match[kind]))
+        at = match.end()
+    return tokens
+
+
+@attrs.define
+class Cursor:
+    """Tokens being read, up to the end or a closing bracket."""
+
+    tokens: list[Token]
+    at: int = 0
+
+    def peek(self, offset: int = 0) -> Token | None:
+        at = self.at + offset
+        return self.tokens[at] if at < len(self.tokens) else None
+
+    def is_(self, text: str, offset: int = 0) -> bool:
+        token = self.peek(offset)
+        return token is not None and token.kind != "string" and token.text == text
+
+    def eat(self, text: str) -> bool:
+        if self.is_(text):
+            self.at += 1
+            return True
+        return False
+
+    def expect(self, text: str) -> None:
+        if not self.eat(text):
+            raise MirError(f"expected `{text}`, found {self.describe()}")
+
+    def describe(self) -> str:
+        token = self.peek()
+        return "the end of the line" if token is None else f"`{token.text}`"
+
+    def done(self) -> bool:
+        return self.at >= len(self.tokens)
+
+    def group(self, opening: str) -> Cursor:
+        """The tokens inside the bracket ``opening`` starts here, as a cursor
+        of their own; this cursor moves past the closing bracket."""
+        self.expect(opening)
+        depth, start = 1, self.at
+        while not self.done():
+            token = self.tokens[self.at]
+            self.at += 1
+            if token.kind == "punct" and token.text in _CLOSING:
+                depth += 1
+            elif token.kind == "punct" and token.text in _CLOSING.values():
+                depth -= 1
+                if depth == 0:
+                    return Cursor(self.tokens[start : self.at - 1])
+        raise MirError(f"`{opening}` is not closed")
+
+    def finish(self) -> None:
+        if not self.done():
+            raise MirError(f"unexpected {self.describe()}")
+
+    def integer(self, what: str) -> int:
+        token = self.peek()
+        if token is None or token.kind != "number" or not re.fullmatch(r"[0-9][0-9_]*", token.text):
+            raise MirError(f"expected {what}, found {self.describe()}")
+        self.at += 1
+        return int(token.text.replace("_", ""))
+
+    def column(self) -> int:
+        self.expect("#")
+        return self.integer("a column number after `#`")
+
+
+T = TypeVar("T")
+
+
+def comma_separated(cursor: Cursor, parse: Callable[[Cursor], T]) -> list[T]:
+    """Items separated by commas (a trailing comma allowed), up to the end."""
+    items: list[T] = []
+    while not cursor.done():
+        items.append(parse(cursor))
+        if cursor.done():
+            break
+        cursor.expect(",")
+    return items
+
+
+# Typed expressions, as the plan text writes them.
+
+
+@attrs.frozen
+class Ref:
+    index: int
+
+
+@attrs.frozen
+class Const:
+    value: Datum
+    type: ColumnType
+
+
+@attrs.frozen
+class Apply:
+    func: ScalarFunc
+    args: tuple[Expr, ...]
+
+
+Expr = Ref | Const | Apply
+
+_NULL_TYPES = {
+    "bigint": ScalarType.BIGINT,
+    "integer": ScalarType.INTEGER,
+    "smallint": ScalarType.SMALLINT,
+    "boolean": ScalarType.BOOLEAN,
+    "text": ScalarType.TEXT,
+}
+_BINARY = {
+    "=": ScalarFunc.EQ,
+    "!=": ScalarFunc.NOT_EQ,
+    ">=": ScalarFunc.GTE,
+    ">": ScalarFunc.GT,
+    "<=": ScalarFunc.LTE,
+    "<": ScalarFunc.LT,
+    "AND": ScalarFunc.AND,
+    "OR": ScalarFunc.OR,
+}
+_IS = {"NULL": ScalarFunc.IS_NULL, "TRUE": ScalarFunc.IS_TRUE, "FALSE": ScalarFunc.IS_FALSE}
+_ARITHMETIC = frozenset({"+", "*", "/", "%"})
+
+
+def _precedence(func: ScalarFunc) -> int:
+    if func is ScalarFunc.OR:
+        return 1
+    if func is ScalarFunc.AND:
+        return 2
+    if func in (ScalarFunc.EQ, ScalarFunc.NOT_EQ):
+        return 4
+    if func in COMPARISONS:
+        return 5
+    return 13  # the IS tests
+
+
+def parse_expr(cursor: Cursor) -> Expr:
+    """An expression, up to the first token that is not an operator."""
+    operators: list[tuple[ScalarFunc, bool]] = []  # (func, negated IS)
+    postfix: list[Expr | tuple[ScalarFunc, bool]] = [parse_operand(cursor)]
+    while not cursor.done():
+        token = cursor.peek()
+        assert token is not None
+        if token.kind == "punct" and token.text in _ARITHMETIC:
+            raise MirError(f"arithmetic (`{token.text}`) is not supported in plans here")
+        if token.kind != "string" and token.text in _BINARY:
+            cursor.at += 1
+            op: tuple[ScalarFunc, bool] = (_BINARY[token.text], False)
+            operand: Expr | None = parse_operand(cursor)
+        elif cursor.eat("IS"):
+            negated = cursor.eat("NOT")
+            name = cursor.peek()
+            if name is None or name.text not in _IS:
+                raise MirError(
+                    f"expected one of `NULL`, `TRUE`, `FALSE`, found {cursor.describe()}"
+                )
+            cursor.at += 1
+            op, operand = (_IS[name.text], negated), None
+        else:
+            break
+        while operators and _precedence(operators[-1][0]) >= _precedence(op[0]):
+            postfix.append(operators.pop())
+        operators.append(op)
+        if operand is not None:
+            postfix.append(operand)
+    postfix.extend(reversed(operators))
+    stack: list[Expr] = []
+    for entry in postfix:
+        if not isinstance(entry, tuple):
+            stack.append(entry)
+            continue
+        func, negated = entry
+        if func in _IS.values():
+            tested: Expr = Apply(func, (stack.pop(),))
+            stack.append(Apply(ScalarFunc.NOT, (tested,)) if negated else tested)
+            continue
+        right, left = stack.pop(), stack.pop()
+        if func in (ScalarFunc.AND, ScalarFunc.OR):
+            args = tuple(
+                arg
+                for side in (left, right)
+                for arg in (side.args if isinstance(side, Apply) and side.func is func else (side,))
+            )
+            stack.append(Apply(func, args))
+        else:
+            stack.append(Apply(func, (left, right)))
+    (expr,) = stack
+    return expr
+
+
+def parse_operand(cursor: Cursor) -> Expr:
+    token = cursor.peek()
+    if token is None:
+        raise MirError("expected an expression, found the end of the line")
+    if cursor.is_("#"):
+        return Ref(cursor.column())
+    if cursor.is_("("):
+        inner = cursor.group("(")
+        expr = parse_expr(inner)
+        inner.finish()
+        return expr
+    if token.kind == "string":
+        cursor.at += 1
+        return Const(_unquote(token.text), ColumnType(ScalarType.TEXT))
+    if token.kind == "number":
+        value = cursor.integer("an integer literal (floats are not supported here)")
+        if value >= 2**63:
+            raise MirError(f"number too large to fit in target type: {value}")
+        return Const(value, ColumnType(ScalarType.BIGINT))
+    if token.kind == "ident" and token.text in ("true", "false"):
+        cursor.at += 1
+        return Const(token.text == "true", ColumnType(ScalarType.BOOLEAN))
+    if token.kind == "ident" and token.text == "null":
+        cursor.at += 1
+        cursor.expect("::")
+        return Const(None, ColumnType(_null_type(cursor), nullable=True))
+    if token.kind == "ident" and cursor.is_("(", 1):
+        if token.text.lower() != "not":
+            raise MirError(f"unsupported function name {token.text!r} (only not(..) here)")
+        cursor.at += 1
+        inner = cursor.group("(")
+        expr = parse_expr(inner)
+        inner.finish()
+        return Apply(ScalarFunc.NOT, (expr,))
+    raise MirError(f"expected an expression, found {cursor.describe()}")
+
+
+def _null_type(cursor: Cursor) -> ScalarType:
+    token = cursor.peek()
+    name = None if token is None else token.text
+    if name == "double" and cursor.is_("precision", 1):
+        cursor.at += 2
+        return ScalarType.DOUBLE
+    if name == "character" and cursor.is_("varying", 1):
+        cursor.at += 2
+        return ScalarType.TEXT
+    if name in _NULL_TYPES:
+        cursor.at += 1
+        return _NULL_TYPES[name]
+    raise MirError(f"expected a type after `null::`, found {cursor.describe()}")
+
+
+def _unquote(text: str) -> str:
+    return re.sub(r"\\(.)", lambda m: _STRING_ESCAPES.get(m[1], m[0]), text[1:-1])
+
+
+# Aggregates.
+
+
+@attrs.frozen
+class AggregateSyntax:
+    """An aggregate as written: ``count(*)`` has no ``expr``."""
+
+    func: AggregateFunc
+    expr: Expr | None
+    distinct: bool
+
+
+def parse_aggregate(cursor: Cursor) -> AggregateSyntax:
+    token = cursor.peek()
+    if token is None or token.kind != "ident":
+        raise MirError(f"expected an aggregate, found {cursor.describe()}")
+    cursor.at += 1
+    try:
+        func = AggregateFunc(token.text.lower())
+    except ValueError:
+        raise MirError(
+            f"unsupported aggregate {token.text!r} (count, sum, min, max, any or all)"
+        ) from None
+    inner = cursor.group("(")
+    if func is AggregateFunc.COUNT and inner.eat("*"):
+        inner.finish()
+        return AggregateSyntax(func, None, False)
+    distinct = inner.eat("distinct")
+    expr = parse_expr(inner)
+    inner.finish()
+    return AggregateSyntax(func, expr, distinct)
+
+
+# Types, and lowering to the engine's expressions.
+
+_INTEGERS = frozenset({ScalarType.SMALLINT, ScalarType.INTEGER, ScalarType.BIGINT})
+_BOOLEAN = ColumnType(ScalarType.BOOLEAN)
+
+
+def lower(expr: Expr, types: tuple[ColumnType, ...]) -> tuple[Scalar, ColumnType]:
+    """The engine's expression for ``expr`` over rows of ``types``, and its
+    type; :class:`MirError` for a column out of range or mixed types."""
+    match expr:
+        case Ref(index):
+            if index >= len(types):
+                raise MirError(f"column #{index} out of range for a {len(types)}-column input")
+            return Column(index), types[index]
+        case Const(value, type):
+            return Literal(value), type
+        case Apply(func, args):
+            lowered = [lower(arg, types) for arg in args]
+            scalars = tuple(scalar for scalar, _ in lowered)
+            arg_types = [type for _, type in lowered]
+            nullable = any(type.nullable for type in arg_types)
+            if func in COMPARISONS:
+                left, right = arg_types
+                if left.scalar != right.scalar:
+                    raise MirError(f"`{func}` compares {left.scalar} with {right.scalar}")
+                return Call(func, scalars), ColumnType(ScalarType.BOOLEAN, nullable)
+            if func in (ScalarFunc.AND, ScalarFunc.OR, ScalarFunc.NOT, ScalarFunc.IS_TRUE):
+                for type in arg_types:
+                    if type.scalar is not ScalarType.BOOLEAN:
+                        raise MirError(f"`{func}` takes booleans, not {type.scalar}")
+            if func in (ScalarFunc.AND, ScalarFunc.OR, ScalarFunc.NOT):
+                return Call(func, scalars), ColumnType(ScalarType.BOOLEAN, nullable)
+            if func is ScalarFunc.IS_FALSE and arg_types[0].scalar is not ScalarType.BOOLEAN:
+                raise MirError(f"`{func}` takes booleans, not {arg_types[0].scalar}")
+            return Call(func, scalars), _BOOLEAN
+
+
+def lower_aggregate(
+    syntax: AggregateSyntax, types: tuple[ColumnType, ...]
+) -> tuple[Aggregate | AggregateExpr, ColumnType]:
+    """The engine's aggregate, and the type of its results."""
+    func = syntax.func
+    if syntax.expr is None:
+        return Aggregate.COUNT, ColumnType(ScalarType.BIGINT)
+    scalar, type = lower(syntax.expr, types)
+    result = AggregateExpr(func, scalar, syntax.distinct)
+    if func is AggregateFunc.COUNT:
+        return result, ColumnType(ScalarType.BIGINT)
+    wanted = {
+        AggregateFunc.SUM: (_INTEGERS, ScalarType.NUMERIC),
+        AggregateFunc.MIN: ({ScalarType.BIGINT}, ScalarType.BIGINT),
+        AggregateFunc.MAX: ({ScalarType.BIGINT}, ScalarType.BIGINT),
+        AggregateFunc.ANY: ({ScalarType.BOOLEAN}, ScalarType.BOOLEAN),
+        AggregateFunc.ALL: ({ScalarType.BOOLEAN}, ScalarType.BOOLEAN),
+    }
+    accepted, output = wanted[func]
+    if type.scalar not in accepted:
+        names = " or ".join(sorted(accepted))
+        raise MirError(f"{func}(..) takes {names} values, not {type.scalar}")
+    return result, ColumnType(output, type.nullable)
