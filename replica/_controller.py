@@ -176,7 +176,9 @@ class Controller:
         pipelined writes do, and the replica takes them when the caller next
         waits."""
         await trio.lowlevel.checkpoint_if_cancelled()
-        session = self._connected()
+        session = self._session
+        if session is None:
+            raise ProtocolError("the controller is not connected")
         if isinstance(command, (Hello, UpdateConfiguration)):
             for end in session.ends:
                 end.commands.send_nowait(command)

@@ -125,9 +125,11 @@ def plan_reconcile(
     matched: dict[tuple[GlobalId, ...], DataflowDescription] = {}
     for command in new:
         if isinstance(command, CreateDataflow):
-            old = unclaimed.get(command.dataflow.exports)
-            if old is not None and _keeps(old, command.dataflow):
-                matched[command.dataflow.exports] = command.dataflow
+            dataflow = command.dataflow
+            exports = dataflow.exports
+            old = unclaimed.get(exports)
+            if old is not None and _keeps(old, dataflow):
+                matched[exports] = dataflow
     _unmatch_orphans(matched)
     kept: dict[GlobalId, int] = {}
     compactions: list[AllowCompaction] = []
@@ -139,8 +141,9 @@ def plan_reconcile(
     for command in new:
         if isinstance(command, CreateDataflow):
             dataflow = command.dataflow
+            exports = dataflow.exports
             # Kept by its first create; a repeat is created (and refused).
-            old = unclaimed.pop(dataflow.exports, None) if dataflow.exports in matched else None
+            old = unclaimed.pop(exports, None) if exports in matched else None
             if old is None:
                 creates.append(command)
                 continue

@@ -149,7 +149,8 @@ class Worker:
                     await self._reconcile(inbox, seq, commands)
                     self.reconciled = self.position
                     self._apply(seq, sequenced.command)
-                self._flush()
+                if self.state.outbox:
+                    self._flush()
             nursery.cancel_scope.cancel()
 
     async def _step_dataflows(self) -> None:
