@@ -149,16 +149,8 @@ class Reply(Generic[R], metaclass=NoPublicConstructor):
             raise foreign_thread_error(
                 f"send on {self._name}", "trio.from_thread.run_sync(reply.send, value)"
             )
-        if self._completion is None:  # the usual case: _settle, inline
-            result = outcome.Value(value)
-            self._result = result
-            self._completion = _SENT
-            waiter = self._waiter
-            if waiter is not None:
-                self._waiter = None
-                GLOBAL_RUN_CONTEXT.runner.reschedule(waiter, result)
-            elif self._notify is not None:
-                self._notify(result)
+        if self._completion is None:  # the usual case
+            self._answer(value)
             return True
         return self._complete(outcome.Value(value), _Completion.SENT)
 
