@@ -87,8 +87,16 @@ def test_a_handler_that_raises_stops_the_node_with_a_named_error() -> None:
 
 @pytest.mark.parametrize(
     "batch",
-    [5, [()], [([1], 2)], [(7,)], "text", [("x",), 3]],
-    ids=["not-a-list", "empty-item", "unhashable-channel", "int-channel", "string", "int-item"],
+    [5, [()], [([1], 2)], [(7,)], "text", [("x",), 3], b"\x92\x00" * 700 + b"\x00"],
+    ids=[
+        "not-a-list",
+        "empty-item",
+        "unhashable-channel",
+        "int-channel",
+        "string",
+        "int-item",
+        "nested-too-deeply",
+    ],
 )
 def test_a_malformed_batch_is_refused_and_the_node_goes_on(batch: object) -> None:
     """A batch that decodes but is not a list of items (a channel name, then
@@ -116,7 +124,8 @@ def test_a_malformed_batch_is_refused_and_the_node_goes_on(batch: object) -> Non
             b.handlers["x"] = handle
             peer = await node_a.connect(node_b.address)
             (ref,) = await peer.find(LINK)
-            await ref.tell(Wire("a", _wire.encode(batch)))
+            payload = batch if isinstance(batch, bytes) else _wire.encode(batch)
+            await ref.tell(Wire("a", payload))
             await ref.tell(Wire("a", _wire.encode([("x", 1)])))
             await arrived.wait()
             assert got == [1]

@@ -108,6 +108,19 @@ def test_a_run_of_encoded_values_splits_back_into_the_values_in_order(count: int
     assert _wire.split(_wire.join([_wire.encode(v) for v in values])) == values
 
 
+def _nested(depth: int) -> bytes:
+    """MessagePack bytes of ``depth`` tuples, each inside the next (as a peer
+    could send them): a handful of bytes per level."""
+    return b"\x92\x00" * depth + b"\x00"
+
+
+def test_a_value_nested_too_deeply_is_a_wire_error() -> None:
+    with pytest.raises(WireError, match=r"^a value nested too deeply on the wire$"):
+        _wire.decode(_nested(700))
+    with pytest.raises(WireError, match=r"^a value nested too deeply on the wire$"):
+        _wire.split(_wire.join([_wire.encode(1), _nested(700)]))
+
+
 def test_a_run_that_is_not_an_array_is_a_wire_error() -> None:
     with pytest.raises(WireError, match=r"^a run of values is an array \(not int\)$"):
         _wire.split(_wire.encode(3))
