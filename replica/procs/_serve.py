@@ -535,9 +535,14 @@ class _Server:
         process halts and restarts: the controller sees its connections
         fail). A warning, unless the other process closed it stopping in
         order (SIGTERM: the driver stops them all)."""
-        # One loss a process: its other connections, closing too if it died,
-        # say nothing more.
-        self._written_off.update(key for key, (name, _) in self._links.items() if name == peer)
+        # One loss a process: its other connections say nothing more, and end
+        # now (as a real process's restart ends them all) if they did not
+        # with it. One left open would stay written off: its own loss, in
+        # the fresh replica, would go unnoticed, and what it carried lost.
+        for key, (name, other) in self._links.items():
+            if name == peer and key not in self._written_off:
+                self._written_off.add(key)
+                self.nursery.start_soon(other.close, f"shared fate: {reason}")
         if self.generation is None or self._restart.is_set():
             return  # a fresh replica is on its way already
         logger.log(
