@@ -36,7 +36,7 @@ from replica._worker import SequencedCommand
 from replica.procs import MirrorCatalog, ShardHost, WireError, _wire
 from replica.procs._fabric import NetFabric
 from replica.procs._links import Hub
-from replica.procs._serve import CONTROLLER, Generation, ServeOptions, _Encoded, _Server
+from replica.procs._serve import CONTROLLER, Generation, ServeOptions, _Encoded, _Fanout, _Server
 
 
 @pytest.mark.parametrize(
@@ -390,3 +390,30 @@ def test_a_lost_connection_to_a_process_closes_its_others_whose_later_loss_is_no
             assert len(hub.sent) == 2
 
     trio.run(main)
+
+
+@attrs.define(eq=False)
+class _LocalSequencer:
+    got: list[SequencedCommand] = attrs.field(factory=list)
+
+    async def broadcast_many(self, messages: Any) -> None:
+        self.got += messages
+
+
+def test_process_0_forwards_a_huge_run_of_commands_in_items_a_frame_carries() -> None:
+    """A burst of small commands (the adapter sequences everything queued at
+    once) goes to the other processes in items of at most ``item_bytes``
+    each, not one item a frame cannot carry (which would stop process 0)."""
+    commands = [AllowCompaction(n, Frontier.at(n)) for n in range(1000)]
+    one = len(_wire.encode(commands[0]))
+    hub = _FakeHub()
+    local = _LocalSequencer()
+    fanout = _Fanout(cast(Any, local), cast(Hub, hub), ["p1"], "maintenance", _Encoded())
+    fanout.item_bytes = 50 * one
+    batch = [SequencedCommand(7, 0, command) for command in commands]
+    trio.run(fanout.broadcast_many, batch)
+    assert local.got == batch
+    assert all(len(item[4]) <= 50 * one + 3 for _, item in hub.sent)
+    assert [target for target, _ in hub.sent] == ["p1"] * len(hub.sent)
+    assert [c for _, item in hub.sent for c in _wire.split(item[4])] == commands
+    assert {item[:4] for _, item in hub.sent} == {("seq", "maintenance", 7, 0)}
