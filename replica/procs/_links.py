@@ -263,10 +263,14 @@ class Hub:
             deadline = trio.current_time() + patience
             pause = 0.01
             while True:
+                peer = None
                 try:
                     peer = await self.node.connect(address, ssl_context=self.ssl_context)
                     (ref,) = await peer.find(LINK)
                 except (OSError, HandshakeError, NodeDownError, ValueError) as error:
+                    if peer is not None:
+                        # Connected, but no link there (yet): not left open.
+                        await peer.close(f"no {LINK.name} found on {target}")
                     if trio.current_time() > deadline:
                         raise LinkLost(f"cannot reach {target} at {address}: {error}") from None
                 else:

@@ -168,3 +168,30 @@ def test_an_item_over_the_frame_limit_is_a_named_error() -> None:
         )
 
     run_real(main, limit=30)
+
+
+def test_a_dial_that_finds_no_link_leaves_no_connection_open() -> None:
+    """A node that accepts connections but has no link (its hub not started
+    yet) is dialled again and again until the patience runs out; each
+    connection whose look-up found no link is closed, not left open."""
+
+    async def main() -> None:
+        async with (
+            actors.open_system() as one,
+            actors.open_system() as two,
+            open_node(one, name="a", secret=SECRET, codec=codec(), listen=None) as node_a,
+            open_node(two, name="b", secret=SECRET, codec=codec()) as node_b,
+            trio.open_nursery() as nursery,
+        ):
+            assert node_b.address is not None
+            a = Hub("a", node_a, nursery)
+            await a.start()
+            gave_up = trio.Event()
+            a.on_unreachable.append(lambda target, error: gave_up.set())
+            a.dial("b", node_b.address, patience=0.2)
+            a.send("b", ("x",))
+            await gave_up.wait()
+            assert node_a.peers == []
+            nursery.cancel_scope.cancel()
+
+    run_real(main, limit=30)
