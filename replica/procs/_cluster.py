@@ -37,6 +37,7 @@ from .._process import INTERACTIVE, MAINTENANCE
 from .._replica import ReplicaConfig
 from .._shard import ShardCatalog
 from .._sinks import Metrics
+from ..driver._headers import MAX_TIMEOUT_SECS
 from . import _wire
 from ._links import MAX_FRAME, Hub, codec
 from ._serve import CONTROLLER, SHARDS, process_node
@@ -86,7 +87,9 @@ def serve_command(
     command += [] if config.align else ["--no-align"]
     command += ["--listen", _address(listen), "--peers", ",".join(map(_address, peers))]
     command += ["--shards", _address(shards), "--secret-file", secret_file]
-    command += ["--peer-timeout", str(peer_timeout)]
+    # At most what serve takes (a million seconds: never, in practice), so
+    # that open_cluster(heartbeat_timeout=math.inf) starts its processes.
+    command += ["--peer-timeout", str(min(peer_timeout, MAX_TIMEOUT_SECS))]
     if tls is not None:
         command += ["--tls-cert", tls.cert, "--tls-key", tls.key, "--tls-ca", tls.ca]
     return command

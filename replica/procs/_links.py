@@ -50,7 +50,7 @@ class Wire:
 LINK: Final = ServiceKey[Wire]("replica.link")
 MAX_FRAME: Final = 256 * 2**20
 """The largest frame a replica node accepts (a shard's snapshot may be big)."""
-_CHUNK: Final = 16 * 2**20
+CHUNK: Final = 16 * 2**20
 _ITEMS: Final = 16
 UNCOUNTED: Final = frozenset(
     {"hello", "ping", "pong", "probe", "probed", "reset", "reset-done", "ready", "lost-peer"}
@@ -172,7 +172,7 @@ class Outlink:
 
 def _payloads(batch: list[tuple[Any, ...]]) -> list[tuple[list[tuple[Any, ...]], bytes]]:
     """``batch`` in messages (their items, and the items' bytes) of at most
-    ``_ITEMS`` items and (unless one item is larger) ``_CHUNK`` bytes: the
+    ``_ITEMS`` items and (unless one item is larger) ``CHUNK`` bytes: the
     receiver handles one message a turn, so a long burst is worked on as it
     arrives."""
     if len(batch) > _ITEMS:
@@ -182,7 +182,7 @@ def _payloads(batch: list[tuple[Any, ...]]) -> list[tuple[list[tuple[Any, ...]],
             for payload in _payloads(batch[start : start + _ITEMS])
         ]
     payload = _wire.encode(batch)
-    if len(payload) <= _CHUNK or len(batch) == 1:
+    if len(payload) <= CHUNK or len(batch) == 1:
         return [(batch, payload)]
     half = len(batch) // 2
     return _payloads(batch[:half]) + _payloads(batch[half:])
@@ -263,10 +263,14 @@ class Hub:
             deadline = trio.current_time() + patience
             pause = 0.01
             while True:
+                peer = None
                 try:
                     peer = await self.node.connect(address, ssl_context=self.ssl_context)
                     (ref,) = await peer.find(LINK)
                 except (OSError, HandshakeError, NodeDownError, ValueError) as error:
+                    if peer is not None:
+                        # Connected, but no link there (yet): not left open.
+                        await peer.close(f"no {LINK.name} found on {target}")
                     if trio.current_time() > deadline:
                         raise LinkLost(f"cannot reach {target} at {address}: {error}") from None
                 else:

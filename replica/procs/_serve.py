@@ -56,7 +56,7 @@ from .._state import Role
 from .._worker import SequencedCommand, Worker
 from . import _wire
 from ._fabric import NetFabric
-from ._links import MAX_FRAME, Hub, codec
+from ._links import CHUNK, MAX_FRAME, Hub, codec
 from ._shards import MirrorCatalog
 from ._tls import TlsFiles
 
@@ -349,18 +349,31 @@ class _Fanout:
     others: list[str]
     runtime: str
     encoded: _Encoded
+    # The most bytes of commands one item carries (unless one command is
+    # larger): a burst the adapter sequences at once may be far more than a
+    # frame carries (MAX_FRAME), and the other end decodes an item at once.
+    item_bytes: int = CHUNK
 
     async def broadcast_many(self, messages: Iterable[SequencedCommand]) -> object:
         batch = list(messages)
         if self.others:
-            # One item per run of the same connection and position: the
-            # commands' bytes joined into one array (one decode at the other end).
+            # One item per run of the same connection and position (or per
+            # item_bytes of it): the commands' bytes joined into one array
+            # (one decode at the other end).
             runs: list[tuple[int, int, list[bytes]]] = []
             take = self.encoded.take
+            size = 0
             for sequenced in batch:
-                if not runs or runs[-1][:2] != (sequenced.nonce, sequenced.position):
+                data = take(sequenced.command)
+                if (
+                    not runs
+                    or runs[-1][:2] != (sequenced.nonce, sequenced.position)
+                    or size + len(data) > self.item_bytes
+                ):
                     runs.append((sequenced.nonce, sequenced.position, []))
-                runs[-1][2].append(take(sequenced.command))
+                    size = 0
+                runs[-1][2].append(data)
+                size += len(data)
             items = [
                 ("seq", self.runtime, nonce, position, _wire.join(commands))
                 for nonce, position, commands in runs
@@ -535,9 +548,14 @@ class _Server:
         process halts and restarts: the controller sees its connections
         fail). A warning, unless the other process closed it stopping in
         order (SIGTERM: the driver stops them all)."""
-        # One loss a process: its other connections, closing too if it died,
-        # say nothing more.
-        self._written_off.update(key for key, (name, _) in self._links.items() if name == peer)
+        # One loss a process: its other connections say nothing more, and end
+        # now (as a real process's restart ends them all) if they did not
+        # with it. One left open would stay written off: its own loss, in
+        # the fresh replica, would go unnoticed, and what it carried lost.
+        for key, (name, other) in self._links.items():
+            if name == peer and key not in self._written_off:
+                self._written_off.add(key)
+                self.nursery.start_soon(other.close, f"shared fate: {reason}")
         if self.generation is None or self._restart.is_set():
             return  # a fresh replica is on its way already
         logger.log(

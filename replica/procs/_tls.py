@@ -48,15 +48,25 @@ class TlsFiles:
         presents the certificate and requires the dialler's."""
         context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH, cafile=self.ca)
         context.verify_mode = ssl.CERT_REQUIRED
-        context.load_cert_chain(self.cert, self.key)
+        self._load_chain(context)
         return context
 
     def client_context(self) -> ssl.SSLContext:
         """What a dialling node wraps its connections in: it checks the
         other's certificate and name, and presents its own."""
         context = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cafile=self.ca)
-        context.load_cert_chain(self.cert, self.key)
+        self._load_chain(context)
         return context
+
+    def _load_chain(self, context: ssl.SSLContext) -> None:
+        # A passphrase is refused: OpenSSL would prompt for it on the
+        # terminal, in every process that loads the key (each spawned one).
+        def no_passphrase() -> str:
+            raise TlsError(
+                f"the TLS files do not load: {self.key} is encrypted (give it without a passphrase)"
+            )
+
+        context.load_cert_chain(self.cert, self.key, password=no_passphrase)
 
     def check(self) -> None:
         """Load both contexts once: a :class:`TlsError` names a file that

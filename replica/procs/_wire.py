@@ -182,7 +182,11 @@ def encode(value: object) -> bytes:
 
 def decode(data: bytes) -> Any:
     """The value :func:`encode` made. Raises :class:`WireError`."""
-    return from_builtins(_builtins(data))
+    builtins = _builtins(data)
+    try:
+        return from_builtins(builtins)
+    except RecursionError:
+        raise _too_deep() from None
 
 
 def join(encoded: Sequence[bytes]) -> bytes:
@@ -205,7 +209,16 @@ def split(data: bytes) -> list[Any]:
     values = _builtins(data)
     if type(values) is not list:
         raise WireError(f"a run of values is an array (not {type(values).__name__})")
-    return [v if type(v) in _PRIMITIVES else from_builtins(v) for v in values]
+    try:
+        return [v if type(v) in _PRIMITIVES else from_builtins(v) for v in values]
+    except RecursionError:
+        raise _too_deep() from None
+
+
+def _too_deep() -> WireError:
+    # Arrays msgspec decodes (its limit is the interpreter's) but nested past
+    # what from_builtins, two frames a level, can rebuild: a peer's bytes.
+    return WireError("a value nested too deeply on the wire")
 
 
 def _builtins(data: bytes) -> Any:

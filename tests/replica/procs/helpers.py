@@ -76,6 +76,7 @@ class Proxy:
     _partitioned: list[trio.Event] = attrs.field(factory=list)
     _open: list[trio.Event] = attrs.field(factory=list)
     _scopes: set[trio.CancelScope] = attrs.field(factory=set)
+    _opened: trio.Event = attrs.field(factory=trio.Event)
     dropped: int = 0
 
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
@@ -87,6 +88,11 @@ class Proxy:
     def partition(self) -> None:
         for event in self._open:
             event.set()
+
+    async def wait_open(self) -> None:
+        """Wait until a connection is open through the proxy."""
+        while not self._scopes:
+            await self._opened.wait()
 
     def cut(self) -> None:
         """Close every connection open now (both ends see it end); connections
@@ -100,6 +106,8 @@ class Proxy:
         assert self.target is not None, "a proxy is told its target before it is dialled"
         scope = trio.CancelScope()
         self._scopes.add(scope)
+        self._opened.set()
+        self._opened = trio.Event()
         try:
             with scope:
                 async with (

@@ -169,6 +169,64 @@ def test_a_lost_connection_between_two_live_processes_restarts_both_named(fault:
     run_real(main, limit=60)
 
 
+def test_the_other_connection_between_two_processes_lost_after_a_restart_restarts_both() -> None:
+    """Process 0 dialled process 1 through one proxy, and 1 dialled 0 through
+    another. The second drops: both restart (shared fate), and the first
+    connection ends with it. After the recovery, the connection 0 dialled
+    to 1 drops in its turn: both restart again (the first connection stayed
+    open, written off for good: its loss was ignored, what it carried lost,
+    and the replica went on)."""
+
+    async def main() -> None:
+        proxies = {(0, 1): Proxy(), (1, 0): Proxy()}
+        config = ReplicaConfig(processes=2, workers=1, interactive=True)
+
+        def dial_peer(process: int, other: int, address: tuple[str, int]) -> tuple[str, int]:
+            proxy = proxies[process, other]
+            proxy.target = address
+            return proxy.address
+
+        async with trio.open_nursery() as nursery:
+            for proxy in proxies.values():
+                await nursery.start(proxy.serve)
+            async with (
+                open_cluster(
+                    config, seed=7, dial_peer=dial_peer, heartbeat=0.1, heartbeat_timeout=5.0
+                ) as cluster,
+                open_controller(cluster) as controller,
+            ):
+                session = Session(controller)
+                shard = cluster.shards.shard("data")
+                shard.append(_rows(0, 10), 0, 1)
+                await session.start(index(1000, 1001))
+                await controller.await_frontier(1001, 1)
+                # Process 1 dials process 0 (its first ping, at the latest): a
+                # cut while that connection is in its handshake is only a
+                # failed dial, dialled again.
+                with trio.fail_after(20):
+                    while not cluster.losses:
+                        await proxies[1, 0].wait_open()
+                        proxies[1, 0].cut()
+                        with trio.move_on_after(2):
+                            await cluster.wait_lost(0)
+                    await cluster.wait_lost(0)
+                    await cluster.wait_lost(1)
+                await cluster.recover()
+                await session.reconnect()
+                shard.append(_rows(10, 10, 1), 1, 2)
+                # The replay reached process 1 through process 0 (on a
+                # connection 0 dialled through the proxy): cut it.
+                await controller.await_frontier(1001, 2)
+                proxies[0, 1].cut()
+                with trio.fail_after(20):
+                    await cluster.wait_lost(0, times=2)
+                    await cluster.wait_lost(1, times=2)
+                assert cluster.reasons == REASONS
+            nursery.cancel_scope.cancel()
+
+    run_real(main, limit=90)
+
+
 def _children(pid: int) -> list[int]:
     """The child processes of ``pid`` (of any of its threads: Trio starts a
     process from a worker thread)."""

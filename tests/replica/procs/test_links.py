@@ -87,8 +87,16 @@ def test_a_handler_that_raises_stops_the_node_with_a_named_error() -> None:
 
 @pytest.mark.parametrize(
     "batch",
-    [5, [()], [([1], 2)], [(7,)], "text", [("x",), 3]],
-    ids=["not-a-list", "empty-item", "unhashable-channel", "int-channel", "string", "int-item"],
+    [5, [()], [([1], 2)], [(7,)], "text", [("x",), 3], b"\x92\x00" * 700 + b"\x00"],
+    ids=[
+        "not-a-list",
+        "empty-item",
+        "unhashable-channel",
+        "int-channel",
+        "string",
+        "int-item",
+        "nested-too-deeply",
+    ],
 )
 def test_a_malformed_batch_is_refused_and_the_node_goes_on(batch: object) -> None:
     """A batch that decodes but is not a list of items (a channel name, then
@@ -116,7 +124,8 @@ def test_a_malformed_batch_is_refused_and_the_node_goes_on(batch: object) -> Non
             b.handlers["x"] = handle
             peer = await node_a.connect(node_b.address)
             (ref,) = await peer.find(LINK)
-            await ref.tell(Wire("a", _wire.encode(batch)))
+            payload = batch if isinstance(batch, bytes) else _wire.encode(batch)
+            await ref.tell(Wire("a", payload))
             await ref.tell(Wire("a", _wire.encode([("x", 1)])))
             await arrived.wait()
             assert got == [1]
@@ -157,5 +166,32 @@ def test_an_item_over_the_frame_limit_is_a_named_error() -> None:
         assert caught.group_contains(
             ItemTooLarge, match="a: an item on channel 'big' for b is over the frame limit"
         )
+
+    run_real(main, limit=30)
+
+
+def test_a_dial_that_finds_no_link_leaves_no_connection_open() -> None:
+    """A node that accepts connections but has no link (its hub not started
+    yet) is dialled again and again until the patience runs out; each
+    connection whose look-up found no link is closed, not left open."""
+
+    async def main() -> None:
+        async with (
+            actors.open_system() as one,
+            actors.open_system() as two,
+            open_node(one, name="a", secret=SECRET, codec=codec(), listen=None) as node_a,
+            open_node(two, name="b", secret=SECRET, codec=codec()) as node_b,
+            trio.open_nursery() as nursery,
+        ):
+            assert node_b.address is not None
+            a = Hub("a", node_a, nursery)
+            await a.start()
+            gave_up = trio.Event()
+            a.on_unreachable.append(lambda target, error: gave_up.set())
+            a.dial("b", node_b.address, patience=0.2)
+            a.send("b", ("x",))
+            await gave_up.wait()
+            assert node_a.peers == []
+            nursery.cancel_scope.cancel()
 
     run_real(main, limit=30)

@@ -5,6 +5,7 @@ mock clock; the options refused with --spawn; a process that cannot start."""
 from __future__ import annotations
 
 import io
+import math
 import socket
 import subprocess
 import sys
@@ -16,9 +17,12 @@ from replica import ReplicaConfig
 from replica.driver import main
 from replica.driver._bundled import bundled_spec
 from replica.driver._cli import Recording, run_command, spawn_command
+from replica.driver._headers import MAX_TIMEOUT_SECS
+from replica.driver._parser import build_parser, parse
 from replica.driver._runner import Topology
 from replica.driver._spec import read_spec
 from replica.procs import ClusterError, open_cluster
+from replica.procs._cluster import serve_command
 
 from .helpers import run_real
 
@@ -206,3 +210,19 @@ def test_serve_without_its_shard_host_gives_up_after_the_patience_given(tmp_path
     )
     # The process's warnings show without -v.
     assert any(line.startswith("WARNING replica.procs: ") for line in lines), lines
+
+
+@pytest.mark.parametrize("timeout", [math.inf, 2e6])
+def test_a_heartbeat_timeout_past_what_serve_takes_reaches_the_processes_as_its_most(
+    timeout: float,
+) -> None:
+    """``open_cluster(heartbeat_timeout=math.inf)`` (no partition is ever
+    named) is also each process's ``--peer-timeout``: the command line of a
+    process must parse, or no process starts."""
+    config = ReplicaConfig(processes=2, workers=1, interactive=False)
+    local = ("127.0.0.1", 1)
+    command = serve_command(
+        config, 0, local, [local, ("127.0.0.1", 3)], ("127.0.0.1", 2), "s", peer_timeout=timeout
+    )
+    args = parse(build_parser(), command[3:])
+    assert args.peer_timeout == MAX_TIMEOUT_SECS

@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 import trustme
+from cryptography.hazmat.primitives import serialization
 
 from actors.net import HandshakeError
 from replica import ReplicaConfig, open_controller, row_order
@@ -119,3 +121,21 @@ def test_tls_files_given_in_part_name_what_is_missing() -> None:
     assert TlsFiles.from_options(None, None, None) is None
     with pytest.raises(TlsError, match=r"^--tls-ca given without --tls-cert and --tls-key "):
         TlsFiles.from_options(None, None, "ca.pem")
+
+
+def test_an_encrypted_key_is_refused_not_asked_a_passphrase_for(tmp_path: Path) -> None:
+    """OpenSSL would prompt on the terminal for the passphrase (every spawned
+    process too, at once): the key is refused, named, instead."""
+    files = _files(tmp_path)
+    key = serialization.load_pem_private_key(Path(files.key).read_bytes(), None)
+    Path(files.key).write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.BestAvailableEncryption(b"passphrase"),
+        )
+    )
+    what = re.escape(files.key)
+    message = rf"^the TLS files do not load: {what} is encrypted \(give it without a passphrase\)$"
+    with pytest.raises(TlsError, match=message):
+        files.check()

@@ -3,10 +3,14 @@ encoding, exchanges across processes, and shard mirrors fed by a host."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
+import attrs
 import pytest
+import trio
+import trio.testing
 
+from actors.net import Peer
 from replica import (
     AllowCompaction,
     CommandRejected,
@@ -17,6 +21,7 @@ from replica import (
     GlobalId,
     Peek,
     PeekResponse,
+    ReplicaConfig,
     Rows,
     ShardCatalog,
     SubscribeBatch,
@@ -30,7 +35,8 @@ from replica._scalar import Call, Column, Literal, ScalarFunc
 from replica._worker import SequencedCommand
 from replica.procs import MirrorCatalog, ShardHost, WireError, _wire
 from replica.procs._fabric import NetFabric
-from replica.procs._serve import _Encoded
+from replica.procs._links import Hub
+from replica.procs._serve import CONTROLLER, Generation, ServeOptions, _Encoded, _Fanout, _Server
 
 
 @pytest.mark.parametrize(
@@ -106,6 +112,19 @@ def test_malformed_values_are_a_wire_error(builtins: Any) -> None:
 def test_a_run_of_encoded_values_splits_back_into_the_values_in_order(count: int) -> None:
     values = [Peek(n, GlobalId("u", n), n) if n % 2 else n for n in range(count)]
     assert _wire.split(_wire.join([_wire.encode(v) for v in values])) == values
+
+
+def _nested(depth: int) -> bytes:
+    """MessagePack bytes of ``depth`` tuples, each inside the next (as a peer
+    could send them): a handful of bytes per level."""
+    return b"\x92\x00" * depth + b"\x00"
+
+
+def test_a_value_nested_too_deeply_is_a_wire_error() -> None:
+    with pytest.raises(WireError, match=r"^a value nested too deeply on the wire$"):
+        _wire.decode(_nested(700))
+    with pytest.raises(WireError, match=r"^a value nested too deeply on the wire$"):
+        _wire.split(_wire.join([_wire.encode(1), _nested(700)]))
 
 
 def test_a_run_that_is_not_an_array_is_a_wire_error() -> None:
@@ -309,3 +328,92 @@ def test_a_mirror_that_lost_pushes_resubscribes_and_catches_up() -> None:
     _serve(host, to_host)
     assert [row for row, _, _ in shard.updates] == [(1,), (2,), (3,)]
     assert shard.upper == source.upper == 3
+
+
+@attrs.define(eq=False)
+class _FakePeer:
+    """A connection to another replica process, as the server watches it."""
+
+    node: str
+    closed: trio.Event = attrs.field(factory=trio.Event)
+    reason: str | None = None
+
+    async def close(self, reason: str = "closed") -> None:
+        self.drop(reason)
+
+    def drop(self, reason: str) -> None:
+        if self.reason is None:
+            self.reason = reason
+        self.closed.set()
+
+
+@attrs.define(eq=False)
+class _FakeHub:
+    name: str = "p0"
+    outlinks: dict[str, object] = attrs.field(factory=dict)
+    sent: list[tuple[str, tuple[Any, ...]]] = attrs.field(factory=list)
+
+    def send(self, target: str, item: tuple[Any, ...]) -> None:
+        self.sent.append((target, item))
+
+
+def test_a_lost_connection_to_a_process_closes_its_others_whose_later_loss_is_not_ignored() -> None:
+    """Shared fate: when one connection to process 1 drops, the others to it
+    end too (as a real restart ends them), so that none stays open written
+    off, with a later loss of it ignored (the restarted replicas would then
+    lose what it carried, and not restart)."""
+
+    async def main() -> None:
+        config = ReplicaConfig(processes=2, workers=1, interactive=False)
+        options = ServeOptions(0, config, ("h", 0), (("h", 1), ("h", 2)), ("h", 3), b"s" * 16)
+        async with trio.open_nursery() as nursery:
+            hub = _FakeHub(outlinks={CONTROLLER: object()})
+            server = _Server(options, cast(Hub, hub), nursery)
+            server.generation = cast(Generation, object())
+            dialled, accepted = _FakePeer("p1"), _FakePeer("p1")
+            server._watch_link("p1", cast(Peer, dialled))
+            server._watch_link("p1", cast(Peer, accepted))
+            await trio.testing.wait_all_tasks_blocked()
+            dialled.drop("the connection broke")
+            await trio.testing.wait_all_tasks_blocked()
+            assert hub.sent == [(CONTROLLER, ("lost-peer", "p1"))]
+            assert accepted.closed.is_set()
+            # The fresh generation (as run() starts it), on a fresh connection.
+            server._restart = trio.Event()
+            fresh = _FakePeer("p1")
+            server._watch_link("p1", cast(Peer, fresh))
+            await trio.testing.wait_all_tasks_blocked()
+            assert not server._restart.is_set()
+            fresh.drop("the connection broke")
+            await trio.testing.wait_all_tasks_blocked()
+            assert server._restart.is_set()
+            assert len(hub.sent) == 2
+
+    trio.run(main)
+
+
+@attrs.define(eq=False)
+class _LocalSequencer:
+    got: list[SequencedCommand] = attrs.field(factory=list)
+
+    async def broadcast_many(self, messages: Any) -> None:
+        self.got += messages
+
+
+def test_process_0_forwards_a_huge_run_of_commands_in_items_a_frame_carries() -> None:
+    """A burst of small commands (the adapter sequences everything queued at
+    once) goes to the other processes in items of at most ``item_bytes``
+    each, not one item a frame cannot carry (which would stop process 0)."""
+    commands = [AllowCompaction(n, Frontier.at(n)) for n in range(1000)]
+    one = len(_wire.encode(commands[0]))
+    hub = _FakeHub()
+    local = _LocalSequencer()
+    fanout = _Fanout(cast(Any, local), cast(Hub, hub), ["p1"], "maintenance", _Encoded())
+    fanout.item_bytes = 50 * one
+    batch = [SequencedCommand(7, 0, command) for command in commands]
+    trio.run(fanout.broadcast_many, batch)
+    assert local.got == batch
+    assert all(len(item[4]) <= 50 * one + 3 for _, item in hub.sent)
+    assert [target for target, _ in hub.sent] == ["p1"] * len(hub.sent)
+    assert [c for _, item in hub.sent for c in _wire.split(item[4])] == commands
+    assert {item[:4] for _, item in hub.sent} == {("seq", "maintenance", 7, 0)}
