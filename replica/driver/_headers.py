@@ -27,6 +27,9 @@ from ._data import RUST_WHITESPACE, rust_integer
 ROWS_PER_WRITE = 1_000_000
 ROWS_PER_SPEC = 4_000_000
 MAX_TIMEOUT_SECS = 1_000_000
+# serve's least --peer-timeout: pings go out a quarter of it apart, and
+# below this they would keep a process busy (and close slow connections).
+MIN_PEER_TIMEOUT = 0.1
 MAX_ROW_BYTES = 1 << 20
 MAX_KEY_COLUMNS = 64
 MAX_LITERALS = 100_000

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import actors
 
-from ._headers import MAX_KEY_COLUMNS, MAX_LITERALS
+from ._headers import MAX_KEY_COLUMNS, MAX_LITERALS, MIN_PEER_TIMEOUT
 from ._matrix import ALL, TOPOLOGIES, topology_names
 from ._spec import MAX_SPEC_BYTES, MAX_TIMEOUT_SECS, ROWS_PER_SPEC, ROWS_PER_WRITE
 
@@ -532,7 +532,7 @@ def _add_serve(commands: Commands) -> None:
     )
     serve.add_argument(
         "--peer-timeout",
-        type=_seconds,
+        type=_peer_timeout,
         default=10.0,
         metavar="SECONDS",
         help="close the connections to another replica process not heard from for SECONDS "
@@ -652,6 +652,13 @@ def _seconds(text: str) -> float:
         raise argparse.ArgumentTypeError(f"not a number: {text[:20]!r}") from None
     if not 0 < value <= MAX_TIMEOUT_SECS:
         raise argparse.ArgumentTypeError(f"must be above 0 and at most {MAX_TIMEOUT_SECS:,}")
+    return value
+
+
+def _peer_timeout(text: str) -> float:
+    value = _seconds(text)
+    if value < MIN_PEER_TIMEOUT:
+        raise argparse.ArgumentTypeError(f"must be at least {MIN_PEER_TIMEOUT}")
     return value
 
 

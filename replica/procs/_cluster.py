@@ -37,7 +37,7 @@ from .._process import INTERACTIVE, MAINTENANCE
 from .._replica import ReplicaConfig
 from .._shard import ShardCatalog
 from .._sinks import Metrics
-from ..driver._headers import MAX_TIMEOUT_SECS
+from ..driver._headers import MAX_TIMEOUT_SECS, MIN_PEER_TIMEOUT
 from . import _wire
 from ._links import MAX_FRAME, Hub, codec
 from ._serve import CONTROLLER, SHARDS, process_node
@@ -87,9 +87,11 @@ def serve_command(
     command += [] if config.align else ["--no-align"]
     command += ["--listen", _address(listen), "--peers", ",".join(map(_address, peers))]
     command += ["--shards", _address(shards), "--secret-file", secret_file]
-    # At most what serve takes (a million seconds: never, in practice), so
-    # that open_cluster(heartbeat_timeout=math.inf) starts its processes.
-    command += ["--peer-timeout", str(min(peer_timeout, MAX_TIMEOUT_SECS))]
+    # Within what serve takes (a million seconds, never in practice, at the
+    # most), so that open_cluster(heartbeat_timeout=math.inf) starts its
+    # processes, and so does a heartbeat timeout below serve's least.
+    peer_timeout = max(MIN_PEER_TIMEOUT, min(peer_timeout, MAX_TIMEOUT_SECS))
+    command += ["--peer-timeout", str(peer_timeout)]
     if tls is not None:
         command += ["--tls-cert", tls.cert, "--tls-key", tls.key, "--tls-ca", tls.ca]
     return command
@@ -500,7 +502,14 @@ async def open_cluster(
     address)`` where process ``index`` dials process ``other``; the address
     itself by default. With ``tls``, every node's connections are mutual
     TLS (:class:`~._tls.TlsFiles`: the certificate must name ``127.0.0.1``).
-    Raises :class:`ClusterError` if a process does not start in time."""
+    Raises :class:`ClusterError` if a process does not start in time, and
+    :class:`ValueError` (before anything starts) unless ``heartbeat`` and
+    ``heartbeat_timeout`` are above 0."""
+    if not (heartbeat > 0 and heartbeat_timeout > 0):
+        raise ValueError(
+            f"heartbeat ({heartbeat!r}) and heartbeat_timeout ({heartbeat_timeout!r}) "
+            "must be above 0"
+        )
     host_address = "127.0.0.1"
     with tempfile.TemporaryDirectory(prefix="trio-reconcile-") as folder:
         secret = os.urandom(32)

@@ -54,6 +54,7 @@ from .._replica import Replica, ReplicaConfig, Runtime
 from .._sinks import Metrics
 from .._state import Role
 from .._worker import SequencedCommand, Worker
+from ..driver._headers import MIN_PEER_TIMEOUT
 from . import _wire
 from ._fabric import NetFabric
 from ._links import CHUNK, MAX_FRAME, Hub, codec
@@ -516,7 +517,7 @@ class _Server:
                     for peer in [p for p in self.hub.node.peers if p.node == name]:
                         self.nursery.start_soon(peer.close, "heartbeat missed")
                 self.hub.send(name, ("ping", now))
-            await trio.sleep(timeout / 4)
+            await trio.sleep(max(timeout, MIN_PEER_TIMEOUT) / 4)
 
     def _connected(self, target: str, peer: Peer) -> None:
         if target.startswith("p"):

@@ -17,7 +17,7 @@ from replica import ReplicaConfig
 from replica.driver import main
 from replica.driver._bundled import bundled_spec
 from replica.driver._cli import Recording, run_command, spawn_command
-from replica.driver._headers import MAX_TIMEOUT_SECS
+from replica.driver._headers import MAX_TIMEOUT_SECS, MIN_PEER_TIMEOUT
 from replica.driver._parser import build_parser, parse
 from replica.driver._runner import Topology
 from replica.driver._spec import read_spec
@@ -226,3 +226,29 @@ def test_a_heartbeat_timeout_past_what_serve_takes_reaches_the_processes_as_its_
     )
     args = parse(build_parser(), command[3:])
     assert args.peer_timeout == MAX_TIMEOUT_SECS
+
+
+def test_a_peer_timeout_too_short_to_ping_is_refused_and_a_cluster_lifts_its_own() -> None:
+    """Pings go out a quarter of ``--peer-timeout`` apart: a tiny one would
+    keep a process pinging in a busy loop, so serve refuses it by name
+    (exit 2), and ``open_cluster`` passes at least the least serve takes."""
+    with pytest.raises(SystemExit) as exit:
+        parse(build_parser(), ["serve", "--peer-timeout", "1e-300"])
+    assert exit.value.code == 2
+    config = ReplicaConfig(processes=2, workers=1, interactive=False)
+    local = ("127.0.0.1", 1)
+    command = serve_command(
+        config, 0, local, [local, ("127.0.0.1", 3)], ("127.0.0.1", 2), "s", peer_timeout=1e-9
+    )
+    assert parse(build_parser(), command[3:]).peer_timeout == MIN_PEER_TIMEOUT
+
+
+@pytest.mark.parametrize("heartbeat", [(0.0, 10.0), (0.5, 0.0), (-1.0, 10.0), (math.nan, 1.0)])
+async def test_open_cluster_refuses_a_heartbeat_that_would_spin(
+    heartbeat: tuple[float, float],
+) -> None:
+    every, timeout = heartbeat
+    config = ReplicaConfig(processes=1, workers=1, interactive=False)
+    with pytest.raises(ValueError, match="must be above 0"):
+        async with open_cluster(config, heartbeat=every, heartbeat_timeout=timeout):
+            pass  # pragma: no cover (never reached)
