@@ -54,11 +54,17 @@ class Column:
     index: int
 
 
+def _typed(value: Datum) -> tuple[type, Datum]:
+    return type(value), value
+
+
 @attrs.frozen
 class Literal:
-    """A constant (``None``: NULL)."""
+    """A constant (``None``: NULL). Literals compare by type and value:
+    Python holds ``1 == True``, SQL does not, and a plan with ``1`` must not
+    stand in for one with ``true`` when a reconnect compares them."""
 
-    value: Datum
+    value: Datum = attrs.field(eq=_typed)
 
 
 @attrs.frozen

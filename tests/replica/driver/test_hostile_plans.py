@@ -1,0 +1,108 @@
+"""Plans a hostile script writes: literals that Python holds equal but SQL
+does not, expressions and plans nested past any real plan's depth, floats
+that compare as SQL compares them. Each case failed before its fix."""
+
+from __future__ import annotations
+
+import pytest
+
+from replica._scalar import Literal
+from replica.driver._runner import run_spec
+from replica.driver._spec import parse_spec
+
+from .test_new_scripts import TOPOLOGIES
+
+KV = """\
+create-instance
+----
+ok
+
+define-schema name=kv
+  k bigint
+  v bigint nullable
+----
+ok
+
+initialization-complete
+----
+ok
+
+write-rows shard=t ts=0 schema=kv
+  1 1
+  2 null
+----
+wrote 2
+
+"""
+
+
+def dataflow(line: str) -> str:
+    return f"""\
+create-dataflow name=d as-of=0 optimize
+  import source=1000 shard=t upper=1 schema=kv
+  build id=2000
+    {line}
+      Get u1000
+  export index=2001 on=2000 key=[0]
+----
+ok
+
+schedule id=2001
+----
+ok
+
+"""
+
+
+RECONNECT_MAP = (
+    KV
+    + dataflow("Map (1)")
+    + """\
+peek id=2001 ts=0
+----
+1 1 1
+2 null 1
+
+reconnect
+----
+ok
+
+create-instance
+----
+ok
+
+"""
+    + dataflow("Map (true)")
+    + """\
+initialization-complete
+----
+ok
+
+peek id=2001 ts=0
+----
+1 1 true
+2 null true
+"""
+)
+
+
+def assert_runs(text: str, topology: str) -> None:
+    run = run_spec(parse_spec(text, "hostile.spec"), TOPOLOGIES[topology], seed=1, trace=None)
+    mismatches = [
+        (outcome.stanza.line, outcome.stanza.expected, outcome.actual)
+        for outcome in run.outcomes
+        if not outcome.matched
+    ]
+    assert mismatches == []
+    assert run.violations == []
+
+
+def test_literals_of_different_types_are_different_literals() -> None:
+    assert Literal(1) != Literal(True)
+    assert Literal(0) != Literal(False)
+    assert Literal(1) == Literal(1)
+
+
+@pytest.mark.parametrize("topology", sorted(TOPOLOGIES))
+def test_a_reconnect_rebuilds_a_map_of_1_replayed_as_a_map_of_true(topology: str) -> None:
+    assert_runs(RECONNECT_MAP, topology)
