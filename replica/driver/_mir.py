@@ -32,6 +32,12 @@ class MirError(ValueError):
     """A plan line the parser rejects: the message says what it wanted."""
 
 
+# Deeper than any plan line Materialize prints, shallow enough that parsing,
+# lowering, evaluating and encoding an expression stay within Python's
+# recursion limit.
+MAX_EXPR_DEPTH = 64
+
+
 _TOKEN = re.compile(
     r"""\s*(?:
       (?P<ident>[A-Za-z_][A-Za-z0-9_]*)
@@ -72,6 +78,7 @@ class Cursor:
 
     tokens: list[Token]
     at: int = 0
+    depth: int = 0  # the brackets around these tokens
 
     def peek(self, offset: int = 0) -> Token | None:
         at = self.at + offset
@@ -111,7 +118,9 @@ class Cursor:
             elif token.kind == "punct" and token.text in _CLOSING.values():
                 depth -= 1
                 if depth == 0:
-                    return Cursor(self.tokens[start : self.at - 1])
+                    if self.depth >= MAX_EXPR_DEPTH:
+                        raise MirError(f"brackets nest more than {MAX_EXPR_DEPTH} deep")
+                    return Cursor(self.tokens[start : self.at - 1], depth=self.depth + 1)
         raise MirError(f"`{opening}` is not closed")
 
     def finish(self) -> None:
@@ -348,9 +357,13 @@ _INTEGERS = frozenset({ScalarType.SMALLINT, ScalarType.INTEGER, ScalarType.BIGIN
 _BOOLEAN = ColumnType(ScalarType.BOOLEAN)
 
 
-def lower(expr: Expr, types: tuple[ColumnType, ...]) -> tuple[Scalar, ColumnType]:
+def lower(expr: Expr, types: tuple[ColumnType, ...], depth: int = 0) -> tuple[Scalar, ColumnType]:
     """The engine's expression for ``expr`` over rows of ``types``, and its
-    type; :class:`MirError` for a column out of range or mixed types."""
+    type; :class:`MirError` for a column out of range, mixed types, or an
+    expression nested deeper than :data:`MAX_EXPR_DEPTH` (operators chain
+    without brackets too: ``#0 IS NULL IS NULL ..``)."""
+    if depth > MAX_EXPR_DEPTH:
+        raise MirError(f"an expression nests more than {MAX_EXPR_DEPTH} deep")
     match expr:
         case Ref(index):
             if index >= len(types):
@@ -359,7 +372,7 @@ def lower(expr: Expr, types: tuple[ColumnType, ...]) -> tuple[Scalar, ColumnType
         case Const(value, type):
             return Literal(value), type
         case Apply(func, args):
-            lowered = [lower(arg, types) for arg in args]
+            lowered = [lower(arg, types, depth + 1) for arg in args]
             scalars = tuple(scalar for scalar, _ in lowered)
             arg_types = [type for _, type in lowered]
             nullable = any(type.nullable for type in arg_types)

@@ -104,8 +104,13 @@ _INPUTS = {
 }
 
 
+# Deeper than any plan Materialize prints, shallow enough that resolving,
+# checking, building and encoding a plan stay within Python's recursion limit.
+MAX_PLAN_DEPTH = 64
+
+
 def parse_plan(lines: list[BodyLine]) -> PlanNode:
-    node, end = _node(lines, 0)
+    node, end = _node(lines, 0, 1)
     if end < len(lines):
         raise InputError(
             lines[end].number,
@@ -115,8 +120,10 @@ def parse_plan(lines: list[BodyLine]) -> PlanNode:
     return node
 
 
-def _node(lines: list[BodyLine], start: int) -> tuple[PlanNode, int]:
+def _node(lines: list[BodyLine], start: int, depth: int) -> tuple[PlanNode, int]:
     line = lines[start]
+    if depth > MAX_PLAN_DEPTH:
+        raise InputError(line.number, f"a plan nests more than {MAX_PLAN_DEPTH} operators deep")
     node = _operator(line)
     inputs: list[PlanNode] = []
     at = start + 1
@@ -127,7 +134,7 @@ def _node(lines: list[BodyLine], start: int) -> tuple[PlanNode, int]:
                 f"an input of {node.operator} (line {line.number}) is indented "
                 f"{line.indent + 2} spaces, 2 more than it, not {lines[at].indent}",
             )
-        child, at = _node(lines, at)
+        child, at = _node(lines, at, depth + 1)
         inputs.append(child)
     least, most = _INPUTS.get(node.operator, (2, None))
     if len(inputs) < least or (most is not None and len(inputs) > most):

@@ -4,9 +4,12 @@ that compare as SQL compares them. Each case failed before its fix."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from replica._scalar import Literal
+from replica.driver import main
 from replica.driver._runner import run_spec
 from replica.driver._spec import parse_spec
 
@@ -106,3 +109,80 @@ def test_literals_of_different_types_are_different_literals() -> None:
 @pytest.mark.parametrize("topology", sorted(TOPOLOGIES))
 def test_a_reconnect_rebuilds_a_map_of_1_replayed_as_a_map_of_true(topology: str) -> None:
     assert_runs(RECONNECT_MAP, topology)
+
+
+def nested_plan(depth: int, line: str) -> str:
+    """A dataflow whose build is ``depth`` operators: ``line`` over ``line``
+    .. over a Get."""
+    plan = "".join(f"    {'  ' * level}{line}\n" for level in range(depth - 1))
+    plan += f"    {'  ' * (depth - 1)}Get u1000\n"
+    return f"""\
+create-dataflow name=d as-of=0 optimize
+  import source=1000 shard=t upper=1 schema=kv
+  build id=2000
+{plan}  export index=2001 on=2000 key=[0]
+----
+ok
+
+schedule id=2001
+----
+ok
+
+"""
+
+
+# Line 24 is the build's first plan line; the dataflow starts at line 21.
+@pytest.mark.parametrize(
+    ("plan", "line", "message"),
+    [
+        (
+            dataflow("Filter " + "(" * 2000 + "#1 IS NULL" + ")" * 2000),
+            24,
+            "Filter: brackets nest more than 64 deep",
+        ),
+        (
+            dataflow("Filter " + "NOT(" * 2000 + "#1 IS NULL" + ")" * 2000),
+            24,
+            "Filter: brackets nest more than 64 deep",
+        ),
+        (dataflow("Filter #1" + " IS NULL" * 2000), 24, "an expression nests more than 64 deep"),
+        (
+            dataflow("Map (" + " = ".join(["(#1 = 1)"] * 2000) + ")"),
+            24,
+            "an expression nests more than 64 deep",
+        ),
+        (
+            dataflow("Reduce aggregates=[count(" + "(" * 2000 + "#1" + ")" * 2000 + ")]"),
+            24,
+            "Reduce: brackets nest more than 64 deep",
+        ),
+        (
+            nested_plan(2000, "Filter #1 IS NULL"),
+            24 + 64,
+            "a plan nests more than 64 operators deep",
+        ),
+    ],
+)
+def test_a_plan_nested_past_the_limit_is_bad_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], plan: str, line: int, message: str
+) -> None:
+    spec = tmp_path / "deep.spec"
+    spec.write_text(KV + plan, encoding="utf-8")
+    assert main(["run", str(spec)]) == 2
+    assert capsys.readouterr() == ("", f"{spec}:{line}: {message}\n")
+
+
+DEEPEST = (
+    KV
+    + nested_plan(64, "Filter " + "NOT(" * 63 + "#1 IS NULL" + ")" * 63)
+    + """\
+peek id=2001 ts=0
+----
+1 1
+"""
+)
+
+
+@pytest.mark.parametrize("topology", sorted(TOPOLOGIES))
+def test_a_plan_at_both_limits_runs(topology: str) -> None:
+    assert_runs(DEEPEST, topology)
