@@ -90,13 +90,21 @@ def columns(expr: Scalar) -> list[int]:
             return [column for arg in args for column in columns(arg)]
 
 
+def _ordered(value: Datum) -> tuple[bool, Datum]:
+    """``value`` as SQL orders it: NaN equals NaN and sorts above every
+    other number (Materialize's ordered floats), where Python's NaN compares
+    false with everything."""
+    nan = value != value  # true for NaN only
+    return nan, 0.0 if nan else value
+
+
 _COMPARE: dict[ScalarFunc, Callable[[Datum, Datum], bool]] = {
-    ScalarFunc.EQ: lambda a, b: a == b,
-    ScalarFunc.NOT_EQ: lambda a, b: a != b,
-    ScalarFunc.LT: lambda a, b: a < b,  # type: ignore[operator]
-    ScalarFunc.LTE: lambda a, b: a <= b,  # type: ignore[operator]
-    ScalarFunc.GT: lambda a, b: a > b,  # type: ignore[operator]
-    ScalarFunc.GTE: lambda a, b: a >= b,  # type: ignore[operator]
+    ScalarFunc.EQ: lambda a, b: _ordered(a) == _ordered(b),
+    ScalarFunc.NOT_EQ: lambda a, b: _ordered(a) != _ordered(b),
+    ScalarFunc.LT: lambda a, b: _ordered(a) < _ordered(b),
+    ScalarFunc.LTE: lambda a, b: _ordered(a) <= _ordered(b),
+    ScalarFunc.GT: lambda a, b: _ordered(a) > _ordered(b),
+    ScalarFunc.GTE: lambda a, b: _ordered(a) >= _ordered(b),
 }
 
 

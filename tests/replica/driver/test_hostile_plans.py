@@ -186,3 +186,55 @@ peek id=2001 ts=0
 @pytest.mark.parametrize("topology", sorted(TOPOLOGIES))
 def test_a_plan_at_both_limits_runs(topology: str) -> None:
     assert_runs(DEEPEST, topology)
+
+
+FLOATS = """\
+create-instance
+----
+ok
+
+define-schema name=ff
+  x double
+  y double
+----
+ok
+
+initialization-complete
+----
+ok
+
+write-rows shard=t ts=0 schema=ff
+  NaN NaN
+  NaN 1
+  1 NaN
+  -0 0
+----
+wrote 4
+
+create-dataflow name=d as-of=0 optimize
+  import source=1000 shard=t upper=1 schema=ff
+  build id=2000
+    Map (#0 = #1, #0 < #1, #0 > #1, #0 != #1, #0 <= #1, #0 >= #1)
+      Get u1000
+  export index=2001 on=2000 key=[0]
+----
+ok
+
+schedule id=2001
+----
+ok
+
+# As in Materialize (and PostgreSQL): NaN equals NaN and is above every
+# other number; -0 equals 0.
+peek id=2001 ts=0
+----
+0 0 true false false false true true
+1 NaN false true false true true false
+NaN 1 false false true true false true
+NaN NaN true false false false true true
+"""
+
+
+@pytest.mark.parametrize("topology", ["solo-w1", "two-w2p2"])
+def test_nan_compares_equal_to_itself_and_above_every_number(topology: str) -> None:
+    assert_runs(FLOATS, topology)
