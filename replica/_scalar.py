@@ -98,6 +98,12 @@ def _ordered(value: Datum) -> tuple[bool, Datum]:
     return nan, 0.0 if nan else value
 
 
+def same(a: Datum, b: Datum) -> bool:
+    """Whether ``a`` and ``b`` are one datum, as a join's equality matches
+    them: NaN is NaN (as it is when rows meet by key), NULL is NULL."""
+    return _ordered(a) == _ordered(b)
+
+
 _COMPARE: dict[ScalarFunc, Callable[[Datum, Datum], bool]] = {
     ScalarFunc.EQ: lambda a, b: _ordered(a) == _ordered(b),
     ScalarFunc.NOT_EQ: lambda a, b: _ordered(a) != _ordered(b),

@@ -46,7 +46,7 @@ from replica._aggregates import AggregateExpr, aggregate
 from replica._arrangement import key_of
 from replica._plan import COUNT_ALL, Filter, Map, gets
 from replica._protocol import Datum
-from replica._scalar import evaluate, holds
+from replica._scalar import evaluate, holds, same
 
 from ._data import render_datum, render_rows
 from ._payloads import (
@@ -392,7 +392,7 @@ class ReferenceModel:
                     {
                         row: n
                         for row, n in joined.items()
-                        if all(row[a] == row[b] for a, b in equalities)
+                        if all(same(row[a], row[b]) for a, b in equalities)
                     }
                 )
 

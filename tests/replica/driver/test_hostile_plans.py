@@ -238,3 +238,61 @@ NaN NaN true false false false true true
 @pytest.mark.parametrize("topology", ["solo-w1", "two-w2p2"])
 def test_nan_compares_equal_to_itself_and_above_every_number(topology: str) -> None:
     assert_runs(FLOATS, topology)
+
+
+NAN_JOIN = """\
+create-instance
+----
+ok
+
+define-schema name=ff
+  x double
+  y double
+----
+ok
+
+define-schema name=f
+  z double
+----
+ok
+
+initialization-complete
+----
+ok
+
+write-rows shard=t ts=0 schema=ff
+  NaN NaN
+  NaN 1
+----
+wrote 2
+
+write-rows shard=u ts=0 schema=f
+  NaN
+----
+wrote 1
+
+# A join's equalities hold NaN equal to NaN, within one input as across two.
+create-dataflow name=d as-of=0 optimize
+  import source=1000 shard=t upper=1 schema=ff
+  import source=1001 shard=u upper=1 schema=f
+  build id=2000
+    Join on=(#0 = #1 AND #1 = #2)
+      Get u1000
+      Get u1001
+  export index=2001 on=2000 key=[0]
+----
+ok
+
+schedule id=2001
+----
+ok
+
+peek id=2001 ts=0
+----
+NaN NaN NaN
+"""
+
+
+@pytest.mark.parametrize("topology", ["solo-w1", "two-w2p2"])
+def test_a_join_holds_nan_equal_to_nan(topology: str) -> None:
+    assert_runs(NAN_JOIN, topology)
