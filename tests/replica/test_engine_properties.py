@@ -67,7 +67,9 @@ def plans(draw: st.DrawFn, depth: int = 2) -> tuple[Plan, int]:
         return Project(columns, input), len(columns)
     if kind == "reduce":
         group = tuple(draw(st.lists(st.integers(0, width - 1), max_size=2, unique=True)))
-        return Reduce(input, group_key=group), len(group) + 1
+        # A count(*) per group, or none: a distinct (of at least one column).
+        counts = draw(st.sampled_from([(Aggregate.COUNT,), ()])) if group else (Aggregate.COUNT,)
+        return Reduce(input, counts, group), len(group) + len(counts)
     other, other_width = draw(plans(depth - 1))
     pairs = draw(
         st.lists(

@@ -296,3 +296,53 @@ NaN NaN NaN
 @pytest.mark.parametrize("topology", ["solo-w1", "two-w2p2"])
 def test_a_join_holds_nan_equal_to_nan(topology: str) -> None:
     assert_runs(NAN_JOIN, topology)
+
+
+DISTINCT_COUNTS = (
+    KV
+    + """\
+# The distinct counts of each key: a count moves from one value to another
+# as rows arrive, so a Distinct's group grows, shrinks and empties.
+create-dataflow name=d as-of=0 optimize
+  import source=1000 shard=t upper=1 schema=kv
+  build id=2000
+    Distinct project=[#1]
+      Reduce group_by=[#0] aggregates=[count(*)]
+        Get u1000
+  export index=2001 on=2000 key=[0]
+----
+ok
+
+schedule id=2001
+----
+ok
+
+peek id=2001 ts=0
+----
+1
+
+write-rows shard=t ts=1 schema=kv
+  1 null
+----
+wrote 1
+
+peek id=2001 ts=1
+----
+1
+2
+
+write-rows shard=t ts=2 schema=kv
+  2 null
+----
+wrote 1
+
+peek id=2001 ts=2
+----
+2
+"""
+)
+
+
+@pytest.mark.parametrize("topology", sorted(TOPOLOGIES))
+def test_a_distinct_group_that_grew_then_emptied_retracts_its_row(topology: str) -> None:
+    assert_runs(DISTINCT_COUNTS, topology)
