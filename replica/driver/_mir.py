@@ -314,8 +314,32 @@ def _null_type(cursor: Cursor) -> ScalarType:
     raise MirError(f"expected a type after `null::`, found {cursor.describe()}")
 
 
+_ESCAPE = re.compile(r"\\(x[0-9A-Fa-f]{2}|u\{[0-9A-Fa-f][0-9A-Fa-f_]{0,7}\}|.)")
+
+
 def _unquote(text: str) -> str:
-    return re.sub(r"\\(.)", lambda m: _STRING_ESCAPES.get(m[1], m[0]), text[1:-1])
+    """A string literal's value, its escapes read as Rust reads them
+    (``\\n``, ``\\x41`` up to ``\\x7f``, ``\\u{1F600}``); an escape Rust
+    refuses is a :class:`MirError`."""
+    return _ESCAPE.sub(_unescape, text[1:-1])
+
+
+def _unescape(match: re.Match[str]) -> str:
+    escape = match[1]
+    if escape in _STRING_ESCAPES:
+        return _STRING_ESCAPES[escape]
+    if escape[0] == "x" and len(escape) == 3:
+        if int(escape[1:], 16) > 0x7F:
+            raise MirError(
+                f"out of range hex escape `{match[0]}` (at most \\x7f) in a string literal"
+            )
+        return chr(int(escape[1:], 16))
+    if escape[0] == "u" and len(escape) > 1:
+        point = int(escape[2:-1].replace("_", ""), 16)
+        if not (0 <= point < 0xD800 or 0xDFFF < point <= 0x10FFFF):
+            raise MirError(f"invalid unicode character escape `{match[0]}` in a string literal")
+        return chr(point)
+    raise MirError(f"unknown character escape `\\{escape[0]}` in a string literal")
 
 
 # Aggregates.

@@ -4,12 +4,15 @@ that compare as SQL compares them. Each case failed before its fix."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
 from replica._scalar import Literal
 from replica.driver import main
+from replica.driver._data import ColumnType, ScalarType
+from replica.driver._mir import Const, Cursor, MirError, lex, parse_expr
 from replica.driver._runner import run_spec
 from replica.driver._spec import parse_spec
 
@@ -346,3 +349,35 @@ peek id=2001 ts=2
 @pytest.mark.parametrize("topology", sorted(TOPOLOGIES))
 def test_a_distinct_group_that_grew_then_emptied_retracts_its_row(topology: str) -> None:
     assert_runs(DISTINCT_COUNTS, topology)
+
+
+@pytest.mark.parametrize(
+    ("written", "value"),
+    [
+        (r'"\u{41}\u{1F600}"', "A\U0001f600"),
+        (r'"\u{0_041}"', "A"),
+        (r'"\x41\x7f"', "A\x7f"),
+        (r'"tab\there \"q\" \\ \0 \'"', 'tab\there "q" \\ \0 \''),
+        ('"é ü 😀"', "é ü 😀"),
+    ],
+)
+def test_a_string_literal_reads_its_escapes_as_rust_does(written: str, value: str) -> None:
+    assert parse_expr(Cursor(lex(written))) == Const(value, ColumnType(ScalarType.TEXT))
+
+
+@pytest.mark.parametrize(
+    ("written", "message"),
+    [
+        (r'"\q"', r"unknown character escape `\q` in a string literal"),
+        (r'"\x80"', r"out of range hex escape `\x80` (at most \x7f) in a string literal"),
+        (r'"\x4"', r"unknown character escape `\x` in a string literal"),
+        (r'"\u{D800}"', r"invalid unicode character escape `\u{D800}` in a string literal"),
+        (r'"\u{110000}"', r"invalid unicode character escape `\u{110000}` in a string literal"),
+        (r'"\u41"', r"unknown character escape `\u` in a string literal"),
+    ],
+)
+def test_a_string_literal_with_an_escape_rust_refuses_is_refused(
+    written: str, message: str
+) -> None:
+    with pytest.raises(MirError, match=f"^{re.escape(message)}$"):
+        parse_expr(Cursor(lex(written)))
