@@ -7,8 +7,10 @@ tokens, scalar expressions and aggregates, with their types.
 
 Scalar expressions are parsed as the real parser parses them (precedence
 climbing: ``OR`` < ``AND`` < ``=``, ``!=`` < ``<``, ``<=``, ``>``, ``>=``
-< ``IS [NOT] NULL|TRUE|FALSE``; operands: ``#n``, integer, string and
-boolean literals, ``null::<type>``, ``NOT(..)``, parentheses). Arithmetic,
+< ``IS [NOT] NULL|TRUE|FALSE``; operands: ``#n``, integer literals as syn
+reads them (``-1``, ``0x10``, ``1_000``, ``1i64``), string literals with
+Rust's escapes, boolean literals, ``null::<type>``, ``NOT(..)``,
+parentheses). Arithmetic,
 float literals and the other functions it knows are refused here.
 """
 
@@ -47,6 +49,11 @@ _TOKEN = re.compile(
     )""",
     re.VERBOSE,
 )
+_INTEGER = re.compile(
+    r"(?P<prefix>0x|0o|0b)?(?P<digits>[0-9A-Fa-f_]+?)(?:[iu](?:8|16|32|64|128|size))?"
+)
+_RADIX = {None: 10, "0x": 16, "0o": 8, "0b": 2}
+_DIGITS = {10: "0123456789", 16: "0123456789abcdefABCDEF", 8: "01234567", 2: "01"}
 _STRING_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "0": "\0", "\\": "\\", '"': '"', "'": "'"}
 _CLOSING = {"(": ")", "[": "]", "{": "}"}
 
@@ -128,11 +135,17 @@ class Cursor:
             raise MirError(f"unexpected {self.describe()}")
 
     def integer(self, what: str) -> int:
+        """A Rust integer literal's value, as ``syn``'s ``base10_parse``
+        reads it: decimal, ``0x``, ``0o`` or ``0b``, ``_`` anywhere after the
+        first digit, an integer suffix (``1i64``) ignored."""
         token = self.peek()
-        if token is None or token.kind != "number" or not re.fullmatch(r"[0-9][0-9_]*", token.text):
+        match = None if token is None or token.kind != "number" else _INTEGER.fullmatch(token.text)
+        radix = 10 if match is None else _RADIX[match["prefix"]]
+        digits = "" if match is None else match["digits"].replace("_", "")
+        if not digits or not all(digit in _DIGITS[radix] for digit in digits):
             raise MirError(f"expected {what}, found {self.describe()}")
         self.at += 1
-        return int(token.text.replace("_", ""))
+        return int(digits, radix)
 
     def column(self) -> int:
         self.expect("#")
@@ -276,10 +289,16 @@ def parse_operand(cursor: Cursor) -> Expr:
     if token.kind == "string":
         cursor.at += 1
         return Const(_unquote(token.text), ColumnType(ScalarType.TEXT))
-    if token.kind == "number":
-        value = cursor.integer("an integer literal (floats are not supported here)")
+    if token.kind == "number" or cursor.is_("-"):
+        # syn reads `-` before an integer literal as a negative literal.
+        negative = cursor.eat("-")
+        what = "an integer literal after `-`" if negative else "an integer literal"
+        value = cursor.integer(f"{what} (floats are not supported here)")
+        value = -value if negative else value
         if value >= 2**63:
             raise MirError(f"number too large to fit in target type: {value}")
+        if value < -(2**63):
+            raise MirError(f"number too small to fit in target type: {value}")
         return Const(value, ColumnType(ScalarType.BIGINT))
     if token.kind == "ident" and token.text in ("true", "false"):
         cursor.at += 1

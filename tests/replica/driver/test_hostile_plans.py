@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from replica._scalar import Literal
+from replica._scalar import Literal, ScalarFunc
 from replica.driver import main
 from replica.driver._data import ColumnType, ScalarType
-from replica.driver._mir import Const, Cursor, MirError, lex, parse_expr
+from replica.driver._mir import Apply, Const, Cursor, MirError, Ref, lex, parse_expr
 from replica.driver._runner import run_spec
 from replica.driver._spec import parse_spec
 
@@ -377,6 +377,51 @@ def test_a_string_literal_reads_its_escapes_as_rust_does(written: str, value: st
     ],
 )
 def test_a_string_literal_with_an_escape_rust_refuses_is_refused(
+    written: str, message: str
+) -> None:
+    with pytest.raises(MirError, match=f"^{re.escape(message)}$"):
+        parse_expr(Cursor(lex(written)))
+
+
+def bigint(value: int) -> Const:
+    return Const(value, ColumnType(ScalarType.BIGINT))
+
+
+@pytest.mark.parametrize(
+    ("written", "value"),
+    [
+        ("-1", -1),
+        ("- 7", -7),
+        ("-9223372036854775808", -(2**63)),
+        ("9223372036854775807", 2**63 - 1),
+        ("0x10", 16),
+        ("0o17", 15),
+        ("0b101", 5),
+        ("1_000", 1000),
+        ("1i64", 1),
+        ("-0x_ff_u32", -255),
+    ],
+)
+def test_an_integer_literal_reads_as_syn_reads_it(written: str, value: int) -> None:
+    assert parse_expr(Cursor(lex(written))) == bigint(value)
+
+
+def test_a_negative_literal_compares_in_a_filter() -> None:
+    expr = parse_expr(Cursor(lex("#1 > -1")))
+    assert expr == Apply(ScalarFunc.GT, (Ref(1), bigint(-1)))
+
+
+@pytest.mark.parametrize(
+    ("written", "message"),
+    [
+        ("9223372036854775808", "number too large to fit in target type: 9223372036854775808"),
+        ("-9223372036854775809", "number too small to fit in target type: -9223372036854775809"),
+        ("0x", "expected an integer literal (floats are not supported here), found `0x`"),
+        ("1q", "expected an integer literal (floats are not supported here), found `1q`"),
+        ("- x", "expected an integer literal after `-` (floats are not supported here), found `x`"),
+    ],
+)
+def test_an_integer_literal_out_of_range_or_malformed_is_refused(
     written: str, message: str
 ) -> None:
     with pytest.raises(MirError, match=f"^{re.escape(message)}$"):
