@@ -428,9 +428,10 @@ def _equal_columns(pairs: tuple[tuple[int, int], ...], row: Row) -> bool:
 
 def _mapping(scalars: tuple[Scalar, ...]) -> Callable[[Row], Row]:
     def extend(row: Row) -> Row:
+        values = list(row)
         for scalar in scalars:
-            row = (*row, evaluate(scalar, row))
-        return row
+            values.append(evaluate(scalar, values))
+        return tuple(values)
 
     return extend
 

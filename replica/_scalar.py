@@ -11,7 +11,7 @@ expressions do.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import attrs
@@ -114,7 +114,7 @@ _COMPARE: dict[ScalarFunc, Callable[[Datum, Datum], bool]] = {
 }
 
 
-def evaluate(expr: Scalar, row: Row) -> Datum:
+def evaluate(expr: Scalar, row: Sequence[Datum]) -> Datum:
     """``expr``'s value on ``row``. Comparisons assume operands of one type
     (the driver checks it before a plan is built)."""
     match expr:

@@ -49,6 +49,7 @@ _TOKEN = re.compile(
     )""",
     re.VERBOSE,
 )
+_SPACE = re.compile(r"\s*")
 _INTEGER = re.compile(
     r"(?P<prefix>0x|0o|0b)?(?P<digits>[0-9A-Fa-f_]+?)(?:[iu](?:8|16|32|64|128|size))?"
 )
@@ -67,15 +68,15 @@ class Token:
 def lex(text: str) -> list[Token]:
     """``text``'s tokens; :class:`MirError` at a character no token starts with."""
     tokens: list[Token] = []
-    at = 0
-    while text[at:].strip():
+    at = _SPACE.match(text).end()  # type: ignore[union-attr]
+    while at < len(text):
         match = _TOKEN.match(text, at)
         if match is None:
-            raise MirError(f"unexpected character {text[at:].lstrip()[0]!r}")
+            raise MirError(f"unexpected character {text[at]!r}")
         kind = match.lastgroup
         assert kind is not None
         tokens.append(Token(kind, match[kind]))
-        at = match.end()
+        at = _SPACE.match(text, match.end()).end()  # type: ignore[union-attr]
     return tokens
 
 

@@ -377,9 +377,10 @@ class ReferenceModel:
             case Map(scalars, input):
                 mapped: Counter[Row] = Counter()
                 for row, n in self._evaluate(dataflow, input, ts).items():
+                    values = list(row)
                     for scalar in scalars:
-                        row = (*row, evaluate(scalar, row))
-                    mapped[row] += n
+                        values.append(evaluate(scalar, values))
+                    mapped[tuple(values)] += n
                 return mapped
             case Join(inputs, equalities):
                 joined: Counter[Row] = Counter({(): 1})

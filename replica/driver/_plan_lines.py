@@ -104,6 +104,15 @@ _INPUTS = {
 }
 
 
+# Wider than any plan here needs, narrow enough that a row's columns cost
+# little to build and to check.
+MAX_PLAN_COLUMNS = 4096
+
+
+def _too_wide(columns: int) -> str:
+    return f"a plan's rows have at most {MAX_PLAN_COLUMNS} columns (these have {columns})"
+
+
 # Deeper than any plan Materialize prints, shallow enough that resolving,
 # checking, building and encoding a plan stay within Python's recursion limit.
 MAX_PLAN_DEPTH = 64
@@ -306,9 +315,11 @@ def resolve(
         )
     try:
         plan, computed = _resolve(node, inputs, input_types)
-        check(plan, {id: len(relation) for id, relation in types.items()})
+        width = check(plan, {id: len(relation) for id, relation in types.items()})
     except (PlanError, MirError) as error:
         raise InputError(node.line, str(error)) from None
+    if width > MAX_PLAN_COLUMNS:
+        raise InputError(node.line, _too_wide(width))
     match plan:
         case Get(id):
             return plan, types[id]
@@ -346,13 +357,15 @@ def _resolve(
                 predicates.append(predicate)
             return Filter(tuple(predicates), inputs[0]), input_types[0]
         case Operator.MAP:
-            relation = input_types[0]
+            columns = list(input_types[0])
+            if len(columns) + len(node.scalars) > MAX_PLAN_COLUMNS:
+                raise MirError(_too_wide(len(columns) + len(node.scalars)))
             scalars = []
             for expr in node.scalars:
-                scalar, type = lower(expr, relation)
+                scalar, type = lower(expr, tuple(columns))
                 scalars.append(scalar)
-                relation = (*relation, type)
-            return Map(tuple(scalars), inputs[0]), relation
+                columns.append(type)
+            return Map(tuple(scalars), inputs[0]), tuple(columns)
         case Operator.JOIN | Operator.CROSS_JOIN:
             return Join(inputs, node.equalities), ()
     raise AssertionError(f"no plan for {node.operator}")

@@ -426,3 +426,22 @@ def test_an_integer_literal_out_of_range_or_malformed_is_refused(
 ) -> None:
     with pytest.raises(MirError, match=f"^{re.escape(message)}$"):
         parse_expr(Cursor(lex(written)))
+
+
+# A Map or Project past the limit, and a line long enough that reading it
+# in quadratic time (as the lexer once did) would not finish.
+@pytest.mark.parametrize(
+    ("line", "columns"),
+    [
+        ("Map (" + ", ".join(["#0"] * 5000) + ")", 5002),
+        ("Project (" + ", ".join(["#0"] * 300_000) + ")", 300_000),
+    ],
+)
+def test_a_plan_with_too_many_columns_is_bad_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], line: str, columns: int
+) -> None:
+    spec = tmp_path / "wide.spec"
+    spec.write_text(KV + dataflow(line), encoding="utf-8")
+    assert main(["run", str(spec)]) == 2
+    message = f"a plan's rows have at most 4096 columns (these have {columns})"
+    assert capsys.readouterr() == ("", f"{spec}:24: {message}\n")
