@@ -367,5 +367,12 @@ def _resolve(
                 columns.append(type)
             return Map(tuple(scalars), inputs[0]), tuple(columns)
         case Operator.JOIN | Operator.CROSS_JOIN:
+            columns = [column for relation in input_types for column in relation]
+            for a, b in node.equalities:
+                if max(a, b) < len(columns) and columns[a].scalar != columns[b].scalar:
+                    raise MirError(
+                        f"a join equality (#{a} = #{b}) compares "
+                        f"{columns[a].scalar} with {columns[b].scalar}"
+                    )
             return Join(inputs, node.equalities), ()
     raise AssertionError(f"no plan for {node.operator}")

@@ -445,3 +445,41 @@ def test_a_plan_with_too_many_columns_is_bad_input(
     assert main(["run", str(spec)]) == 2
     message = f"a plan's rows have at most 4096 columns (these have {columns})"
     assert capsys.readouterr() == ("", f"{spec}:24: {message}\n")
+
+
+BOOL_JOIN = """\
+create-instance
+----
+ok
+
+define-schema name=kb
+  k bigint
+  b boolean
+----
+ok
+
+initialization-complete
+----
+ok
+
+create-dataflow name=d as-of=0 optimize
+  import source=1000 shard=t upper=1 schema=kb
+  build id=2000
+    Join on=(#0 = #2 AND #1 = #2)
+      Get u1000
+      Get u1000
+  export index=2001 on=2000 key=[]
+----
+ok
+"""
+
+
+def test_a_join_equality_of_two_types_is_bad_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Python holds True == 1: joined, a true would have met a 1.
+    spec = tmp_path / "join.spec"
+    spec.write_text(BOOL_JOIN, encoding="utf-8")
+    assert main(["run", str(spec)]) == 2
+    message = "a join equality (#1 = #2) compares boolean with bigint"
+    assert capsys.readouterr() == ("", f"{spec}:18: {message}\n")
