@@ -43,7 +43,7 @@ from replica import (
     Subscribe,
 )
 from replica._aggregates import AggregateExpr, aggregate
-from replica._arrangement import key_of
+from replica._arrangement import key_of, typed
 from replica._plan import COUNT_ALL, Filter, Map, gets
 from replica._protocol import Datum
 from replica._scalar import evaluate, holds, same
@@ -301,8 +301,10 @@ class ReferenceModel:
             return [f"error: timed out after {timeout.text}s"]
         rows = self._rows(dataflow, export.on, ts)
         if literals is not None:
-            keys = set(literals)
-            rows = Counter({row: n for row, n in rows.items() if key_of(row, export.key) in keys})
+            keys = {typed(literal) for literal in literals}
+            rows = Counter(
+                {row: n for row, n in rows.items() if typed(key_of(row, export.key)) in keys}
+            )
         return rows
 
     def _sink_read(self, stanza: Stanza, id: GlobalId, ts: int, timeout: Timeout) -> list[str]:

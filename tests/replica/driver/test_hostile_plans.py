@@ -13,6 +13,7 @@ from replica._scalar import Literal, ScalarFunc
 from replica.driver import main
 from replica.driver._data import ColumnType, ScalarType
 from replica.driver._mir import Apply, Const, Cursor, MirError, Ref, lex, parse_expr
+from replica.driver._model import ReferenceModel
 from replica.driver._runner import run_spec
 from replica.driver._spec import parse_spec
 
@@ -483,3 +484,47 @@ def test_a_join_equality_of_two_types_is_bad_input(
     assert main(["run", str(spec)]) == 2
     message = "a join equality (#1 = #2) compares boolean with bigint"
     assert capsys.readouterr() == ("", f"{spec}:18: {message}\n")
+
+
+BOOL_KEY = (
+    KV
+    + """\
+create-dataflow name=d as-of=0 optimize
+  import source=1000 shard=t upper=1 schema=kv
+  build id=2000
+    Map (#1 IS NULL)
+      Get u1000
+  export index=2001 on=2000 key=[2]
+----
+ok
+
+schedule id=2001
+----
+ok
+
+# The literals are bigints: no boolean key equals one (Python holds
+# True == 1 and False == 0).
+peek-count id=2001 ts=0 literals=[1]
+----
+0
+
+peek-count id=2001 ts=0 literals=[0, 1]
+----
+0
+
+peek-count id=2001 ts=0
+----
+2
+"""
+)
+
+
+@pytest.mark.parametrize("topology", sorted(TOPOLOGIES))
+def test_a_bigint_literal_counts_no_boolean_key(topology: str) -> None:
+    assert_runs(BOOL_KEY, topology)
+
+
+def test_the_model_counts_no_boolean_key_for_a_bigint_literal() -> None:
+    model = ReferenceModel()
+    outputs = [model.expect(stanza) for stanza in parse_spec(BOOL_KEY, "m.spec").stanzas]
+    assert outputs[-3:] == [["0"], ["0"], ["2"]]
