@@ -57,6 +57,13 @@ def column_router(column: int, parts: int) -> Callable[[Row], int]:
     return route
 
 
+def typed(values: Row) -> tuple[tuple[type, Datum], ...]:
+    """``values`` with each datum's type: equal only where SQL holds them
+    equal (Python holds ``True == 1``; a boolean key never equals a bigint
+    literal)."""
+    return tuple((type(value), value) for value in values)
+
+
 def key_of(row: Row, key: tuple[int, ...]) -> Row:
     """The key columns of ``row`` (a column the row lacks is null)."""
     return tuple(row[column] if column < len(row) else None for column in key)
@@ -140,7 +147,14 @@ class Arrangement:
         if literals is None:
             sources: list[list[Update]] = [self.log]
         else:
-            sources = [self.by_key[key] for key in literals if key in self.by_key]
+            # A literal finds the updates of its key, unless it only equals
+            # that key in Python (a bigint literal and a boolean key).
+            sources = [
+                self.by_key[key]
+                for key in literals
+                if key in self.by_key
+                and typed(key_of(self.by_key[key][0][0], self.key)) == typed(key)
+            ]
         return Scan(ts, [(source, len(source)) for source in sources])
 
     def listen(self, wake: Callable[[], None]) -> Callable[[], None]:

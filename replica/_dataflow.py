@@ -65,7 +65,7 @@ from ._protocol import (
     Subscribe,
     SubscribeBatch,
 )
-from ._scalar import Scalar, evaluate, holds
+from ._scalar import Scalar, evaluate, holds, same
 from ._shard import ShardCatalog
 from ._sinks import MaterializedViewSink, Metrics, SubscribeSink
 
@@ -423,14 +423,15 @@ def _keyed_sources(description: DataflowDescription) -> dict[GlobalId, tuple[int
 
 
 def _equal_columns(pairs: tuple[tuple[int, int], ...], row: Row) -> bool:
-    return all(row[a] == row[b] for a, b in pairs)
+    return all(same(row[a], row[b]) for a, b in pairs)
 
 
 def _mapping(scalars: tuple[Scalar, ...]) -> Callable[[Row], Row]:
     def extend(row: Row) -> Row:
+        values = list(row)
         for scalar in scalars:
-            row = (*row, evaluate(scalar, row))
-        return row
+            values.append(evaluate(scalar, values))
+        return tuple(values)
 
     return extend
 

@@ -293,15 +293,16 @@ class CountReduce(Operator):
                 for group, delta in deltas.items():
                     old = counts.get(group, 0)
                     new = old + delta
+                    if new:
+                        counts[group] = new
+                    elif old:
+                        del counts[group]
                     if new == old or (not self.aggregates and old and new):
                         continue  # (no aggregates: a distinct group stays one row)
                     if old:
                         output.append(((*group, *(old,) * self.aggregates), time, -1))
                     if new:
                         output.append(((*group, *(new,) * self.aggregates), time, 1))
-                        counts[group] = new
-                    else:
-                        del counts[group]
             self.out.push(output)
         self.out.frontier = frontier
 

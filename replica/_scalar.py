@@ -11,7 +11,7 @@ expressions do.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import attrs
@@ -54,11 +54,17 @@ class Column:
     index: int
 
 
+def _typed(value: Datum) -> tuple[type, Datum]:
+    return type(value), value
+
+
 @attrs.frozen
 class Literal:
-    """A constant (``None``: NULL)."""
+    """A constant (``None``: NULL). Literals compare by type and value:
+    Python holds ``1 == True``, SQL does not, and a plan with ``1`` must not
+    stand in for one with ``true`` when a reconnect compares them."""
 
-    value: Datum
+    value: Datum = attrs.field(eq=_typed)
 
 
 @attrs.frozen
@@ -84,17 +90,31 @@ def columns(expr: Scalar) -> list[int]:
             return [column for arg in args for column in columns(arg)]
 
 
+def _ordered(value: Datum) -> tuple[bool, Datum]:
+    """``value`` as SQL orders it: NaN equals NaN and sorts above every
+    other number (Materialize's ordered floats), where Python's NaN compares
+    false with everything."""
+    nan = value != value  # true for NaN only
+    return nan, 0.0 if nan else value
+
+
+def same(a: Datum, b: Datum) -> bool:
+    """Whether ``a`` and ``b`` are one datum, as a join's equality matches
+    them: NaN is NaN (as it is when rows meet by key), NULL is NULL."""
+    return _ordered(a) == _ordered(b)
+
+
 _COMPARE: dict[ScalarFunc, Callable[[Datum, Datum], bool]] = {
-    ScalarFunc.EQ: lambda a, b: a == b,
-    ScalarFunc.NOT_EQ: lambda a, b: a != b,
-    ScalarFunc.LT: lambda a, b: a < b,  # type: ignore[operator]
-    ScalarFunc.LTE: lambda a, b: a <= b,  # type: ignore[operator]
-    ScalarFunc.GT: lambda a, b: a > b,  # type: ignore[operator]
-    ScalarFunc.GTE: lambda a, b: a >= b,  # type: ignore[operator]
+    ScalarFunc.EQ: lambda a, b: _ordered(a) == _ordered(b),
+    ScalarFunc.NOT_EQ: lambda a, b: _ordered(a) != _ordered(b),
+    ScalarFunc.LT: lambda a, b: _ordered(a) < _ordered(b),
+    ScalarFunc.LTE: lambda a, b: _ordered(a) <= _ordered(b),
+    ScalarFunc.GT: lambda a, b: _ordered(a) > _ordered(b),
+    ScalarFunc.GTE: lambda a, b: _ordered(a) >= _ordered(b),
 }
 
 
-def evaluate(expr: Scalar, row: Row) -> Datum:
+def evaluate(expr: Scalar, row: Sequence[Datum]) -> Datum:
     """``expr``'s value on ``row``. Comparisons assume operands of one type
     (the driver checks it before a plan is built)."""
     match expr:

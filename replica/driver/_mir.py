@@ -7,8 +7,10 @@ tokens, scalar expressions and aggregates, with their types.
 
 Scalar expressions are parsed as the real parser parses them (precedence
 climbing: ``OR`` < ``AND`` < ``=``, ``!=`` < ``<``, ``<=``, ``>``, ``>=``
-< ``IS [NOT] NULL|TRUE|FALSE``; operands: ``#n``, integer, string and
-boolean literals, ``null::<type>``, ``NOT(..)``, parentheses). Arithmetic,
+< ``IS [NOT] NULL|TRUE|FALSE``; operands: ``#n``, integer literals as syn
+reads them (``-1``, ``0x10``, ``1_000``, ``1i64``), string literals with
+Rust's escapes, boolean literals, ``null::<type>``, ``NOT(..)``,
+parentheses). Arithmetic,
 float literals and the other functions it knows are refused here.
 """
 
@@ -32,6 +34,12 @@ class MirError(ValueError):
     """A plan line the parser rejects: the message says what it wanted."""
 
 
+# Deeper than any plan line Materialize prints, shallow enough that parsing,
+# lowering, evaluating and encoding an expression stay within Python's
+# recursion limit.
+MAX_EXPR_DEPTH = 64
+
+
 _TOKEN = re.compile(
     r"""\s*(?:
       (?P<ident>[A-Za-z_][A-Za-z0-9_]*)
@@ -41,6 +49,12 @@ _TOKEN = re.compile(
     )""",
     re.VERBOSE,
 )
+_SPACE = re.compile(r"\s*")
+_INTEGER = re.compile(
+    r"(?P<prefix>0x|0o|0b)?(?P<digits>[0-9A-Fa-f_]+?)(?:[iu](?:8|16|32|64|128|size))?"
+)
+_RADIX = {None: 10, "0x": 16, "0o": 8, "0b": 2}
+_DIGITS = {10: "0123456789", 16: "0123456789abcdefABCDEF", 8: "01234567", 2: "01"}
 _STRING_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "0": "\0", "\\": "\\", '"': '"', "'": "'"}
 _CLOSING = {"(": ")", "[": "]", "{": "}"}
 
@@ -54,15 +68,15 @@ class Token:
 def lex(text: str) -> list[Token]:
     """``text``'s tokens; :class:`MirError` at a character no token starts with."""
     tokens: list[Token] = []
-    at = 0
-    while text[at:].strip():
+    at = _SPACE.match(text).end()  # type: ignore[union-attr]
+    while at < len(text):
         match = _TOKEN.match(text, at)
         if match is None:
-            raise MirError(f"unexpected character {text[at:].lstrip()[0]!r}")
+            raise MirError(f"unexpected character {text[at]!r}")
         kind = match.lastgroup
         assert kind is not None
         tokens.append(Token(kind, match[kind]))
-        at = match.end()
+        at = _SPACE.match(text, match.end()).end()  # type: ignore[union-attr]
     return tokens
 
 
@@ -72,6 +86,7 @@ class Cursor:
 
     tokens: list[Token]
     at: int = 0
+    depth: int = 0  # the brackets around these tokens
 
     def peek(self, offset: int = 0) -> Token | None:
         at = self.at + offset
@@ -111,7 +126,9 @@ class Cursor:
             elif token.kind == "punct" and token.text in _CLOSING.values():
                 depth -= 1
                 if depth == 0:
-                    return Cursor(self.tokens[start : self.at - 1])
+                    if self.depth >= MAX_EXPR_DEPTH:
+                        raise MirError(f"brackets nest more than {MAX_EXPR_DEPTH} deep")
+                    return Cursor(self.tokens[start : self.at - 1], depth=self.depth + 1)
         raise MirError(f"`{opening}` is not closed")
 
     def finish(self) -> None:
@@ -119,11 +136,17 @@ class Cursor:
             raise MirError(f"unexpected {self.describe()}")
 
     def integer(self, what: str) -> int:
+        """A Rust integer literal's value, as ``syn``'s ``base10_parse``
+        reads it: decimal, ``0x``, ``0o`` or ``0b``, ``_`` anywhere after the
+        first digit, an integer suffix (``1i64``) ignored."""
         token = self.peek()
-        if token is None or token.kind != "number" or not re.fullmatch(r"[0-9][0-9_]*", token.text):
+        match = None if token is None or token.kind != "number" else _INTEGER.fullmatch(token.text)
+        radix = 10 if match is None else _RADIX[match["prefix"]]
+        digits = "" if match is None else match["digits"].replace("_", "")
+        if not digits or not all(digit in _DIGITS[radix] for digit in digits):
             raise MirError(f"expected {what}, found {self.describe()}")
         self.at += 1
-        return int(token.text.replace("_", ""))
+        return int(digits, radix)
 
     def column(self) -> int:
         self.expect("#")
@@ -267,10 +290,16 @@ def parse_operand(cursor: Cursor) -> Expr:
     if token.kind == "string":
         cursor.at += 1
         return Const(_unquote(token.text), ColumnType(ScalarType.TEXT))
-    if token.kind == "number":
-        value = cursor.integer("an integer literal (floats are not supported here)")
+    if token.kind == "number" or cursor.is_("-"):
+        # syn reads `-` before an integer literal as a negative literal.
+        negative = cursor.eat("-")
+        what = "an integer literal after `-`" if negative else "an integer literal"
+        value = cursor.integer(f"{what} (floats are not supported here)")
+        value = -value if negative else value
         if value >= 2**63:
             raise MirError(f"number too large to fit in target type: {value}")
+        if value < -(2**63):
+            raise MirError(f"number too small to fit in target type: {value}")
         return Const(value, ColumnType(ScalarType.BIGINT))
     if token.kind == "ident" and token.text in ("true", "false"):
         cursor.at += 1
@@ -305,8 +334,32 @@ def _null_type(cursor: Cursor) -> ScalarType:
     raise MirError(f"expected a type after `null::`, found {cursor.describe()}")
 
 
+_ESCAPE = re.compile(r"\\(x[0-9A-Fa-f]{2}|u\{[0-9A-Fa-f][0-9A-Fa-f_]{0,7}\}|.)")
+
+
 def _unquote(text: str) -> str:
-    return re.sub(r"\\(.)", lambda m: _STRING_ESCAPES.get(m[1], m[0]), text[1:-1])
+    """A string literal's value, its escapes read as Rust reads them
+    (``\\n``, ``\\x41`` up to ``\\x7f``, ``\\u{1F600}``); an escape Rust
+    refuses is a :class:`MirError`."""
+    return _ESCAPE.sub(_unescape, text[1:-1])
+
+
+def _unescape(match: re.Match[str]) -> str:
+    escape = match[1]
+    if escape in _STRING_ESCAPES:
+        return _STRING_ESCAPES[escape]
+    if escape[0] == "x" and len(escape) == 3:
+        if int(escape[1:], 16) > 0x7F:
+            raise MirError(
+                f"out of range hex escape `{match[0]}` (at most \\x7f) in a string literal"
+            )
+        return chr(int(escape[1:], 16))
+    if escape[0] == "u" and len(escape) > 1:
+        point = int(escape[2:-1].replace("_", ""), 16)
+        if not (0 <= point < 0xD800 or 0xDFFF < point <= 0x10FFFF):
+            raise MirError(f"invalid unicode character escape `{match[0]}` in a string literal")
+        return chr(point)
+    raise MirError(f"unknown character escape `\\{escape[0]}` in a string literal")
 
 
 # Aggregates.
@@ -348,9 +401,13 @@ _INTEGERS = frozenset({ScalarType.SMALLINT, ScalarType.INTEGER, ScalarType.BIGIN
 _BOOLEAN = ColumnType(ScalarType.BOOLEAN)
 
 
-def lower(expr: Expr, types: tuple[ColumnType, ...]) -> tuple[Scalar, ColumnType]:
+def lower(expr: Expr, types: tuple[ColumnType, ...], depth: int = 0) -> tuple[Scalar, ColumnType]:
     """The engine's expression for ``expr`` over rows of ``types``, and its
-    type; :class:`MirError` for a column out of range or mixed types."""
+    type; :class:`MirError` for a column out of range, mixed types, or an
+    expression nested deeper than :data:`MAX_EXPR_DEPTH` (operators chain
+    without brackets too: ``#0 IS NULL IS NULL ..``)."""
+    if depth > MAX_EXPR_DEPTH:
+        raise MirError(f"an expression nests more than {MAX_EXPR_DEPTH} deep")
     match expr:
         case Ref(index):
             if index >= len(types):
@@ -359,7 +416,7 @@ def lower(expr: Expr, types: tuple[ColumnType, ...]) -> tuple[Scalar, ColumnType
         case Const(value, type):
             return Literal(value), type
         case Apply(func, args):
-            lowered = [lower(arg, types) for arg in args]
+            lowered = [lower(arg, types, depth + 1) for arg in args]
             scalars = tuple(scalar for scalar, _ in lowered)
             arg_types = [type for _, type in lowered]
             nullable = any(type.nullable for type in arg_types)

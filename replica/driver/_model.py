@@ -43,10 +43,10 @@ from replica import (
     Subscribe,
 )
 from replica._aggregates import AggregateExpr, aggregate
-from replica._arrangement import key_of
+from replica._arrangement import key_of, typed
 from replica._plan import COUNT_ALL, Filter, Map, gets
 from replica._protocol import Datum
-from replica._scalar import evaluate, holds
+from replica._scalar import evaluate, holds, same
 
 from ._data import render_datum, render_rows
 from ._payloads import (
@@ -301,8 +301,10 @@ class ReferenceModel:
             return [f"error: timed out after {timeout.text}s"]
         rows = self._rows(dataflow, export.on, ts)
         if literals is not None:
-            keys = set(literals)
-            rows = Counter({row: n for row, n in rows.items() if key_of(row, export.key) in keys})
+            keys = {typed(literal) for literal in literals}
+            rows = Counter(
+                {row: n for row, n in rows.items() if typed(key_of(row, export.key)) in keys}
+            )
         return rows
 
     def _sink_read(self, stanza: Stanza, id: GlobalId, ts: int, timeout: Timeout) -> list[str]:
@@ -377,9 +379,10 @@ class ReferenceModel:
             case Map(scalars, input):
                 mapped: Counter[Row] = Counter()
                 for row, n in self._evaluate(dataflow, input, ts).items():
+                    values = list(row)
                     for scalar in scalars:
-                        row = (*row, evaluate(scalar, row))
-                    mapped[row] += n
+                        values.append(evaluate(scalar, values))
+                    mapped[tuple(values)] += n
                 return mapped
             case Join(inputs, equalities):
                 joined: Counter[Row] = Counter({(): 1})
@@ -392,7 +395,7 @@ class ReferenceModel:
                     {
                         row: n
                         for row, n in joined.items()
-                        if all(row[a] == row[b] for a, b in equalities)
+                        if all(same(row[a], row[b]) for a, b in equalities)
                     }
                 )
 

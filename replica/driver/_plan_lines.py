@@ -104,8 +104,22 @@ _INPUTS = {
 }
 
 
+# Wider than any plan here needs, narrow enough that a row's columns cost
+# little to build and to check.
+MAX_PLAN_COLUMNS = 4096
+
+
+def _too_wide(columns: int) -> str:
+    return f"a plan's rows have at most {MAX_PLAN_COLUMNS} columns (these have {columns})"
+
+
+# Deeper than any plan Materialize prints, shallow enough that resolving,
+# checking, building and encoding a plan stay within Python's recursion limit.
+MAX_PLAN_DEPTH = 64
+
+
 def parse_plan(lines: list[BodyLine]) -> PlanNode:
-    node, end = _node(lines, 0)
+    node, end = _node(lines, 0, 1)
     if end < len(lines):
         raise InputError(
             lines[end].number,
@@ -115,8 +129,10 @@ def parse_plan(lines: list[BodyLine]) -> PlanNode:
     return node
 
 
-def _node(lines: list[BodyLine], start: int) -> tuple[PlanNode, int]:
+def _node(lines: list[BodyLine], start: int, depth: int) -> tuple[PlanNode, int]:
     line = lines[start]
+    if depth > MAX_PLAN_DEPTH:
+        raise InputError(line.number, f"a plan nests more than {MAX_PLAN_DEPTH} operators deep")
     node = _operator(line)
     inputs: list[PlanNode] = []
     at = start + 1
@@ -127,7 +143,7 @@ def _node(lines: list[BodyLine], start: int) -> tuple[PlanNode, int]:
                 f"an input of {node.operator} (line {line.number}) is indented "
                 f"{line.indent + 2} spaces, 2 more than it, not {lines[at].indent}",
             )
-        child, at = _node(lines, at)
+        child, at = _node(lines, at, depth + 1)
         inputs.append(child)
     least, most = _INPUTS.get(node.operator, (2, None))
     if len(inputs) < least or (most is not None and len(inputs) > most):
@@ -299,9 +315,11 @@ def resolve(
         )
     try:
         plan, computed = _resolve(node, inputs, input_types)
-        check(plan, {id: len(relation) for id, relation in types.items()})
+        width = check(plan, {id: len(relation) for id, relation in types.items()})
     except (PlanError, MirError) as error:
         raise InputError(node.line, str(error)) from None
+    if width > MAX_PLAN_COLUMNS:
+        raise InputError(node.line, _too_wide(width))
     match plan:
         case Get(id):
             return plan, types[id]
@@ -339,13 +357,22 @@ def _resolve(
                 predicates.append(predicate)
             return Filter(tuple(predicates), inputs[0]), input_types[0]
         case Operator.MAP:
-            relation = input_types[0]
+            columns = list(input_types[0])
+            if len(columns) + len(node.scalars) > MAX_PLAN_COLUMNS:
+                raise MirError(_too_wide(len(columns) + len(node.scalars)))
             scalars = []
             for expr in node.scalars:
-                scalar, type = lower(expr, relation)
+                scalar, type = lower(expr, tuple(columns))
                 scalars.append(scalar)
-                relation = (*relation, type)
-            return Map(tuple(scalars), inputs[0]), relation
+                columns.append(type)
+            return Map(tuple(scalars), inputs[0]), tuple(columns)
         case Operator.JOIN | Operator.CROSS_JOIN:
+            columns = [column for relation in input_types for column in relation]
+            for a, b in node.equalities:
+                if max(a, b) < len(columns) and columns[a].scalar != columns[b].scalar:
+                    raise MirError(
+                        f"a join equality (#{a} = #{b}) compares "
+                        f"{columns[a].scalar} with {columns[b].scalar}"
+                    )
             return Join(inputs, node.equalities), ()
     raise AssertionError(f"no plan for {node.operator}")

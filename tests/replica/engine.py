@@ -36,7 +36,7 @@ from replica._exchange import Fabric
 from replica._operators import Operator, Queue
 from replica._plan import Filter, Get, Join, Map, Plan, Project, Reduce
 from replica._scalar import evaluate as scalar_value
-from replica._scalar import holds
+from replica._scalar import holds, same
 from replica._state import ComputeState
 from replica.driver._model import reduce_rows
 
@@ -240,7 +240,7 @@ def evaluate(plan: Plan, inputs: Mapping[GlobalId, Counter[Row]]) -> Counter[Row
                 {
                     row: count
                     for row, count in joined.items()
-                    if all(row[a] == row[b] for a, b in equalities)
+                    if all(same(row[a], row[b]) for a, b in equalities)
                 }
             )
 

@@ -60,7 +60,7 @@ def plans(draw: st.DrawFn, depth: int = 2) -> tuple[Plan, int]:
     """A plan over sources ``A`` and ``B`` (two columns each), and its arity."""
     if depth == 0 or draw(st.integers(0, 3)) == 0:
         return Get(draw(st.sampled_from([A, B]))), 2
-    kind = draw(st.sampled_from(["project", "reduce", "join"]))
+    kind = draw(st.sampled_from(["project", "reduce", "distinct", "join"]))
     input, width = draw(plans(depth - 1))
     if kind == "project":
         columns = tuple(draw(st.lists(st.integers(0, width - 1), min_size=1, max_size=3)))
@@ -68,6 +68,11 @@ def plans(draw: st.DrawFn, depth: int = 2) -> tuple[Plan, int]:
     if kind == "reduce":
         group = tuple(draw(st.lists(st.integers(0, width - 1), max_size=2, unique=True)))
         return Reduce(input, group_key=group), len(group) + 1
+    if kind == "distinct":
+        group = tuple(
+            draw(st.lists(st.integers(0, width - 1), min_size=1, max_size=2, unique=True))
+        )
+        return Reduce(input, (), group), len(group)
     other, other_width = draw(plans(depth - 1))
     pairs = draw(
         st.lists(
@@ -121,7 +126,8 @@ def typed_plans(draw: st.DrawFn, depth: int = 2) -> tuple[Plan, tuple[str, ...]]
         group = tuple(draw(st.lists(st.integers(0, len(kinds) - 1), max_size=2, unique=True)))
         aggregates: list[Aggregate | AggregateExpr] = []
         results: list[str] = []
-        for _ in range(draw(st.integers(1, 3))):
+        # No aggregates (a distinct) needs a group key: a row has a column.
+        for _ in range(draw(st.integers(0 if group else 1, 3))):
             column = draw(st.integers(0, len(kinds) - 1))
             funcs = [AggregateFunc.COUNT]
             funcs += (
