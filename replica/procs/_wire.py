@@ -129,7 +129,14 @@ def to_builtins(value: object) -> Any:
     return [_OBJECT, kind.__name__, *[to_builtins(getattr(value, name)) for name in fields]]
 
 
-def from_builtins(data: Any) -> Any:
+# How deep a value may nest on the wire (a plan of the driver's deepest, 64
+# operators over expressions 64 deep, takes about 260 levels): deeper is a
+# WireError whatever the interpreter's recursion limit (which a peer's bytes
+# must never reach).
+MAX_DEPTH = 320
+
+
+def from_builtins(data: Any, depth: int = 0) -> Any:
     """The value :func:`to_builtins` made. Raises :class:`WireError`."""
     if type(data) is not list:
         if type(data) in _PRIMITIVES:
@@ -137,24 +144,27 @@ def from_builtins(data: Any) -> Any:
         raise WireError(f"unexpected {type(data).__name__} on the wire")
     if not data:
         raise WireError("an empty array on the wire")
+    if depth > MAX_DEPTH:
+        raise _too_deep()
+    depth += 1
     tag = data[0]
     try:
         # The most common first: objects, then tuples (rows, updates).
         if tag == _OBJECT:
             cls, count = _ARITY[data[1]]
-            return _construct(cls, count, data[2:])
+            return _construct(cls, count, data[2:], depth)
         if tag == _TUPLE:
-            return tuple(v if type(v) in _PRIMITIVES else from_builtins(v) for v in data[1:])
+            return tuple(v if type(v) in _PRIMITIVES else from_builtins(v, depth) for v in data[1:])
         if tag == _ID:
             _, namespace, number = data
             return GlobalId(namespace, number)
         if tag == _LIST:
-            return [v if type(v) in _PRIMITIVES else from_builtins(v) for v in data[1:]]
+            return [v if type(v) in _PRIMITIVES else from_builtins(v, depth) for v in data[1:]]
         if tag == _BIG:
             _, text = data
             return int(text)
         if tag == _DICT:
-            flat = [from_builtins(v) for v in data[1:]]
+            flat = [from_builtins(v, depth) for v in data[1:]]
             return dict(zip(flat[::2], flat[1::2], strict=True))
         if tag == _ENUM:
             _, name, member = data
@@ -166,12 +176,12 @@ def from_builtins(data: Any) -> Any:
     raise WireError(f"unknown tag {tag!r} on the wire")
 
 
-def _construct(cls: type, count: int, values: list[Any]) -> Any:
+def _construct(cls: type, count: int, values: list[Any], depth: int) -> Any:
     if len(values) != count:
         raise WireError(f"{cls.__name__} takes {count} values")
     for i, v in enumerate(values):
         if type(v) not in _PRIMITIVES:
-            values[i] = from_builtins(v)
+            values[i] = from_builtins(v, depth)
     return cls(*values)
 
 
@@ -217,7 +227,8 @@ def split(data: bytes) -> list[Any]:
 
 def _too_deep() -> WireError:
     # Arrays msgspec decodes (its limit is the interpreter's) but nested past
-    # what from_builtins, two frames a level, can rebuild: a peer's bytes.
+    # MAX_DEPTH, or past what from_builtins (two or three frames a level)
+    # can rebuild on the stack it was called on: a peer's bytes.
     return WireError("a value nested too deeply on the wire")
 
 

@@ -3,6 +3,7 @@ encoding, exchanges across processes, and shard mirrors fed by a host."""
 
 from __future__ import annotations
 
+import sys
 from typing import Any, cast
 
 import attrs
@@ -125,6 +126,22 @@ def test_a_value_nested_too_deeply_is_a_wire_error() -> None:
         _wire.decode(_nested(700))
     with pytest.raises(WireError, match=r"^a value nested too deeply on the wire$"):
         _wire.split(_wire.join([_wire.encode(1), _nested(700)]))
+
+
+def test_the_wire_refuses_depth_by_its_own_limit_not_the_interpreters() -> None:
+    """However high the recursion limit (a test or a library may raise it),
+    a value nested past ``MAX_DEPTH`` is refused, and one within decodes."""
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(100_000)
+    try:
+        with pytest.raises(WireError, match=r"^a value nested too deeply on the wire$"):
+            _wire.decode(_nested(_wire.MAX_DEPTH + 2))
+    finally:
+        sys.setrecursionlimit(limit)
+    value = _wire.decode(_nested(200))
+    for _ in range(199):
+        (value,) = value
+    assert value == (0,)
 
 
 def test_a_run_that_is_not_an_array_is_a_wire_error() -> None:
