@@ -569,6 +569,17 @@ class _Server:
         if CONTROLLER in self.hub.outlinks:
             self.hub.send(CONTROLLER, ("lost-peer", peer))
         self._restart.set()
+        self._forget_peer_items()
+
+    def _forget_peer_items(self) -> None:
+        """Drop what the ending generation queued for other replica processes
+        (commands relayed, exchanges): sent later, on a connection dialled
+        anew, it would reach their fresh replicas. (Items already written to
+        a connection that has not dropped yet can still arrive: generations
+        are not tagged on the wire.)"""
+        for name, outlink in self.hub.outlinks.items():
+            if name.startswith("p"):
+                outlink.discard()
 
     async def _seq(
         self, source: str, runtime: str, nonce: int, position: int, commands: bytes
@@ -633,3 +644,4 @@ class _Server:
                 await self._restart.wait()
                 self._restart = trio.Event()
                 self.generation = None
+                self._forget_peer_items()

@@ -367,7 +367,7 @@ class _FakePeer:
 @attrs.define(eq=False)
 class _FakeHub:
     name: str = "p0"
-    outlinks: dict[str, object] = attrs.field(factory=dict)
+    outlinks: dict[str, Any] = attrs.field(factory=dict)
     sent: list[tuple[str, tuple[Any, ...]]] = attrs.field(factory=list)
 
     def send(self, target: str, item: tuple[Any, ...]) -> None:
@@ -434,3 +434,34 @@ def test_process_0_forwards_a_huge_run_of_commands_in_items_a_frame_carries() ->
     assert [target for target, _ in hub.sent] == ["p1"] * len(hub.sent)
     assert [c for _, item in hub.sent for c in _wire.split(item[4])] == commands
     assert {item[:4] for _, item in hub.sent} == {("seq", "maintenance", 7, 0)}
+
+
+@attrs.define
+class _FakeOutlink:
+    queue: list[tuple[Any, ...]]
+
+    def discard(self) -> None:
+        self.queue = []
+
+
+def test_a_lost_peer_drops_what_the_ending_generation_queued_for_other_processes() -> None:
+    """Items the old generation queued for another replica process would go
+    out on the next connection, to its fresh replica: they are dropped when
+    the generation ends; the controller's and the shard host's stay."""
+
+    async def main() -> None:
+        config = ReplicaConfig(processes=3, workers=1, interactive=False)
+        options = ServeOptions(0, config, ("h", 0), (("h", 1), ("h", 2)), ("h", 3), b"s" * 16)
+        outlinks = {
+            name: _FakeOutlink([("xs", "maintenance", 1)]) for name in ("p1", "p2", CONTROLLER)
+        }
+        async with trio.open_nursery() as nursery:
+            hub = _FakeHub(outlinks=outlinks)
+            server = _Server(options, cast(Hub, hub), nursery)
+            server.generation = cast(Generation, object())
+            server._peer_lost("p1", "the connection broke")
+            assert server._restart.is_set()
+        assert outlinks["p1"].queue == outlinks["p2"].queue == []
+        assert outlinks[CONTROLLER].queue == [("xs", "maintenance", 1)]
+
+    trio.run(main)
