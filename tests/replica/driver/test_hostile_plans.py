@@ -14,10 +14,9 @@ from replica.driver import main
 from replica.driver._data import ColumnType, ScalarType
 from replica.driver._mir import Apply, Const, Cursor, MirError, Ref, lex, parse_expr
 from replica.driver._model import ReferenceModel
-from replica.driver._runner import run_spec
 from replica.driver._spec import parse_spec
 
-from .test_new_scripts import TOPOLOGIES
+from .scripts import TOPOLOGIES, assert_passes
 
 KV = """\
 create-instance
@@ -94,14 +93,7 @@ peek id=2001 ts=0
 
 
 def assert_runs(text: str, topology: str) -> None:
-    run = run_spec(parse_spec(text, "hostile.spec"), TOPOLOGIES[topology], seed=1, trace=None)
-    mismatches = [
-        (outcome.stanza.line, outcome.stanza.expected, outcome.actual)
-        for outcome in run.outcomes
-        if not outcome.matched
-    ]
-    assert mismatches == []
-    assert run.violations == []
+    assert_passes(parse_spec(text, "hostile.spec"), topology)
 
 
 def test_literals_of_different_types_are_different_literals() -> None:

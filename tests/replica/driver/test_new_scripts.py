@@ -7,16 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from replica.driver._runner import Topology, run_spec
+from replica.driver._runner import run_spec
 from replica.driver._spec import SpecError, parse_spec
 
-TOPOLOGIES = {
-    "solo-w1": Topology(1, 1, interactive=False),
-    "solo-w2p2": Topology(2, 2, interactive=False),
-    "two-w1": Topology(1, 1),
-    "two-w2": Topology(1, 2),
-    "two-w2p2": Topology(2, 2),
-}
+from .scripts import TOPOLOGIES, assert_passes
 
 START = """\
 create-instance
@@ -160,14 +154,7 @@ SCRIPTS = {"two_counts": TWO_COUNTS, "cross_join": CROSS_JOIN, "distinct": DISTI
 @pytest.mark.parametrize("name", sorted(SCRIPTS))
 def test_a_new_script_in_the_real_language_passes(name: str, topology: str) -> None:
     spec = parse_spec(SCRIPTS[name], f"{name}.spec")
-    run = run_spec(spec, TOPOLOGIES[topology], seed=1, trace=None)
-    mismatches = [
-        (outcome.stanza.line, outcome.stanza.expected, outcome.actual)
-        for outcome in run.outcomes
-        if not outcome.matched
-    ]
-    assert mismatches == []
-    assert run.violations == []
+    assert_passes(spec, topology)
 
 
 def test_create_instance_takes_the_real_drivers_instance_options() -> None:

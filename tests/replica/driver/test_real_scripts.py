@@ -11,18 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from replica.driver._runner import Topology, run_spec
 from replica.driver._spec import read_spec
+
+from .scripts import TOPOLOGIES, assert_passes
 
 SCRIPTS = Path(__file__).resolve().parents[4] / "shared" / "external" / "driver-scripts"
 NAMES = sorted(path.name for path in SCRIPTS.glob("*.spec")) if SCRIPTS.is_dir() else []
-TOPOLOGIES = {
-    "solo-w1": Topology(1, 1, interactive=False),
-    "solo-w2p2": Topology(2, 2, interactive=False),
-    "two-w1": Topology(1, 1),
-    "two-w2": Topology(1, 2),
-    "two-w2p2": Topology(2, 2),
-}
 
 pytestmark = pytest.mark.skipif(
     not NAMES, reason="../shared/external/driver-scripts (the real driver's scripts) is not here"
@@ -37,11 +31,4 @@ def test_all_sixteen_scripts_are_here() -> None:
 @pytest.mark.parametrize("name", NAMES)
 def test_a_real_script_passes_unchanged(name: str, topology: str) -> None:
     spec = read_spec(SCRIPTS / name)
-    run = run_spec(spec, TOPOLOGIES[topology], seed=1, trace=None)
-    mismatches = [
-        (outcome.stanza.line, outcome.stanza.expected, outcome.actual)
-        for outcome in run.outcomes
-        if not outcome.matched
-    ]
-    assert mismatches == []
-    assert run.violations == []
+    assert_passes(spec, topology)

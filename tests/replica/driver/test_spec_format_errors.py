@@ -7,13 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from replica.driver._runner import Topology, run_spec
 from replica.driver._spec import parse_spec
 
-TOPOLOGIES = {
-    "solo-w1": Topology(1, 1, interactive=False),
-    "two-w2p2": Topology(2, 2),
-}
+from .scripts import TOPOLOGIES, assert_passes
 
 SCRIPT = """\
 create-instance
@@ -87,10 +83,4 @@ error: peek error: collection ID does not exist
 
 @pytest.mark.parametrize("topology", sorted(TOPOLOGIES))
 def test_the_errors_scripts_match_exactly_print_as_spec_format_says(topology: str) -> None:
-    run = run_spec(parse_spec(SCRIPT, "errors.spec"), TOPOLOGIES[topology], seed=1, trace=None)
-    mismatches = [
-        (outcome.stanza.line, outcome.stanza.expected, outcome.actual)
-        for outcome in run.outcomes
-        if not outcome.matched
-    ]
-    assert mismatches == []
+    assert_passes(parse_spec(SCRIPT, "errors.spec"), topology)
