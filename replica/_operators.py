@@ -15,8 +15,10 @@ emit for a time never changes afterwards.
 
 from __future__ import annotations
 
+import itertools
+import operator
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import attrs
 
@@ -257,6 +259,11 @@ def _completed(pending: list[Update], frontier: int) -> tuple[list[Update], list
     return done, [u for u in pending if u[1] >= frontier]
 
 
+def _by_time(done: list[Update]) -> Iterator[tuple[int, Iterator[Update]]]:
+    """Updates sorted by time (see :func:`_completed`), a time at a time."""
+    return itertools.groupby(done, key=operator.itemgetter(1))
+
+
 @attrs.define(eq=False)
 class CountReduce(Operator):
     """``count(*)`` per group of ``group_key``: one row per non-empty group,
@@ -282,14 +289,10 @@ class CountReduce(Operator):
             done, self.pending = _completed(self.pending, frontier)
             output: list[Update] = []
             key, counts = self.group_key, self.counts
-            index = 0
-            while index < len(done):
-                time = done[index][1]
+            for time, updates in _by_time(done):
                 deltas: dict[Row, int] = defaultdict(int)
-                while index < len(done) and done[index][1] == time:
-                    row, _, diff = done[index]
+                for row, _, diff in updates:
                     deltas[tuple(row[column] for column in key)] += diff
-                    index += 1
                 for group, delta in deltas.items():
                     old = counts.get(group, 0)
                     new = old + delta
@@ -333,13 +336,9 @@ class AggregateReduce(Operator):
         if self.pending:
             done, self.pending = _completed(self.pending, frontier)
             output: list[Update] = []
-            index = 0
-            while index < len(done):
-                time = done[index][1]
+            for time, updates in _by_time(done):
                 before: dict[Row, Row | None] = {}
-                while index < len(done) and done[index][1] == time:
-                    row, _, diff = done[index]
-                    index += 1
+                for row, _, diff in updates:
                     group = tuple(row[column] for column in self.group_key)
                     state = self._group(group, before)
                     state[0][0] += diff
