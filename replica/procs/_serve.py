@@ -166,6 +166,10 @@ class Generation:
     relays: dict[str, Sequencer[SequencedCommand]] = attrs.field(factory=dict)
     registries: dict[tuple[int, int], Registry[IndexPart]] = attrs.field(factory=dict)
     barriers: dict[tuple[int, int], ReconcileBarrier] = attrs.field(factory=dict)
+    # The last controller reset this process took (0: none). Every item for
+    # another replica process carries it, and one that carries another is
+    # dropped: it was sent before a reset, to the replica that reset ended.
+    epoch: int = 0
     connections: dict[int, tuple[CommandLine, ResponseLine]] = attrs.field(factory=dict)
     encoded: _Encoded = attrs.field(
         default=attrs.Factory(
@@ -245,15 +249,18 @@ class Generation:
 
 
 @asynccontextmanager
-async def open_generation(options: ServeOptions, hub: Hub, token: int) -> AsyncIterator[Generation]:
-    """This process's part of a fresh replica; cancelled when the block ends."""
+async def open_generation(
+    options: ServeOptions, hub: Hub, token: int, epoch: int = 0
+) -> AsyncIterator[Generation]:
+    """This process's part of a fresh replica (after controller reset
+    ``epoch``); cancelled when the block ends."""
     config = options.config
     index, workers = options.process, config.workers
     async with actors.open_system() as system, trio.open_nursery() as nursery:
         process = Process(index, workers)
         metrics = _ForwardedMetrics(hub)
         shards = MirrorCatalog(token=token, send=lambda item: hub.send(SHARDS, item))
-        generation = Generation(options, hub, system, process, shards, metrics)
+        generation = Generation(options, hub, system, process, shards, metrics, epoch=epoch)
         if config.interactive:
             for local in range(workers):
                 generation.registries[index, local] = Registry(name=f"registry/p{index}/w{local}")
@@ -292,7 +299,7 @@ async def _start_runtime(
         process=index,
         per_process=config.workers,
         processes=config.processes,
-        send_to=lambda p, item: hub.send(process_node(p), item),
+        send_to=lambda p, item: hub.send(process_node(p), (item[0], generation.epoch, *item[1:])),
     )
     generation.fabrics[name] = fabric
     channels: list[trio.MemorySendChannel[RuntimeConnection]] = []
@@ -328,7 +335,9 @@ async def _start_runtime(
     if index == 0:
         command_channel = system.sequencer(refs, name=f"{name}/command-channel")
         others = [process_node(other) for other in range(1, config.processes)]
-        adapters[0].sequencer = _Fanout(command_channel, hub, others, name, generation.encoded)
+        adapters[0].sequencer = _Fanout(
+            command_channel, hub, others, name, generation.encoded, epoch=lambda: generation.epoch
+        )
         adapters[0].leader_order = generation.process.order
     else:
         command_channel = system.sequencer(refs, name=f"{name}/command-relay")
@@ -350,6 +359,8 @@ class _Fanout:
     others: list[str]
     runtime: str
     encoded: _Encoded
+    # The generation's controller reset (see Generation.epoch), when sent.
+    epoch: Callable[[], int] = lambda: 0
     # The most bytes of commands one item carries (unless one command is
     # larger): a burst the adapter sequences at once may be far more than a
     # frame carries (MAX_FRAME), and the other end decodes an item at once.
@@ -375,8 +386,9 @@ class _Fanout:
                     size = 0
                 runs[-1][2].append(data)
                 size += len(data)
+            epoch = self.epoch()
             items = [
-                ("seq", self.runtime, nonce, position, _wire.join(commands))
+                ("seq", epoch, self.runtime, nonce, position, _wire.join(commands))
                 for nonce, position, commands in runs
             ]
             for target in self.others:
@@ -430,6 +442,8 @@ class _Server:
     nursery: trio.Nursery
     generation: Generation | None = None
     token: int = 0
+    # The last controller reset taken (see Generation.epoch).
+    epoch: int = 0
     _restart: trio.Event = attrs.field(factory=trio.Event)
     _reset_tokens: list[int] = attrs.field(factory=list)
     # Set when the shard host cannot be reached (see SHARDS_PATIENCE).
@@ -453,8 +467,12 @@ class _Server:
         handlers["probe"] = self._probe
         handlers["reset"] = self._reset
         handlers["seq"] = self._seq
-        handlers["xs"] = self._current(lambda g, runtime, *args: g.fabrics[runtime].arrive(*args))
-        handlers["xf"] = self._current(lambda g, runtime, *args: g.fabrics[runtime].heard(*args))
+        handlers["xs"] = self._current_epoch(
+            lambda g, runtime, *args: g.fabrics[runtime].arrive(*args)
+        )
+        handlers["xf"] = self._current_epoch(
+            lambda g, runtime, *args: g.fabrics[runtime].heard(*args)
+        )
         handlers["shard"] = self._current(lambda g, *push: g.shards.receive(*push))
         self.hub.on_lost.append(self._lost)
         self.hub.on_connected.append(self._connected)
@@ -472,6 +490,19 @@ class _Server:
         def handler(source: str, *args: Any) -> None:
             if self.generation is not None:
                 handle(self.generation, *args)
+
+        return handler
+
+    def _current_epoch(self, handle: Callable[..., None]) -> Callable[..., None]:
+        """A handler of another replica process's items, applied to the
+        current generation if the item carries its epoch: one sent before a
+        controller reset (still on a connection that stayed open) belonged
+        to the replica the reset ended."""
+
+        def handler(source: str, epoch: int, *args: Any) -> None:
+            generation = self.generation
+            if generation is not None and epoch == generation.epoch:
+                handle(generation, *args)
 
         return handler
 
@@ -582,10 +613,10 @@ class _Server:
                 outlink.discard()
 
     async def _seq(
-        self, source: str, runtime: str, nonce: int, position: int, commands: bytes
+        self, source: str, epoch: int, runtime: str, nonce: int, position: int, commands: bytes
     ) -> None:
-        if self.generation is None:
-            return
+        if self.generation is None or epoch != self.generation.epoch:
+            return  # for the replica that ended (see _current_epoch)
         relay = self.generation.relays.get(runtime)
         if relay is None:
             raise ProtocolError(f"process {self.options.process} relays no {runtime} runtime")
@@ -633,8 +664,14 @@ class _Server:
     async def run(self) -> None:
         while True:
             self.token += 1
-            async with open_generation(self.options, self.hub, self.token) as generation:
+            # The last reset taken, before or between generations.
+            self.epoch = max([self.epoch, *self._reset_tokens])
+            async with open_generation(
+                self.options, self.hub, self.token, self.epoch
+            ) as generation:
                 self.generation = generation
+                # With every reset taken, those that came while it started too.
+                self.epoch = generation.epoch = max([self.epoch, *self._reset_tokens])
                 # A quiescence test counts within one generation.
                 self.hub.sent = self.hub.received = self.hub.dropped = 0
                 self.hub.send(SHARDS, ("ready", self.options.process, self.token))

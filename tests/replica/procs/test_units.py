@@ -4,6 +4,7 @@ encoding, exchanges across processes, and shard mirrors fed by a host."""
 from __future__ import annotations
 
 import sys
+import types
 from typing import Any, cast
 
 import attrs
@@ -22,6 +23,7 @@ from replica import (
     GlobalId,
     Peek,
     PeekResponse,
+    ProtocolError,
     ReplicaConfig,
     Rows,
     ShardCatalog,
@@ -430,10 +432,10 @@ def test_process_0_forwards_a_huge_run_of_commands_in_items_a_frame_carries() ->
     batch = [SequencedCommand(7, 0, command) for command in commands]
     trio.run(fanout.broadcast_many, batch)
     assert local.got == batch
-    assert all(len(item[4]) <= 50 * one + 3 for _, item in hub.sent)
+    assert all(len(item[5]) <= 50 * one + 3 for _, item in hub.sent)
     assert [target for target, _ in hub.sent] == ["p1"] * len(hub.sent)
-    assert [c for _, item in hub.sent for c in _wire.split(item[4])] == commands
-    assert {item[:4] for _, item in hub.sent} == {("seq", "maintenance", 7, 0)}
+    assert [c for _, item in hub.sent for c in _wire.split(item[5])] == commands
+    assert {item[:5] for _, item in hub.sent} == {("seq", 0, "maintenance", 7, 0)}
 
 
 @attrs.define
@@ -463,5 +465,30 @@ def test_a_lost_peer_drops_what_the_ending_generation_queued_for_other_processes
             assert server._restart.is_set()
         assert outlinks["p1"].queue == outlinks["p2"].queue == []
         assert outlinks[CONTROLLER].queue == [("xs", "maintenance", 1)]
+
+    trio.run(main)
+
+
+def test_an_item_from_another_process_sent_before_a_reset_is_dropped() -> None:
+    """Items between replica processes carry the sender's last controller
+    reset: one sent before a reset (on a connection that stayed open) is
+    for the replica the reset ended, and the fresh one drops it."""
+
+    async def main() -> None:
+        config = ReplicaConfig(processes=2, workers=1, interactive=False)
+        options = ServeOptions(1, config, ("h", 1), (("h", 0), ("h", 1)), ("h", 3), b"s" * 16)
+        async with trio.open_nursery() as nursery:
+            server = _Server(options, cast(Hub, _FakeHub()), nursery)
+            server.generation = cast(Generation, types.SimpleNamespace(epoch=3, relays={}))
+            got: list[tuple[Any, ...]] = []
+            handler = server._current_epoch(lambda generation, *args: got.append(args))
+            handler("p0", 2, "maintenance", "stale")
+            handler("p0", 3, "maintenance", "fresh")
+            assert got == [("maintenance", "fresh")]
+            # A relayed run of commands: dropped before the relay is looked
+            # up (this generation has none, so one taken would fail).
+            await server._seq("p0", 2, "maintenance", 7, 0, _wire.join([]))
+            with pytest.raises(ProtocolError, match="relays no maintenance runtime"):
+                await server._seq("p0", 3, "maintenance", 7, 0, _wire.join([]))
 
     trio.run(main)
