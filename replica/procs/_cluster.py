@@ -394,7 +394,10 @@ class Cluster:
 
     async def restart(self, index: int, *, patience: float = 60.0) -> None:
         """Start replica process ``index`` again (after :meth:`kill`) and wait
-        until it is ready."""
+        until it is ready. Call :meth:`recover` next, before the controller
+        reconnects: the relaunched process starts at epoch 0, and until every
+        process took the same reset they drop each other's items
+        (docs/processes.md)."""
         await self.slots[index].exited.wait()
         self.ready.pop(index, None)
         await self.start(index)
