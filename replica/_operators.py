@@ -265,68 +265,17 @@ def _by_time(done: list[Update]) -> Iterator[tuple[int, Iterator[Update]]]:
 
 
 @attrs.define(eq=False)
-class CountReduce(Operator):
-    """``count(*)`` per group of ``group_key``: one row per non-empty group,
-    its key columns then the count, once for each of the Reduce's
-    ``aggregates`` (``aggregates=[count(*), count(*)]`` has two count
-    columns; none is ``Distinct``, the group alone). Its input is exchanged
-    by the group key."""
+class _Reduce(Operator):
+    """A reduce per group of ``group_key``, its input exchanged by the key:
+    each completed time's updates (in time order) change the groups they
+    touch, and a group whose row changed retracts the old row and inserts
+    the new (:meth:`_changes` says which)."""
 
     input: Stream
     queue: Queue
     group_key: tuple[int, ...]
-    aggregates: int = 1
-    out: Stream = attrs.field(factory=Stream)
-    pending: list[Update] = attrs.field(factory=list)
-    counts: dict[Row, int] = attrs.field(factory=dict)
-
-    def step(self) -> None:
-        self.pending.extend(self.queue.take())
-        frontier = self.input.frontier
-        if frontier is None:
-            return
-        if self.pending:
-            done, self.pending = _completed(self.pending, frontier)
-            output: list[Update] = []
-            key, counts = self.group_key, self.counts
-            for time, updates in _by_time(done):
-                deltas: dict[Row, int] = defaultdict(int)
-                for row, _, diff in updates:
-                    deltas[tuple(row[column] for column in key)] += diff
-                for group, delta in deltas.items():
-                    old = counts.get(group, 0)
-                    new = old + delta
-                    if new:
-                        counts[group] = new
-                    elif old:
-                        del counts[group]
-                    if new == old or (not self.aggregates and old and new):
-                        continue  # (no aggregates: a distinct group stays one row)
-                    if old:
-                        output.append(((*group, *(old,) * self.aggregates), time, -1))
-                    if new:
-                        output.append(((*group, *(new,) * self.aggregates), time, 1))
-            self.out.push(output)
-        self.out.frontier = frontier
-
-
-@attrs.define(eq=False)
-class AggregateReduce(Operator):
-    """Any aggregates per group of ``group_key``: one row per non-empty
-    group, its key columns then each aggregate's result. Each group keeps
-    its row count and a :class:`~replica._aggregates.GroupState` per
-    aggregate; a completed time's updates change the groups they touch, and
-    a group whose row changed retracts the old row and inserts the new.
-    Its input is exchanged by the group key."""
-
-    input: Stream
-    queue: Queue
-    group_key: tuple[int, ...]
-    aggregates: tuple[AggregateExpr, ...]
-    out: Stream = attrs.field(factory=Stream)
-    pending: list[Update] = attrs.field(factory=list)
-    # Invariant: a group is here exactly while its row count is not zero.
-    groups: dict[Row, tuple[list[int], list[GroupState]]] = attrs.field(factory=dict)
+    out: Stream = attrs.field(init=False, factory=Stream)
+    pending: list[Update] = attrs.field(init=False, factory=list)
 
     def step(self) -> None:
         self.pending.extend(self.queue.take())
@@ -337,23 +286,73 @@ class AggregateReduce(Operator):
             done, self.pending = _completed(self.pending, frontier)
             output: list[Update] = []
             for time, updates in _by_time(done):
-                before: dict[Row, Row | None] = {}
-                for row, _, diff in updates:
-                    group = tuple(row[column] for column in self.group_key)
-                    state = self._group(group, before)
-                    state[0][0] += diff
-                    for aggregate, values in zip(self.aggregates, state[1], strict=True):
-                        values.update(evaluate(aggregate.expr, row), diff)
-                for group, old in before.items():
-                    new = self._row(group)
-                    if new == old:
-                        continue
+                for old, new in self._changes(updates):
                     if old is not None:
                         output.append((old, time, -1))
                     if new is not None:
                         output.append((new, time, 1))
             self.out.push(output)
         self.out.frontier = frontier
+
+    def _changes(self, updates: Iterator[Update]) -> Iterator[tuple[Row | None, Row | None]]:
+        """Apply one time's ``updates``; each group's row before and after,
+        for the groups whose row changed (``None``: no row)."""
+        raise NotImplementedError
+
+
+@attrs.define(eq=False)
+class CountReduce(_Reduce):
+    """``count(*)`` per group of ``group_key``: one row per non-empty group,
+    its key columns then the count, once for each of the Reduce's
+    ``aggregates`` (``aggregates=[count(*), count(*)]`` has two count
+    columns; none is ``Distinct``, the group alone)."""
+
+    aggregates: int = 1
+    counts: dict[Row, int] = attrs.field(factory=dict)
+
+    def _changes(self, updates: Iterator[Update]) -> Iterator[tuple[Row | None, Row | None]]:
+        key, counts, aggregates = self.group_key, self.counts, self.aggregates
+        deltas: dict[Row, int] = defaultdict(int)
+        for row, _, diff in updates:
+            deltas[tuple(row[column] for column in key)] += diff
+        for group, delta in deltas.items():
+            old = counts.get(group, 0)
+            new = old + delta
+            if new:
+                counts[group] = new
+            elif old:
+                del counts[group]
+            if new == old or (not aggregates and old and new):
+                continue  # (no aggregates: a distinct group stays one row)
+            yield (
+                (*group, *(old,) * aggregates) if old else None,
+                (*group, *(new,) * aggregates) if new else None,
+            )
+
+
+@attrs.define(eq=False)
+class AggregateReduce(_Reduce):
+    """Any aggregates per group of ``group_key``: one row per non-empty
+    group, its key columns then each aggregate's result. Each group keeps
+    its row count and a :class:`~replica._aggregates.GroupState` per
+    aggregate."""
+
+    aggregates: tuple[AggregateExpr, ...] = ()
+    # Invariant: a group is here exactly while its row count is not zero.
+    groups: dict[Row, tuple[list[int], list[GroupState]]] = attrs.field(factory=dict)
+
+    def _changes(self, updates: Iterator[Update]) -> Iterator[tuple[Row | None, Row | None]]:
+        before: dict[Row, Row | None] = {}
+        for row, _, diff in updates:
+            group = tuple(row[column] for column in self.group_key)
+            state = self._group(group, before)
+            state[0][0] += diff
+            for aggregate, values in zip(self.aggregates, state[1], strict=True):
+                values.update(evaluate(aggregate.expr, row), diff)
+        for group, old in before.items():
+            new = self._row(group)
+            if new != old:
+                yield old, new
 
     def _group(
         self, group: Row, before: dict[Row, Row | None]
