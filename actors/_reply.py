@@ -150,7 +150,7 @@ class Reply(Generic[R], metaclass=NoPublicConstructor):
                 f"send on {self._name}", "trio.from_thread.run_sync(reply.send, value)"
             )
         if self._completion is None:  # the usual case
-            self._answer(value)
+            self._settle(outcome.Value(value), _SENT)
             return True
         return self._complete(outcome.Value(value), _Completion.SENT)
 
@@ -159,15 +159,7 @@ class Reply(Generic[R], metaclass=NoPublicConstructor):
         thread of its system (a node handing on the answer its peer sent):
         :meth:`_settle` without the thread check."""
         assert self._completion is None, "only a pending reply is answered"
-        result = outcome.Value(value)
-        self._result = result
-        self._completion = _SENT
-        waiter = self._waiter
-        if waiter is not None:
-            self._waiter = None
-            GLOBAL_RUN_CONTEXT.runner.reschedule(waiter, result)
-        elif self._notify is not None:
-            self._notify(result)
+        self._settle(outcome.Value(value), _SENT)
 
     def fail(self, error: BaseException) -> bool:
         """Complete the ask by raising ``error`` in the asker and return
