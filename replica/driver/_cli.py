@@ -208,6 +208,7 @@ def _run(args: argparse.Namespace) -> int:
             max_wait=args.max_wait,
             persist=args.persist,
             tls=args.tls,
+            peer_timeout=args.peer_timeout,
         )
     if args.check_determinism:
         return determinism_command(specs, topology, args.seed, sys.stdout)
@@ -253,6 +254,7 @@ def spawn_command(
     max_wait: float = 5.0,
     persist: str | None = None,
     tls: TlsFiles | None = None,
+    peer_timeout: float | None = None,
 ) -> int:
     """``run --spawn``: each spec against replica processes started as OS
     processes, the shards stored as ``persist`` says (see
@@ -281,7 +283,16 @@ def spawn_command(
             print(f"{PROG}: error: argument --persist: {refused}", file=sys.stderr)
             return 2
         try:
-            run_spawned(specs, topology, seed, done, max_wait=max_wait, catalogs=catalogs, tls=tls)
+            run_spawned(
+                specs,
+                topology,
+                seed,
+                done,
+                max_wait=max_wait,
+                catalogs=catalogs,
+                tls=tls,
+                peer_timeout=peer_timeout,
+            )
         except* Terminated:
             terminated = True
         except* (ClusterError, ItemTooLarge, HandlerFailed) as group:
@@ -340,6 +351,7 @@ def _serve(args: argparse.Namespace) -> int:
         tls=args.tls,
         shards_patience=args.shards_patience,
         peer_timeout=args.peer_timeout,
+        epoch=args.epoch,
     )
 
     async def until_terminated() -> None:

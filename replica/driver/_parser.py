@@ -125,6 +125,8 @@ def _finish_run(run: _Parser, args: argparse.Namespace) -> None:
         args.max_wait = 5.0
     if args.persist is not None and not args.spawn:
         run.error("argument --persist: only with --spawn")
+    if args.peer_timeout is not None and not args.spawn:
+        run.error("argument --peer-timeout: only with --spawn")
     _finish_tls(run, args, only_with="--spawn" if not args.spawn else None)
     if args.spawn:
         refused = {
@@ -273,6 +275,16 @@ def _add_run(commands: Commands) -> None:
         help="with --spawn: a stanza waits at most SECONDS real seconds, whatever its "
         "timeout-secs (default 5; the output still names the spec's timeout): a spec whose "
         "waits are meant to time out does not take its 600-second default each",
+    )
+    run.add_argument(
+        "--peer-timeout",
+        type=_peer_timeout,
+        default=None,
+        metavar="SECONDS",
+        help="with --spawn: each replica process's serve --peer-timeout (it pings the other "
+        "processes and the shard host, and closes the connections to one silent for SECONDS: "
+        "a partition then behaves as a dropped connection, which ends the run, named); "
+        "the driver's own pings of the processes keep 10 s (default 10)",
     )
     _add_tls(run, "with --spawn: ")
     run.add_argument(
@@ -535,9 +547,21 @@ def _add_serve(commands: Commands) -> None:
         type=_peer_timeout,
         default=10.0,
         metavar="SECONDS",
-        help="close the connections to another replica process not heard from for SECONDS "
-        "(every process pings the others), so that a partition behaves as a dropped "
-        "connection: this process restarts its replica and tells the controller (default 10)",
+        help="close the connections to another replica process, or to the shard host, not "
+        "heard from for SECONDS (every process pings the others and the host), so that a "
+        "partition behaves as a dropped connection: another process's ends this process's "
+        "replica (the next starts at the controller's next reset) and is told the "
+        "controller; the host's is dialled again (default 10)",
+    )
+    serve.add_argument(
+        "--epoch",
+        type=_up_to(2**62, least=0),
+        default=0,
+        metavar="N",
+        help="the controller reset this process's first replica belongs to (default 0, "
+        "as every process of a cluster starts): items between replica processes carry "
+        "it, and a process applies only its own epoch's. The driver gives a process it "
+        "starts again a fresh one",
     )
     _add_tls(serve, "")
 

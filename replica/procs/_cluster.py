@@ -180,6 +180,8 @@ class Cluster:
         self.controller_hub.on_lost.append(self._lost)
         handlers = self.shards_hub.handlers
         handlers["hello"] = lambda source: self.shards_hub.inbound(source).refresh()
+        # A process pings the host (and closes the connection if it stays silent).
+        handlers["ping"] = lambda source, sent_at: self.shards_hub.send(source, ("pong", sent_at))
         handlers["ready"] = self._ready
         handlers["sub"] = lambda source, token, name: self.host.subscribe(source, token, name)
         handlers["append"] = lambda source, *args: self.host.append(*args)
@@ -368,16 +370,25 @@ class Cluster:
             raise ClusterError(f"replica processes {late} did not start within {patience:g}s")
 
     async def start(self, index: int) -> None:
-        """Start (or start again) the OS process of replica process ``index``."""
+        """Start (or start again) the OS process of replica process ``index``.
+        Started again, its first replica is at an epoch of its own (a fresh
+        token, ``serve --epoch``): it takes nothing the others' replicas sent
+        the one it replaces, and they take nothing from it, until a reset
+        puts them all at the next (:meth:`restart` does)."""
         slot = self.slots[index]
+        relaunch = slot.process is not None
         slot.exited = trio.Event()
         slot.expected_exit = False
-        slot.process = await self.nursery.start(self._run_process, slot)
+        slot.process = await self.nursery.start(
+            self._run_process, slot, ["--epoch", str(next(self._tokens))] if relaunch else []
+        )
 
-    async def _run_process(self, slot: Slot, *, task_status: trio.TaskStatus[trio.Process]) -> None:
+    async def _run_process(
+        self, slot: Slot, extra: list[str], *, task_status: trio.TaskStatus[trio.Process]
+    ) -> None:
         try:
             done = await trio.run_process(
-                slot.command, check=False, stdin=b"", task_status=task_status
+                slot.command + extra, check=False, stdin=b"", task_status=task_status
             )
         finally:
             slot.exited.set()
@@ -393,15 +404,15 @@ class Cluster:
             slot.process.kill()
 
     async def restart(self, index: int, *, patience: float = 60.0) -> None:
-        """Start replica process ``index`` again (after :meth:`kill`) and wait
-        until it is ready. Call :meth:`recover` next, before the controller
-        reconnects: the relaunched process starts at epoch 0, and until every
-        process took the same reset they drop each other's items
-        (docs/processes.md)."""
+        """Start replica process ``index`` again (after :meth:`kill`), wait
+        until it is ready, then :meth:`recover`: every process starts a fresh
+        replica at one new epoch (the others ended theirs when they lost it),
+        and the controller reconnects next (docs/processes.md)."""
         await self.slots[index].exited.wait()
         self.ready.pop(index, None)
         await self.start(index)
         await self.wait_ready([index], patience=patience)
+        await self.recover()
 
     # Handlers.
 
@@ -491,8 +502,10 @@ async def open_cluster(
     catalog: ShardCatalog | None = None,
     dial: Callable[[int, tuple[str, int]], tuple[str, int]] | None = None,
     dial_peer: Callable[[int, int, tuple[str, int]], tuple[str, int]] | None = None,
+    dial_shards: Callable[[int, tuple[str, int]], tuple[str, int]] | None = None,
     heartbeat: float = 0.5,
     heartbeat_timeout: float = 10.0,
+    peer_timeout: float | None = None,
     start_timeout: float = 60.0,
     tls: TlsFiles | None = None,
 ) -> AsyncIterator[Cluster]:
@@ -501,18 +514,26 @@ async def open_cluster(
     :class:`ShardCatalog` works); stop them when the block ends.
 
     ``dial(index, address)`` says where the controller dials process
-    ``index`` (a proxy, for partition tests), and ``dial_peer(index, other,
-    address)`` where process ``index`` dials process ``other``; the address
-    itself by default. With ``tls``, every node's connections are mutual
+    ``index`` (a proxy, for partition tests), ``dial_peer(index, other,
+    address)`` where process ``index`` dials process ``other``, and
+    ``dial_shards(index, address)`` where it dials the shard host; the
+    address itself by default. With ``tls``, every node's connections are mutual
     TLS (:class:`~._tls.TlsFiles`: the certificate must name ``127.0.0.1``).
+    The driver pings each process every ``heartbeat`` seconds and closes
+    the link to one silent for ``heartbeat_timeout``; each process does the
+    same to the other processes and the shard host, silent for
+    ``peer_timeout`` (``heartbeat_timeout`` by default).
     Raises :class:`ClusterError` if a process does not start in time, and
-    :class:`ValueError` (before anything starts) unless ``heartbeat`` and
-    ``heartbeat_timeout`` are above 0."""
+    :class:`ValueError` (before anything starts) unless ``heartbeat``,
+    ``heartbeat_timeout`` and ``peer_timeout`` are above 0 (a tiny timeout
+    is raised to the least ``serve`` takes, ``MIN_PEER_TIMEOUT``)."""
     if not (heartbeat > 0 and heartbeat_timeout > 0):
         raise ValueError(
             f"heartbeat ({heartbeat!r}) and heartbeat_timeout ({heartbeat_timeout!r}) "
             "must be above 0"
         )
+    if peer_timeout is not None and not peer_timeout > 0:
+        raise ValueError(f"peer_timeout ({peer_timeout!r}) must be above 0")
     host_address = "127.0.0.1"
     with tempfile.TemporaryDirectory(prefix="trio-reconcile-") as folder:
         secret = os.urandom(32)
@@ -576,11 +597,13 @@ async def open_cluster(
                     index,
                     addresses[index],
                     peers,
-                    shards_node.address,
+                    shards_node.address
+                    if dial_shards is None
+                    else dial_shards(index, shards_node.address),
                     str(secret_file),
                     python=python,
                     tls=tls,
-                    peer_timeout=heartbeat_timeout,
+                    peer_timeout=heartbeat_timeout if peer_timeout is None else peer_timeout,
                 )
                 cluster.slots.append(Slot(index, command))
             try:

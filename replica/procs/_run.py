@@ -16,6 +16,7 @@ them in the host's memory, fresh for each spec).
 from __future__ import annotations
 
 import contextlib
+import logging
 import signal
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
@@ -31,6 +32,8 @@ from ..driver._spec import Spec
 from ..persist import PersistError, open_catalog
 from ._cluster import Cluster, ClusterError, open_cluster
 from ._tls import TlsFiles
+
+logger = logging.getLogger("replica.procs")
 
 
 class Terminated(Exception):
@@ -116,13 +119,15 @@ def run_spawned(
     max_wait: float = 5.0,
     catalogs: Catalogs | None = None,
     tls: TlsFiles | None = None,
+    peer_timeout: float | None = None,
 ) -> None:
     """Run each spec against replica processes of ``topology`` (spawned once
     for all of them); call ``done`` with each run as it ends. A stanza waits
     at most ``max_wait`` real seconds, whatever its ``timeout-secs``. The
     host serves the n-th spec ``catalogs(n)`` (see :func:`spec_catalogs`; a
     fresh in-memory catalog by default). With ``tls``, the nodes' connections
-    are mutual TLS."""
+    are mutual TLS. ``peer_timeout`` is the processes' (see
+    :func:`open_cluster`)."""
     trio.run(
         _run_spawned,
         specs,
@@ -132,6 +137,7 @@ def run_spawned(
         max_wait,
         (lambda _: ShardCatalog()) if catalogs is None else catalogs,
         tls,
+        peer_timeout,
     )
 
 
@@ -143,6 +149,7 @@ async def _run_spawned(
     max_wait: float,
     catalogs: Catalogs,
     tls: TlsFiles | None,
+    peer_timeout: float | None,
 ) -> None:
     async def terminated() -> None:
         # SIGTERM ends the run as Ctrl-C does: the replica processes are
@@ -154,7 +161,7 @@ async def _run_spawned(
 
     async with trio.open_nursery() as outer:
         outer.start_soon(terminated)
-        await _run_cluster(specs, topology, seed, done, max_wait, catalogs, tls)
+        await _run_cluster(specs, topology, seed, done, max_wait, catalogs, tls, peer_timeout)
         outer.cancel_scope.cancel()
 
 
@@ -166,9 +173,12 @@ async def _run_cluster(
     max_wait: float,
     catalogs: Catalogs,
     tls: TlsFiles | None,
+    peer_timeout: float | None,
 ) -> None:
     async with (
-        open_cluster(topology.config(), seed=seed, catalog=catalogs(0), tls=tls) as cluster,
+        open_cluster(
+            topology.config(), seed=seed, catalog=catalogs(0), tls=tls, peer_timeout=peer_timeout
+        ) as cluster,
         trio.open_nursery() as nursery,
     ):
         lost = trio.Event()
@@ -200,6 +210,7 @@ async def _run_each(
     for number, spec in enumerate(specs):
         if number:
             await cluster.reset(catalogs(number))
+        logger.info("%s: starts on %d ready replica processes", spec.path, len(cluster.processes))
         async with open_controller(cluster) as controller:
 
             async def violations(controller: object = controller) -> list[str]:

@@ -18,10 +18,13 @@ process in one Trio run; what crosses to another process goes over
 - the materialized-view counters (``metric``), summed by the controller.
 
 A *generation* is one such composition. ``reset`` (a fresh replica for the
-next spec) and the loss of another replica process (a process of a replica
-that lost one of its peers cannot go on: its dataflows' exchanges span the
-lost one) end the generation and start a fresh one, as a restarted process
-starts, in place: the node, its links and its address stay.
+next spec, or after a loss) ends the generation and starts a fresh one, as a
+restarted process starts, in place: the node, its links and its address
+stay. The loss of another replica process (a process of a replica that lost
+one of its peers cannot go on: its dataflows' exchanges span the lost one)
+ends the generation too, and the next starts at the controller's next reset
+(``Cluster.recover``), as a real process halts and serves again when the
+controller reconnects with a new epoch.
 """
 
 from __future__ import annotations
@@ -97,6 +100,11 @@ class ServeOptions:
     peer_timeout: float = 10.0
     # Seconds to dial the shard host before giving up (see SHARDS_PATIENCE).
     shards_patience: float = SHARDS_PATIENCE
+    # The epoch of the process's first replica (see Generation.epoch): 0 when
+    # the cluster starts; a relaunched process (Cluster.restart) gets a fresh
+    # reset token, which no other process is at, so nothing meant for the
+    # replica it replaces reaches it, nor anything of its own another.
+    epoch: int = 0
 
 
 @attrs.define(eq=False)
@@ -443,9 +451,16 @@ class _Server:
     generation: Generation | None = None
     token: int = 0
     # The last controller reset taken (see Generation.epoch).
-    epoch: int = 0
+    epoch: int = attrs.field(
+        default=attrs.Factory(lambda self: self.options.epoch, takes_self=True)
+    )
     _restart: trio.Event = attrs.field(factory=trio.Event)
     _reset_tokens: list[int] = attrs.field(factory=list)
+    # Set when a controller reset arrives (a generation that ended for a lost
+    # peer waits for one: see run).
+    _reset_came: trio.Event = attrs.field(factory=trio.Event)
+    # The generation ended for a lost peer: the next starts at the next reset.
+    awaiting_reset: bool = False
     # Set when the shard host cannot be reached (see SHARDS_PATIENCE).
     host_lost: trio.Event = attrs.field(factory=trio.Event)
     host_error: str = ""
@@ -464,6 +479,8 @@ class _Server:
         handlers["hold"] = self._current(lambda g, runtime: g.process.hold(runtime))
         handlers["release"] = self._current(lambda g, runtime: g.process.release(runtime))
         handlers["ping"] = self._ping
+        # The shard host's answer to a ping: its arrival is what counts.
+        handlers["pong"] = lambda source, sent_at: None
         handlers["probe"] = self._probe
         handlers["reset"] = self._reset
         handlers["seq"] = self._seq
@@ -522,10 +539,13 @@ class _Server:
             self.hub.send(CONTROLLER, ("pong", sent_at))
 
     async def heartbeats(self) -> None:
-        """Ping every other replica process (a quarter of ``peer_timeout``
-        apart), and close the connections to one not heard from for
-        ``peer_timeout``: a partition (frames dropped, the connections
-        open) then behaves as a dropped connection (see :meth:`_watch_link`)."""
+        """Ping every other replica process and the shard host (a quarter of
+        ``peer_timeout`` apart), and close the connections to one not heard
+        from for ``peer_timeout``: a partition (frames dropped, the
+        connections open) then behaves as a dropped connection (another
+        process's: see :meth:`_watch_link`; the host's is dialled again, and
+        the mirrors subscribe again: see :meth:`_lost`). The host answers a
+        ping (``pong``); another process's pings are enough."""
         timeout = self.options.peer_timeout
         others = [
             process_node(other)
@@ -535,13 +555,13 @@ class _Server:
         heard = self.hub.last_heard
         while True:
             now = trio.current_time()
-            for name in others:
+            for name in [*others, SHARDS]:
                 last = heard.setdefault(name, now)
                 if now - last > timeout:
                     logger.warning(
-                        "%s: nothing from replica process %s for %gs: closing its connections",
+                        "%s: nothing from %s for %gs: closing its connections",
                         self.hub.name,
-                        name,
+                        "the shard host" if name == SHARDS else f"replica process {name}",
                         timeout,
                     )
                     heard[name] = now
@@ -592,13 +612,15 @@ class _Server:
             return  # a fresh replica is on its way already
         logger.log(
             logging.INFO if reason.endswith(": node closing") else logging.WARNING,
-            "%s: lost the connection to replica process %s (%s): starting a fresh replica here",
+            "%s: lost the connection to replica process %s (%s): its replica ends; "
+            "the next starts at the controller's next reset",
             self.hub.name,
             peer,
             reason,
         )
         if CONTROLLER in self.hub.outlinks:
             self.hub.send(CONTROLLER, ("lost-peer", peer))
+        self.awaiting_reset = True
         self._restart.set()
         self._forget_peer_items()
 
@@ -639,6 +661,7 @@ class _Server:
 
     def _reset(self, source: str, token: int) -> None:
         self._reset_tokens.append(token)
+        self._reset_came.set()
         # Between two generations (one ended, for a lost peer), the next is
         # fresh already and says it did the reset: no second one after it,
         # which would drop what the controller sends once told it is done.
@@ -663,6 +686,17 @@ class _Server:
 
     async def run(self) -> None:
         while True:
+            if self.awaiting_reset:
+                # After a lost peer, the next replica starts at the
+                # controller's next reset, at its epoch, as every other
+                # process's does (a real process halts, and the controller
+                # reconnects with a new epoch): one started at the epoch it
+                # had could take what the other processes' ended replicas
+                # wrote to connections still closing.
+                while not self._reset_tokens:
+                    await self._reset_came.wait()
+                    self._reset_came = trio.Event()
+                self.awaiting_reset = False
             self.token += 1
             # The last reset taken, before or between generations.
             self.epoch = max([self.epoch, *self._reset_tokens])

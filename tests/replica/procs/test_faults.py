@@ -7,12 +7,14 @@ on failure too."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import cast
 
 import pytest
 import trio
@@ -27,8 +29,14 @@ def _rows(start: int, count: int, time: int = 0) -> list[tuple[tuple[int, str], 
     return [((n, f"row {n}"), time, 1) for n in range(start, start + count)]
 
 
-@pytest.mark.parametrize("victim", [1, 0])
-def test_a_process_killed_mid_spec_and_started_again_loses_nothing_written(victim: int) -> None:
+@pytest.mark.parametrize(("victim", "recover_again"), [(1, False), (0, False), (1, True)])
+def test_a_process_killed_mid_spec_and_started_again_loses_nothing_written(
+    victim: int, recover_again: bool
+) -> None:
+    """``restart`` leaves the cluster ready for the controller's reconnect
+    (it recovers: every process at one fresh epoch); a ``recover`` more
+    changes nothing."""
+
     async def main() -> None:
         config = ReplicaConfig(processes=2, workers=1, interactive=True)
         async with open_cluster(config, seed=3) as cluster, open_controller(cluster) as controller:
@@ -44,7 +52,12 @@ def test_a_process_killed_mid_spec_and_started_again_loses_nothing_written(victi
             await cluster.slots[victim].exited.wait()
             await cluster.wait_lost(victim)
             await cluster.restart(victim)
-            await cluster.recover()
+            # Relaunched at an epoch of its own (not the others' old one).
+            relaunched = cluster.slots[victim].process
+            assert relaunched is not None
+            assert "--epoch" in cast("list[str]", relaunched.args)
+            if recover_again:
+                await cluster.recover()
             # The controller reconnects and replays; reconciliation runs.
             await session.reconnect()
             shard.append(_rows(150, 10, 2), 2, 3)
@@ -269,6 +282,63 @@ def test_a_process_killed_during_run_spawn_ends_the_run_with_a_named_error(
     assert b"replica process " in err
 
 
+def _process_index(pid: int) -> int:
+    """The ``--process`` of the ``serve`` process ``pid``."""
+    arguments = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    return int(arguments[arguments.index(b"--process") + 1])
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux's /proc")
+def test_a_process_frozen_during_run_spawn_is_a_lost_peer_that_ends_the_run_named(
+    tmp_path: Path,
+) -> None:
+    """``run --spawn --peer-timeout 1``, process 1 stopped (SIGSTOP: its
+    connections stay open, it answers nothing, a partition): process 0 hears
+    nothing from it for a second, closes its connections to it, ends its
+    replica and tells the controller, and the run ends with exit 1 and that
+    reason (the driver's own pings wait 10 s)."""
+    spec = tmp_path / "waits.spec"
+    spec.write_text(
+        "create-instance\n----\nok\n\n"
+        "await-frontier id=11 ts=1 timeout-secs=60\n----\nerror: frontier for u11 did not "
+        "reach 1 in time\n"
+    )
+    command = [sys.executable, "-m", "replica.driver", "-vv", "run", str(spec), "--spawn"]
+    command += ["--processes", "2", "--max-wait", "60", "--peer-timeout", "1"]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as run:
+        frozen = None
+        seen: list[bytes] = []
+        try:
+            assert run.stderr is not None
+            # -vv: the driver says when the spec starts, its processes ready.
+            for line in run.stderr:
+                seen.append(line)
+                if b"starts on 2 ready replica processes" in line:
+                    break
+            (frozen,) = [pid for pid in _children(run.pid) if _process_index(pid) == 1]
+            os.kill(frozen, signal.SIGSTOP)
+            for line in run.stderr:
+                seen.append(line)
+                if b"p0: lost the connection to replica process p1" in line:
+                    break
+            # Thawed, it ends when the driver stops it (SIGTERM).
+            os.kill(frozen, signal.SIGCONT)
+            _, rest = run.communicate(timeout=60)
+        finally:
+            if frozen is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(frozen, signal.SIGCONT)
+            if run.poll() is None:
+                run.kill()
+    err = b"".join(seen) + rest
+    assert b"p0: nothing from replica process p1 for 1s: closing its connections" in err
+    assert run.returncode == 1, err
+    assert err.decode().splitlines()[-1] == (
+        "trio-reconcile: error: replica process 0 lost its connection to replica process 1 "
+        "and restarted (the processes of a replica share fate)"
+    )
+
+
 def _alive(pid: int) -> bool:
     """``pid`` runs (a zombie, dead but not yet reaped, does not)."""
     try:
@@ -374,5 +444,50 @@ def test_a_lost_connection_to_the_shard_host_is_dialled_again_and_loses_nothing(
             rows = await controller.peek(1001, 1)
             assert sorted(rows, key=row_order) == [(n, f"row {n}") for n in range(20)]
             assert await cluster.violations() == []
+
+    run_real(main, limit=60)
+
+
+def test_a_partition_between_a_process_and_the_shard_host_is_a_dropped_connection() -> None:
+    """Process 0 dials the shard host through a proxy that then drops
+    everything both ways, the connection open. The process pings the host,
+    which answers; silent for ``peer_timeout``, its connection is closed and
+    dialled again (through the proxy, passing again), the mirrors subscribe
+    again, and the write made during the partition reaches the index."""
+
+    async def main() -> None:
+        proxy = Proxy()
+        config = ReplicaConfig(processes=2, workers=1, interactive=False)
+
+        def dial_shards(process: int, address: tuple[str, int]) -> tuple[str, int]:
+            if process != 0:
+                return address
+            proxy.target = address
+            return proxy.address
+
+        async with trio.open_nursery() as nursery:
+            await nursery.start(proxy.serve)
+            async with (
+                open_cluster(
+                    config, seed=3, dial_shards=dial_shards, heartbeat=0.1, heartbeat_timeout=1.0
+                ) as cluster,
+                open_controller(cluster) as controller,
+            ):
+                session = Session(controller)
+                shard = cluster.shards.shard("data")
+                shard.append(_rows(0, 10), 0, 1)
+                await session.start(index(1000, 1001))
+                await controller.await_frontier(1001, 1)
+                proxy.partition()
+                shard.append(_rows(10, 10, 1), 1, 2)
+                with trio.fail_after(20):
+                    await controller.await_frontier(1001, 2)
+                assert proxy.dropped > 0
+                rows = await controller.peek(1001, 1)
+                assert sorted(rows, key=row_order) == [(n, f"row {n}") for n in range(20)]
+                # Nothing else was lost: no process restarted.
+                assert cluster.losses == {}
+                assert await cluster.violations() == []
+            nursery.cancel_scope.cancel()
 
     run_real(main, limit=60)

@@ -77,11 +77,24 @@ def test_what_spawn_cannot_do_is_refused_before_anything_runs(
     assert "argument --spawn: not allowed with argument" in capsys.readouterr().err
 
 
-def test_max_wait_is_only_for_spawn(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+@pytest.mark.parametrize("option", ["--max-wait", "--peer-timeout"])
+def test_the_spawn_timeouts_are_only_for_spawn(
+    option: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     spec = tmp_path / "a.spec"
     spec.write_text("create-instance\n----\nok\n")
-    assert main(["run", str(spec), "--max-wait", "2"]) == 2
-    assert "argument --max-wait: only with --spawn" in capsys.readouterr().err
+    assert main(["run", str(spec), option, "2"]) == 2
+    assert f"argument {option}: only with --spawn" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("value", ["0", "0.01", "x", "nan"])
+def test_run_refuses_a_peer_timeout_too_short_or_not_a_number(
+    value: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    spec = tmp_path / "a.spec"
+    spec.write_text("create-instance\n----\nok\n")
+    assert main(["run", str(spec), "--spawn", "--peer-timeout", value]) == 2
+    assert "run: error: argument --peer-timeout: " in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(
@@ -252,3 +265,25 @@ async def test_open_cluster_refuses_a_heartbeat_that_would_spin(
     with pytest.raises(ValueError, match="must be above 0"):
         async with open_cluster(config, heartbeat=every, heartbeat_timeout=timeout):
             pass  # pragma: no cover (never reached)
+
+
+@pytest.mark.parametrize("peer_timeout", [0.0, -1.0, math.nan])
+async def test_open_cluster_refuses_a_peer_timeout_that_would_spin(peer_timeout: float) -> None:
+    config = ReplicaConfig(processes=1, workers=1, interactive=False)
+    with pytest.raises(ValueError, match=r"peer_timeout \(.*\) must be above 0"):
+        async with open_cluster(config, peer_timeout=peer_timeout):
+            pass  # pragma: no cover (never reached)
+
+
+def test_serve_takes_the_epoch_of_its_first_replica_and_refuses_a_bad_one() -> None:
+    """``--epoch`` (what the driver gives a process it starts again): a whole
+    number from 0; anything else is exit 2, named, before anything starts."""
+    config = ReplicaConfig(processes=2, workers=1, interactive=False)
+    local = ("127.0.0.1", 1)
+    command = serve_command(config, 0, local, [local, ("127.0.0.1", 3)], ("127.0.0.1", 2), "s")
+    assert parse(build_parser(), command[3:]).epoch == 0
+    assert parse(build_parser(), [*command[3:], "--epoch", "12"]).epoch == 12
+    for bad in ("-1", "x", "1.5", str(2**70)):
+        with pytest.raises(SystemExit) as exit:
+            parse(build_parser(), [*command[3:], "--epoch", bad])
+        assert exit.value.code == 2

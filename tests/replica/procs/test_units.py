@@ -3,8 +3,10 @@ encoding, exchanges across processes, and shard mirrors fed by a host."""
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import types
+from collections.abc import AsyncIterator
 from typing import Any, cast
 
 import attrs
@@ -490,5 +492,82 @@ def test_an_item_from_another_process_sent_before_a_reset_is_dropped() -> None:
             await server._seq("p0", 2, "maintenance", 7, 0, _wire.join([]))
             with pytest.raises(ProtocolError, match="relays no maintenance runtime"):
                 await server._seq("p0", 3, "maintenance", 7, 0, _wire.join([]))
+
+    trio.run(main)
+
+
+@attrs.define(eq=False)
+class _CountingHub:
+    """A hub as ``_Server.run`` uses it: items put, and the quiescence counts."""
+
+    name: str = "p1"
+    outlinks: dict[str, Any] = attrs.field(factory=dict)
+    items: list[tuple[str, tuple[Any, ...]]] = attrs.field(factory=list)
+    sent: int = 0
+    received: int = 0
+    dropped: int = 0
+
+    def send(self, target: str, item: tuple[Any, ...]) -> None:
+        self.items.append((target, item))
+
+
+def test_after_a_lost_peer_the_next_replica_starts_at_the_next_reset_and_its_epoch(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A process that lost a peer ends its replica and starts the next only
+    when the controller's reset comes, at that reset's epoch (as a real
+    process halts and serves again when the controller reconnects with a new
+    epoch): the other processes' old replicas, at the old epoch, can still
+    have items on connections closing, and the fresh replica drops them."""
+    from replica.procs import _serve
+
+    opened: list[int] = []
+
+    @contextlib.asynccontextmanager
+    async def fake_generation(
+        options: ServeOptions, hub: Hub, token: int, epoch: int = 0
+    ) -> AsyncIterator[Any]:
+        opened.append(epoch)
+        yield types.SimpleNamespace(epoch=epoch, end_all=lambda: None)
+
+    monkeypatch.setattr(_serve, "open_generation", fake_generation)
+
+    async def main() -> None:
+        config = ReplicaConfig(processes=2, workers=1, interactive=False)
+        options = ServeOptions(1, config, ("h", 1), (("h", 0), ("h", 1)), ("h", 3), b"s" * 16)
+        async with trio.open_nursery() as nursery:
+            hub = _CountingHub(outlinks={CONTROLLER: object()})
+            server = _Server(options, cast(Hub, hub), nursery)
+            nursery.start_soon(server.run)
+            await trio.testing.wait_all_tasks_blocked()
+            assert opened == [0]
+            got: list[tuple[Any, ...]] = []
+            exchange = server._current_epoch(lambda generation, *args: got.append(args))
+            server._peer_lost("p0", "the connection broke")
+            await trio.testing.wait_all_tasks_blocked()
+            # No replica until the reset: an old item finds none.
+            assert opened == [0]
+            assert server.generation is None
+            exchange("p0", 0, "maintenance", "old")
+            server._reset(CONTROLLER, 7)
+            await trio.testing.wait_all_tasks_blocked()
+            assert opened == [0, 7]
+            assert (CONTROLLER, ("reset-done", 7, 1)) in hub.items
+            exchange("p0", 0, "maintenance", "old, late")
+            exchange("p0", 7, "maintenance", "fresh")
+            assert got == [("maintenance", "fresh")]
+            nursery.cancel_scope.cancel()
+
+    trio.run(main)
+
+
+def test_a_relaunched_process_starts_at_the_epoch_it_is_given() -> None:
+    config = ReplicaConfig(processes=2, workers=1, interactive=False)
+    options = ServeOptions(1, config, ("h", 1), (("h", 0), ("h", 1)), ("h", 3), b"s" * 16, epoch=12)
+
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            server = _Server(options, cast(Hub, _CountingHub()), nursery)
+            assert server.epoch == 12
 
     trio.run(main)
