@@ -465,17 +465,32 @@ class Cluster:
 
     async def heartbeats(self) -> None:
         """Ping every process; close the link to one that stayed silent for
-        ``heartbeat_timeout`` (a partition then behaves as a lost connection)."""
+        ``heartbeat_timeout`` (a partition then behaves as a lost connection).
+        A process silent that long with no link open (one stopped while the
+        link was being dialled, so it never answered the handshake) is lost
+        as well: its connections fail, named."""
         while True:
             now = trio.current_time()
             for process in self.processes:
                 link = self.controller_hub.outlinks[process_node(process.index)]
                 last = self._pongs.setdefault(process.index, now)
-                if link.peer is not None and now - last > self.heartbeat_timeout:
-                    logger.warning("no answer from process %d: closing its link", process.index)
+                if now - last > self.heartbeat_timeout:
                     self._pongs[process.index] = now
                     peer = link.peer
-                    self.nursery.start_soon(peer.close, "heartbeat missed")
+                    if peer is not None:
+                        logger.warning("no answer from process %d: closing its link", process.index)
+                        self.nursery.start_soon(peer.close, "heartbeat missed")
+                    elif (
+                        process.index in self.ready
+                        and not self.slots[process.index].exited.is_set()
+                    ):
+                        # (Not one being started again: see restart.)
+                        logger.warning("no answer from process %d, and no link", process.index)
+                        self._connections_lost(
+                            process.index,
+                            f"no answer from replica process {process.index} for "
+                            f"{self.heartbeat_timeout:g}s (its link could not be opened)",
+                        )
                 link.put(("ping", now))
             await trio.sleep(self.heartbeat)
 

@@ -293,27 +293,37 @@ def test_a_process_frozen_during_run_spawn_is_a_lost_peer_that_ends_the_run_name
     tmp_path: Path,
 ) -> None:
     """``run --spawn --peer-timeout 1``, process 1 stopped (SIGSTOP: its
-    connections stay open, it answers nothing, a partition): process 0 hears
-    nothing from it for a second, closes its connections to it, ends its
-    replica and tells the controller, and the run ends with exit 1 and that
-    reason (the driver's own pings wait 10 s)."""
-    spec = tmp_path / "waits.spec"
-    spec.write_text(
+    connections stay open, it answers nothing, a partition) during the second
+    spec: process 0 hears nothing from it for a second, closes its connections
+    to it, ends its replica and tells the controller, and the run ends with
+    exit 1 and that reason (the driver's own pings wait 10 s). The first
+    spec's index, hydrated across both processes, shows that the connections
+    between them are up before the second starts (``-vv`` says when)."""
+    first = tmp_path / "a_index.spec"
+    first.write_text(
+        "create-instance\n----\nok\n\n"
+        "initialization-complete\n----\nok\n\n"
+        "write-single-ts shard=s ts=0 count=40\n----\nwrote 40\n\n"
+        "define-index source=10 index=11 shard=s key=[0] as-of=0\n----\nok\n\n"
+        "schedule id=11\n----\nok\n\n"
+        "await-frontier id=11 ts=1\n----\nok\n"
+    )
+    second = tmp_path / "b_waits.spec"
+    second.write_text(
         "create-instance\n----\nok\n\n"
         "await-frontier id=11 ts=1 timeout-secs=60\n----\nerror: frontier for u11 did not "
         "reach 1 in time\n"
     )
-    command = [sys.executable, "-m", "replica.driver", "-vv", "run", str(spec), "--spawn"]
-    command += ["--processes", "2", "--max-wait", "60", "--peer-timeout", "1"]
+    command = [sys.executable, "-m", "replica.driver", "-vv", "run", str(first), str(second)]
+    command += ["--spawn", "--processes", "2", "--max-wait", "60", "--peer-timeout", "1"]
     with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as run:
         frozen = None
         seen: list[bytes] = []
         try:
             assert run.stderr is not None
-            # -vv: the driver says when the spec starts, its processes ready.
             for line in run.stderr:
                 seen.append(line)
-                if b"starts on 2 ready replica processes" in line:
+                if b"b_waits.spec: starts on 2 ready replica processes" in line:
                     break
             (frozen,) = [pid for pid in _children(run.pid) if _process_index(pid) == 1]
             os.kill(frozen, signal.SIGSTOP)
@@ -323,7 +333,7 @@ def test_a_process_frozen_during_run_spawn_is_a_lost_peer_that_ends_the_run_name
                     break
             # Thawed, it ends when the driver stops it (SIGTERM).
             os.kill(frozen, signal.SIGCONT)
-            _, rest = run.communicate(timeout=60)
+            out, rest = run.communicate(timeout=60)
         finally:
             if frozen is not None:
                 with contextlib.suppress(ProcessLookupError):
@@ -331,7 +341,8 @@ def test_a_process_frozen_during_run_spawn_is_a_lost_peer_that_ends_the_run_name
             if run.poll() is None:
                 run.kill()
     err = b"".join(seen) + rest
-    assert b"p0: nothing from replica process p1 for 1s: closing its connections" in err
+    assert f"ok {first}: 6 stanzas".encode() in out, out
+    assert b"p0: nothing from replica process p1 for 1s: closing its connections" in err, err
     assert run.returncode == 1, err
     assert err.decode().splitlines()[-1] == (
         "trio-reconcile: error: replica process 0 lost its connection to replica process 1 "
@@ -488,6 +499,39 @@ def test_a_partition_between_a_process_and_the_shard_host_is_a_dropped_connectio
                 # Nothing else was lost: no process restarted.
                 assert cluster.losses == {}
                 assert await cluster.violations() == []
+            nursery.cancel_scope.cancel()
+
+    run_real(main, limit=60)
+
+
+def test_a_process_whose_link_never_opens_is_lost_named_after_the_heartbeat_timeout() -> None:
+    """The controller dials process 1 at an address that accepts and then
+    says nothing (as a process stopped mid-handshake does): no link ever
+    opens, so there is none to close, and the missed pongs still make the
+    process lost, named, after ``heartbeat_timeout``, not never."""
+
+    async def main() -> None:
+        async def silent(stream: trio.SocketStream) -> None:
+            async with stream:
+                await trio.sleep_forever()
+
+        config = ReplicaConfig(processes=2, workers=1, interactive=False)
+        async with trio.open_nursery() as nursery:
+            listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+            hole = listeners[0].socket.getsockname()[:2]
+            nursery.start_soon(trio.serve_listeners, silent, listeners)
+
+            def dial(process: int, address: tuple[str, int]) -> tuple[str, int]:
+                return hole if process == 1 else address
+
+            async with open_cluster(
+                config, seed=3, dial=dial, heartbeat=0.1, heartbeat_timeout=1.0
+            ) as cluster:
+                with trio.fail_after(20):
+                    await cluster.wait_lost(1)
+                assert cluster.reasons == {
+                    1: "no answer from replica process 1 for 1s (its link could not be opened)"
+                }
             nursery.cancel_scope.cancel()
 
     run_real(main, limit=60)
