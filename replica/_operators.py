@@ -11,6 +11,10 @@ Stateless operators (``Project``, ``Map``, ``Filter``) pass updates on at once. 
 (``Reduce``, ``Join``, the sinks) hold updates until their input frontier
 passes their time, then process the completed times in order, so what they
 emit for a time never changes afterwards.
+
+An expression that fails on a row (:class:`~replica._scalar.EvalError`)
+puts the row's update into :class:`Errors` instead, as an error with the
+update's time and diff: a retraction of the row retracts the error.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from ._aggregates import AggregateExpr, GroupState
 from ._arrangement import Arrangement, column_router, key_function, stable_hash
 from ._exchange import Exchange
 from ._protocol import Datum, Row, Update
-from ._scalar import evaluate
+from ._scalar import EvalError, evaluate
 from ._shard import Partitioned, Shard
 
 
@@ -62,6 +66,39 @@ class Stream:
         if updates:
             for queue in self.queues:
                 queue.items.extend(updates)
+
+
+@attrs.define(eq=False)
+class Errors:
+    """The evaluation errors of some operators at one worker: a collection
+    of messages, ``(message, time) -> diff``, consolidated as it grows."""
+
+    counts: dict[tuple[str, int], int] = attrs.field(factory=dict)
+
+    def add(self, message: str, time: int, diff: int) -> None:
+        key = (message, time)
+        total = self.counts.get(key, 0) + diff
+        if total:
+            self.counts[key] = total
+        else:
+            self.counts.pop(key, None)
+
+    def at(self, ts: int) -> str | None:
+        """The least message the collection holds at ``ts``, if any."""
+        if not self.counts:
+            return None
+        totals: dict[str, int] = defaultdict(int)
+        for (message, time), diff in self.counts.items():
+            if time <= ts:
+                totals[message] += diff
+        held = [message for message, total in totals.items() if total]
+        return min(held) if held else None
+
+
+def first_error(errors: Sequence[Errors], ts: int) -> str | None:
+    """The least message any of ``errors`` holds at ``ts``."""
+    found = [message for log in errors if (message := log.at(ts)) is not None]
+    return min(found) if found else None
 
 
 @attrs.define(eq=False)
@@ -191,10 +228,23 @@ class MapRows(Operator):
     queue: Queue
     function: Callable[[Row], Row]
     out: Stream = attrs.field(factory=Stream)
+    # Where a row the function fails on goes (None: it cannot fail).
+    errors: Errors | None = None
 
     def step(self) -> None:
         function = self.function
-        self.out.push([(function(row), time, diff) for row, time, diff in self.queue.take()])
+        updates = self.queue.take()
+        try:
+            output = [(function(row), time, diff) for row, time, diff in updates]
+        except EvalError:
+            assert self.errors is not None, "only a Map's expressions fail"
+            output = []
+            for row, time, diff in updates:
+                try:
+                    output.append((function(row), time, diff))
+                except EvalError as error:
+                    self.errors.add(str(error), time, diff)
+        self.out.push(output)
         self.out.frontier = self.input.frontier
 
 
@@ -207,10 +257,24 @@ class FilterOperator(Operator):
     queue: Queue
     keep: Callable[[Row], bool]
     out: Stream = attrs.field(factory=Stream)
+    # Where a row a predicate fails on goes (None: none can fail).
+    errors: Errors | None = None
 
     def step(self) -> None:
         keep = self.keep
-        self.out.push([update for update in self.queue.take() if keep(update[0])])
+        updates = self.queue.take()
+        try:
+            output = [update for update in updates if keep(update[0])]
+        except EvalError:
+            assert self.errors is not None, "only a Filter's predicates fail"
+            output = []
+            for update in updates:
+                try:
+                    if keep(update[0]):
+                        output.append(update)
+                except EvalError as error:
+                    self.errors.add(str(error), update[1], update[2])
+        self.out.push(output)
         self.out.frontier = self.input.frontier
 
 
@@ -338,17 +402,24 @@ class AggregateReduce(_Reduce):
     aggregate."""
 
     aggregates: tuple[AggregateExpr, ...] = ()
+    # Where a row an aggregate's expression fails on goes (it joins no group).
+    errors: Errors = attrs.field(factory=Errors)
     # Invariant: a group is here exactly while its row count is not zero.
     groups: dict[Row, tuple[list[int], list[GroupState]]] = attrs.field(factory=dict)
 
     def _changes(self, updates: Iterator[Update]) -> Iterator[tuple[Row | None, Row | None]]:
         before: dict[Row, Row | None] = {}
-        for row, _, diff in updates:
+        for row, time, diff in updates:
+            try:
+                inputs = [evaluate(aggregate.expr, row) for aggregate in self.aggregates]
+            except EvalError as error:
+                self.errors.add(str(error), time, diff)
+                continue
             group = tuple(row[column] for column in self.group_key)
             state = self._group(group, before)
             state[0][0] += diff
-            for aggregate, values in zip(self.aggregates, state[1], strict=True):
-                values.update(evaluate(aggregate.expr, row), diff)
+            for value, values in zip(inputs, state[1], strict=True):
+                values.update(value, diff)
         for group, old in before.items():
             new = self._row(group)
             if new != old:
