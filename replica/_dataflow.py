@@ -30,6 +30,7 @@ from ._operators import (
     AggregateReduce,
     Arrange,
     ArrangementSource,
+    ConstantSource,
     CountReduce,
     Errors,
     Exchanged,
@@ -37,23 +38,32 @@ from ._operators import (
     JoinOperator,
     KeyedShardSource,
     MapRows,
+    NegateOperator,
     Operator,
     ShardSource,
     Stream,
+    ThresholdOperator,
     Times,
+    TopKOperator,
+    UnionOperator,
     first_error,
     router,
 )
 from ._plan import (
     COUNT_ALL,
     Aggregate,
+    Constant,
     Filter,
     Get,
     Join,
     Map,
+    Negate,
     Plan,
     Project,
     Reduce,
+    Threshold,
+    TopK,
+    Union,
     arity,
     gets,
     input_of,
@@ -308,6 +318,33 @@ def render(description: DataflowDescription, number: int, context: Context) -> D
             case Map(scalars, input):
                 source = plan(input)
                 return add(MapRows(source, source.subscribe(), _mapping(scalars), errors=fails()))
+            case Constant(rows, _):
+                owner = router((), context.workers)(()) == context.worker
+                return add(ConstantSource(rows, times, owner))
+            case Union(inputs):
+                sources = tuple(plan(input) for input in inputs)
+                queues = tuple(source.subscribe() for source in sources)
+                return add(UnionOperator(sources, queues))
+            case Negate(input):
+                source = plan(input)
+                return add(NegateOperator(source, source.subscribe()))
+            case Threshold(input):
+                width = arity(input, arities)
+                whole = exchange(plan(input), tuple(range(width)))
+                return add(ThresholdOperator(whole, whole.subscribe(), ()))
+            case TopK(input, group_key, order_key, limit, offset):
+                grouped = exchange(plan(input), group_key)
+                return add(
+                    TopKOperator(
+                        grouped,
+                        grouped.subscribe(),
+                        group_key,
+                        order_key,
+                        limit,
+                        offset,
+                        errors=fails(),
+                    )
+                )
 
     def join(
         sides: list[Stream], inputs: tuple[Plan, ...], pairs: tuple[tuple[int, int], ...]

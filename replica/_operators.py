@@ -19,6 +19,7 @@ update's time and diff: a retraction of the row retracts the error.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import operator
 from collections import defaultdict
@@ -29,8 +30,8 @@ import attrs
 from ._aggregates import AggregateExpr, GroupState
 from ._arrangement import Arrangement, column_router, key_function, stable_hash
 from ._exchange import Exchange
-from ._protocol import Datum, Row, Update
-from ._scalar import EvalError, evaluate
+from ._protocol import Datum, Row, Update, row_order
+from ._scalar import EvalError, Scalar, evaluate, ordered
 from ._shard import Partitioned, Shard
 
 
@@ -508,3 +509,221 @@ class Arrange(Operator):
         frontier = self.input.frontier
         self.arrangement.update(self.queue.take(), frontier)
         self.out.frontier = frontier
+
+
+COMPLETE = 2**64 - 1
+"""The frontier of a collection complete at every time a script can name (a
+``Constant``): u64's last, short of the exchange's ``CLOSED``, which says a
+worker left it."""
+
+
+@attrs.define(eq=False)
+class ConstantSource(Operator):
+    """A ``Constant``'s rows, from ``owner`` alone (each worker renders it,
+    one says it), at the dataflow's as_of; complete at every time."""
+
+    rows: tuple[tuple[Row, int], ...]
+    times: Times
+    owner: bool
+    out: Stream = attrs.field(factory=Stream)
+    sent: bool = False
+
+    def step(self) -> None:
+        if not self.sent:
+            self.sent = True
+            if self.owner:
+                self.out.push(self.times.admit([(row, 0, diff) for row, diff in self.rows if diff]))
+        self.out.frontier = self.times.cap(COMPLETE)
+
+
+@attrs.define(eq=False)
+class UnionOperator(Operator):
+    """Every update of each input; its frontier is the least of theirs."""
+
+    inputs: tuple[Stream, ...]
+    queues: tuple[Queue, ...]
+    out: Stream = attrs.field(factory=Stream)
+
+    def step(self) -> None:
+        for queue in self.queues:
+            self.out.push(queue.take())
+        frontiers = [input.frontier for input in self.inputs]
+        if all(frontier is not None for frontier in frontiers):
+            self.out.frontier = min(frontiers)  # type: ignore[type-var]
+
+
+@attrs.define(eq=False)
+class NegateOperator(Operator):
+    """Each update with its diff negated."""
+
+    input: Stream
+    queue: Queue
+    out: Stream = attrs.field(factory=Stream)
+
+    def step(self) -> None:
+        self.out.push([(row, time, -diff) for row, time, diff in self.queue.take()])
+        self.out.frontier = self.input.frontier
+
+
+def threshold_count(count: int) -> int:
+    """How many times ``Threshold`` keeps a row counted ``count`` times."""
+    return count if count > 0 else 0
+
+
+@attrs.define(eq=False)
+class ThresholdOperator(_Reduce):
+    """``Threshold``, its input exchanged by the whole row: a row's count
+    moves, and its output moves by the change of the count's positive part."""
+
+    counts: dict[Row, int] = attrs.field(factory=dict)
+
+    def step(self) -> None:
+        self.pending.extend(self.queue.take())
+        frontier = self.input.frontier
+        if frontier is None:
+            return
+        if self.pending:
+            done, self.pending = _completed(self.pending, frontier)
+            output: list[Update] = []
+            counts = self.counts
+            for time, updates in _by_time(done):
+                deltas: dict[Row, int] = defaultdict(int)
+                for row, _, diff in updates:
+                    deltas[row] += diff
+                for row, delta in deltas.items():
+                    old = counts.get(row, 0)
+                    new = old + delta
+                    if new:
+                        counts[row] = new
+                    else:
+                        counts.pop(row, None)
+                    change = threshold_count(new) - threshold_count(old)
+                    if change:
+                        output.append((row, time, change))
+            self.out.push(output)
+        self.out.frontier = frontier
+
+
+def _sort_key(
+    order_key: tuple[tuple[int, bool, bool], ...],
+) -> Callable[[Row], tuple[object, ...]]:
+    """A row's place in ``order_key``'s order, ties broken by the whole row."""
+
+    def key(row: Row) -> tuple[object, ...]:
+        parts: list[object] = []
+        for column, descending, nulls_last in order_key:
+            value = row[column]
+            if value is None:
+                parts.append((1 if nulls_last else -1,))
+            else:
+                order = ordered(value)
+                parts.append((0, _Reversed(order) if descending else order))
+        parts.append(row_order(row))
+        return tuple(parts)
+
+    return key
+
+
+def top_k_rows(
+    rows: dict[Row, int],
+    order_key: tuple[tuple[int, bool, bool], ...],
+    limit: int | None,
+    offset: int,
+) -> dict[Row, int]:
+    """A ``TopK`` of one group's rows (each with its count): sorted by
+    ``order_key`` (``(column, descending, nulls_last)``), ties by the whole
+    row ascending, ``offset`` places skipped, then ``limit`` places kept (a
+    row counted ``n`` times takes ``n`` places; a count below one none)."""
+    if limit is not None and limit <= 0:
+        return {}
+    kept: dict[Row, int] = {}
+    skip = offset
+    room = limit
+    for row in sorted((row for row, count in rows.items() if count > 0), key=_sort_key(order_key)):
+        count = rows[row]
+        taken = min(count, skip)
+        skip -= taken
+        count -= taken
+        if room is not None:
+            count = min(count, room)
+            room -= count
+        if count:
+            kept[row] = count
+        if room == 0:
+            break
+    return kept
+
+
+@functools.total_ordering
+@attrs.frozen
+class _Reversed:
+    """A sort key in descending order."""
+
+    value: object
+
+    def __lt__(self, other: object) -> bool:
+        assert isinstance(other, _Reversed)
+        return other.value < self.value  # type: ignore[no-any-return,operator]
+
+
+@attrs.define(eq=False)
+class TopKOperator(_Reduce):
+    """``TopK`` per group of ``group_key``, its input exchanged by the key:
+    each completed time's updates change their groups' rows, and each
+    changed group's output moves from its old top rows to its new ones."""
+
+    order_key: tuple[tuple[int, bool, bool], ...] = ()
+    limit: Scalar | None = None
+    offset: int = 0
+    errors: Errors = attrs.field(factory=Errors)
+    # Invariant: a group is here exactly while it holds a row.
+    groups: dict[Row, dict[Row, int]] = attrs.field(factory=dict)
+    outputs: dict[Row, dict[Row, int]] = attrs.field(factory=dict)
+
+    def step(self) -> None:
+        self.pending.extend(self.queue.take())
+        frontier = self.input.frontier
+        if frontier is None:
+            return
+        if self.pending:
+            done, self.pending = _completed(self.pending, frontier)
+            output: list[Update] = []
+            for time, updates in _by_time(done):
+                touched: set[Row] = set()
+                for row, _, diff in updates:
+                    group = tuple(row[column] for column in self.group_key)
+                    rows = self.groups.setdefault(group, {})
+                    count = rows.get(row, 0) + diff
+                    if count:
+                        rows[row] = count
+                    else:
+                        rows.pop(row, None)
+                    touched.add(group)
+                for group in touched:
+                    self._regroup(group, time, output)
+            self.out.push(output)
+        self.out.frontier = frontier
+
+    def _regroup(self, group: Row, time: int, output: list[Update]) -> None:
+        rows = self.groups.get(group, {})
+        if not rows:
+            self.groups.pop(group, None)
+        old = self.outputs.pop(group, {})
+        new = top_k_rows(rows, self.order_key, self._limit(rows, time), self.offset)
+        if new:
+            self.outputs[group] = new
+        for row in old.keys() | new.keys():
+            change = new.get(row, 0) - old.get(row, 0)
+            if change:
+                output.append((row, time, change))
+
+    def _limit(self, rows: dict[Row, int], time: int) -> int | None:
+        if self.limit is None or not rows:
+            return None
+        try:
+            limit = evaluate(self.limit, next(iter(rows)))
+        except EvalError as error:
+            self.errors.add(str(error), time, 1)
+            return 0
+        assert limit is None or isinstance(limit, int), "a TopK's limit is a bigint"
+        return limit

@@ -125,6 +125,9 @@ def _ordered(value: Datum) -> tuple[bool, Datum]:
     return nan, 0.0 if nan else value
 
 
+ordered = _ordered
+
+
 def same(a: Datum, b: Datum) -> bool:
     """Whether ``a`` and ``b`` are one datum, as a join's equality matches
     them: NaN is NaN (as it is when rows meet by key), NULL is NULL."""

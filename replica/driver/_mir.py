@@ -396,7 +396,7 @@ def _apply(cursor: Cursor) -> Expr:
     return Apply(func, tuple(args))
 
 
-def _null_type(cursor: Cursor) -> ScalarType:
+def _null_type(cursor: Cursor, where: str = "after `null::`") -> ScalarType:
     token = cursor.peek()
     name = None if token is None else token.text
     if name == "double" and cursor.is_("precision", 1):
@@ -408,7 +408,7 @@ def _null_type(cursor: Cursor) -> ScalarType:
     if name in _NULL_TYPES:
         cursor.at += 1
         return _NULL_TYPES[name]
-    raise MirError(f"expected a type after `null::`, found {cursor.describe()}")
+    raise MirError(f"expected a type {where}, found {cursor.describe()}")
 
 
 _ESCAPE = re.compile(r"\\(x[0-9A-Fa-f]{2}|u\{[0-9A-Fa-f][0-9A-Fa-f_]{0,7}\}|.)")
@@ -437,6 +437,54 @@ def _unescape(match: re.Match[str]) -> str:
             raise MirError(f"invalid unicode character escape `{match[0]}` in a string literal")
         return chr(point)
     raise MirError(f"unknown character escape `\\{escape[0]}` in a string literal")
+
+
+# A Constant's lines.
+
+
+def parse_types(text: str) -> tuple[ColumnType, ...]:
+    """A Constant's ``types`` analysis: ``(bigint, double precision, text?)``
+    (``?``: nullable)."""
+    cursor = Cursor(lex(text))
+    inner = cursor.group("(")
+    cursor.finish()
+
+    def column_type(cursor: Cursor) -> ColumnType:
+        scalar = _null_type(cursor, "in the types")
+        return ColumnType(scalar, nullable=cursor.eat("?"))
+
+    return tuple(comma_separated(inner, column_type))
+
+
+def parse_constant_row(text: str) -> tuple[tuple[Const, ...], int]:
+    """A Constant's row line: ``- (1, "a")``, or ``- ((1, "a") x -2)`` for a
+    row counted -2 times; its datums and its count."""
+    cursor = Cursor(lex(text))
+    cursor.expect("-")
+    inner = cursor.group("(")
+    cursor.finish()
+    diff = 1
+    if inner.is_("("):
+        datums = inner.group("(")
+        inner.expect("x")
+        negative = inner.eat("-")
+        diff = inner.integer("a count after `x`")
+        diff = -diff if negative else diff
+        inner.finish()
+    else:
+        datums = inner
+    return tuple(comma_separated(datums, _datum)), diff
+
+
+def _datum(cursor: Cursor) -> Const:
+    token = cursor.peek()
+    if token is not None and token.kind == "ident" and token.text == "null":
+        cursor.at += 1
+        return Const(None, ColumnType(ScalarType.BIGINT, nullable=True))
+    literal = parse_operand(cursor) if token is not None and token.text != "#" else None
+    if not isinstance(literal, Const):
+        raise MirError(f'a row holds literals (1, 2.5, "a", true, null), not {cursor.describe()}')
+    return literal
 
 
 # Aggregates.

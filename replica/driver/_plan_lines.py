@@ -32,14 +32,32 @@ from collections.abc import Callable, Mapping
 import attrs
 
 from replica._ids import GlobalId
-from replica._plan import Filter, Get, Join, Map, Plan, PlanError, Project, Reduce, check
+from replica._plan import (
+    Constant,
+    Filter,
+    Get,
+    Join,
+    Map,
+    Negate,
+    Plan,
+    PlanError,
+    Project,
+    Reduce,
+    Threshold,
+    TopK,
+    Union,
+    check,
+)
+from replica._protocol import Datum
 from replica._scalar import ScalarFunc
+from replica._scalar import columns as scalar_columns
 
 from ._data import ColumnType, ScalarType
 from ._headers import InputError
 from ._mir import (
     AggregateSyntax,
     Apply,
+    Const,
     Cursor,
     Expr,
     MirError,
@@ -49,8 +67,10 @@ from ._mir import (
     lower,
     lower_aggregate,
     parse_aggregate,
+    parse_constant_row,
     parse_expr,
     parse_operand,
+    parse_types,
 )
 
 RelationType = tuple[ColumnType, ...]
@@ -75,6 +95,12 @@ class Operator(enum.StrEnum):
     DISTINCT = "Distinct"
     FILTER = "Filter"
     MAP = "Map"
+    UNION = "Union"
+    NEGATE = "Negate"
+    THRESHOLD = "Threshold"
+    TOP_K = "TopK"
+    ARRANGE_BY = "ArrangeBy"
+    CONSTANT = "Constant"
 
 
 @attrs.frozen
@@ -91,6 +117,14 @@ class PlanNode:
     aggregates: tuple[AggregateSyntax, ...] = ()
     scalars: tuple[Expr, ...] = ()
     equalities: tuple[tuple[int, int], ...] = ()
+    # A TopK's order key, limit and offset; a Constant's types and rows; an
+    # ArrangeBy's keys.
+    order: tuple[tuple[int, bool, bool], ...] = ()
+    limit: Expr | None = None
+    offset: int = 0
+    types: tuple[ColumnType, ...] = ()
+    rows: tuple[tuple[tuple[Const, ...], int, int], ...] = ()  # (datums, diff, line)
+    keys: tuple[tuple[Expr, ...], ...] = ()
 
 
 _GET = re.compile(r"Get +(\S+)")
@@ -101,6 +135,12 @@ _INPUTS = {
     Operator.DISTINCT: (1, 1),
     Operator.FILTER: (1, 1),
     Operator.MAP: (1, 1),
+    Operator.UNION: (1, None),
+    Operator.NEGATE: (1, 1),
+    Operator.THRESHOLD: (1, 1),
+    Operator.TOP_K: (1, 1),
+    Operator.ARRANGE_BY: (1, 1),
+    Operator.CONSTANT: (0, 0),
 }
 
 
@@ -136,6 +176,8 @@ def _node(lines: list[BodyLine], start: int, depth: int) -> tuple[PlanNode, int]
     node = _operator(line)
     inputs: list[PlanNode] = []
     at = start + 1
+    if node.operator is Operator.CONSTANT:
+        return _constant_rows(node, line, lines, at)
     while at < len(lines) and lines[at].indent > line.indent:
         if lines[at].indent != line.indent + 2:
             raise InputError(
@@ -148,6 +190,8 @@ def _node(lines: list[BodyLine], start: int, depth: int) -> tuple[PlanNode, int]
     least, most = _INPUTS.get(node.operator, (2, None))
     if len(inputs) < least or (most is not None and len(inputs) > most):
         wanted = {0: "no input", 1: "one input", 2: "two inputs or more"}[least]
+        if least == 1 and most is None:
+            wanted = "one input or more"
         raise InputError(line.number, f"{node.operator} takes {wanted}, not {len(inputs)}")
     return attrs.evolve(node, inputs=tuple(inputs)), at
 
@@ -165,7 +209,8 @@ def _operator(line: BodyLine) -> PlanNode:
             raise InputError(number, f"Get: {error}") from None
         return PlanNode(number, Operator.GET, id=id)
     try:
-        tokens = lex(text)
+        # As the real parser does: `// {` starts a line's analyses.
+        tokens = lex(text.replace("// {", ":: {"))
     except MirError as error:
         raise InputError(number, str(error)) from None
     word = tokens[0].text
@@ -174,7 +219,8 @@ def _operator(line: BodyLine) -> PlanNode:
         raise InputError(
             number,
             f"unknown plan operator {word!r} "
-            "(Get, Project, Map, Filter, Reduce, Distinct, Join or CrossJoin)",
+            "(Get, Project, Map, Filter, Reduce, Distinct, Join, CrossJoin, Union, "
+            "Negate, Threshold, TopK, ArrangeBy or Constant)",
         )
     cursor = Cursor(tokens, 1)
     try:
@@ -288,6 +334,113 @@ def _map(number: int, cursor: Cursor) -> PlanNode:
     return PlanNode(number, Operator.MAP, scalars=tuple(scalars))
 
 
+def _bare(operator: Operator) -> Callable[[int, Cursor], PlanNode]:
+    def parse(number: int, cursor: Cursor) -> PlanNode:
+        if not cursor.done():
+            raise InputError(number, f"{operator} takes nothing after it (its inputs are below it)")
+        return PlanNode(number, operator)
+
+    return parse
+
+
+def _top_k(number: int, cursor: Cursor) -> PlanNode:
+    group: list[int] = []
+    order: list[tuple[int, bool, bool]] = []
+    limit: Expr | None = None
+    offset = 0
+    if cursor.eat("group_by"):
+        cursor.expect("=")
+        group = comma_separated(cursor.group("["), _column)
+    if cursor.eat("order_by"):
+        cursor.expect("=")
+        order = comma_separated(cursor.group("["), _column_order)
+    if cursor.eat("limit"):
+        cursor.expect("=")
+        limit = parse_expr(cursor)
+    if cursor.eat("offset"):
+        cursor.expect("=")
+        offset = cursor.integer("an offset")
+    _hints(cursor)
+    return PlanNode(
+        number,
+        Operator.TOP_K,
+        columns=tuple(group),
+        order=tuple(order),
+        limit=limit,
+        offset=offset,
+    )
+
+
+def _column_order(cursor: Cursor) -> tuple[int, bool, bool]:
+    """``#n [asc|desc] [nulls_first|nulls_last]``: descending and nulls last
+    unless it says otherwise (the real parser's defaults)."""
+    column = cursor.column()
+    descending = cursor.eat("desc") or not cursor.eat("asc")
+    nulls_last = cursor.eat("nulls_last") or not cursor.eat("nulls_first")
+    return column, descending, nulls_last
+
+
+def _arrange_by(number: int, cursor: Cursor) -> PlanNode:
+    cursor.expect("keys")
+    cursor.expect("=")
+    keys = comma_separated(
+        cursor.group("["), lambda key: tuple(comma_separated(key.group("["), parse_expr))
+    )
+    return PlanNode(number, Operator.ARRANGE_BY, keys=tuple(keys))
+
+
+def _constant(number: int, cursor: Cursor) -> PlanNode:
+    empty = cursor.is_("<") and cursor.is_("empty", 1) and cursor.is_(">", 2)
+    if empty:
+        cursor.at += 3
+    types: tuple[ColumnType, ...] | None = None
+    if cursor.eat("::"):
+        analyses = cursor.group("{")
+        while not analyses.done():
+            token = analyses.peek()
+            assert token is not None
+            if token.text != "types":
+                raise MirError(f"unexpected analysis type `{token.text}`")
+            analyses.at += 1
+            analyses.expect(":")
+            written = analyses.peek()
+            if written is None or written.kind != "string":
+                raise MirError(f"expected a string of types, found {analyses.describe()}")
+            analyses.at += 1
+            types = parse_types(written.text[1:-1])
+    if types is None:
+        raise MirError('a Constant says its types: Constant // { types: "(bigint, text)" }')
+    # An empty constant marks itself with a row count of -1 until its rows
+    # (none) are read.
+    return PlanNode(number, Operator.CONSTANT, types=types, offset=-1 if empty else 0)
+
+
+def _constant_rows(
+    node: PlanNode, line: BodyLine, lines: list[BodyLine], at: int
+) -> tuple[PlanNode, int]:
+    """A Constant's rows: the lines indented 2 more than it."""
+    rows: list[tuple[tuple[Const, ...], int, int]] = []
+    while at < len(lines) and lines[at].indent > line.indent:
+        entry = lines[at]
+        if node.offset == -1:
+            raise InputError(entry.number, "a Constant <empty> has no rows")
+        if entry.indent != line.indent + 2:
+            raise InputError(
+                entry.number,
+                f"a row of the Constant (line {line.number}) is indented "
+                f"{line.indent + 2} spaces, 2 more than it, not {entry.indent}",
+            )
+        try:
+            datums, diff = parse_constant_row(entry.text)
+        except MirError as error:
+            raise InputError(entry.number, f"Constant row: {error}") from None
+        rows.append((datums, diff, entry.number))
+        at += 1
+    if not rows and node.offset != -1:
+        raise InputError(line.number, "a Constant lists its rows below it (or is Constant <empty>)")
+    return attrs.evolve(node, rows=tuple(rows), offset=0), at
+
+
 _PARSERS: dict[str, Callable[[int, Cursor], PlanNode]] = {
     Operator.PROJECT: _project,
     Operator.REDUCE: _reduce,
@@ -296,6 +449,12 @@ _PARSERS: dict[str, Callable[[int, Cursor], PlanNode]] = {
     Operator.CROSS_JOIN: _cross_join,
     Operator.FILTER: _filter,
     Operator.MAP: _map,
+    Operator.UNION: _bare(Operator.UNION),
+    Operator.NEGATE: _bare(Operator.NEGATE),
+    Operator.THRESHOLD: _bare(Operator.THRESHOLD),
+    Operator.TOP_K: _top_k,
+    Operator.ARRANGE_BY: _arrange_by,
+    Operator.CONSTANT: _constant,
 }
 
 
@@ -329,6 +488,8 @@ def resolve(
             return plan, tuple(input_types[0][column] for column in group_key) + computed
         case Join():
             return plan, tuple(column for relation in input_types for column in relation)
+        case Negate() | Threshold() | TopK():
+            return plan, input_types[0]
         case _:
             return plan, computed
 
@@ -366,6 +527,21 @@ def _resolve(
                 scalars.append(scalar)
                 columns.append(type)
             return Map(tuple(scalars), inputs[0]), tuple(columns)
+        case Operator.UNION:
+            return Union(inputs), _union_types(input_types)
+        case Operator.NEGATE:
+            return Negate(inputs[0]), ()
+        case Operator.THRESHOLD:
+            return Threshold(inputs[0]), ()
+        case Operator.ARRANGE_BY:
+            for key in node.keys:
+                for expr in key:
+                    lower(expr, input_types[0])
+            return inputs[0], input_types[0]
+        case Operator.TOP_K:
+            return _resolve_top_k(node, inputs[0], input_types[0]), ()
+        case Operator.CONSTANT:
+            return _resolve_constant(node)
         case Operator.JOIN | Operator.CROSS_JOIN:
             columns = [column for relation in input_types for column in relation]
             for a, b in node.equalities:
@@ -376,3 +552,82 @@ def _resolve(
                     )
             return Join(inputs, node.equalities), ()
     raise AssertionError(f"no plan for {node.operator}")
+
+
+def _union_types(input_types: list[RelationType]) -> RelationType:
+    first = input_types[0]
+    for number, relation in enumerate(input_types[1:], start=2):
+        if len(relation) != len(first):
+            raise MirError(
+                f"input {number} of the Union has {len(relation)} columns, the first {len(first)}"
+            )
+        for column, (a, b) in enumerate(zip(first, relation, strict=True)):
+            if a.scalar != b.scalar:
+                raise MirError(
+                    f"column #{column} of the Union's input {number} is {b.scalar}, "
+                    f"of the first {a.scalar}"
+                )
+    return tuple(
+        ColumnType(column[0].scalar, any(type.nullable for type in column))
+        for column in zip(*input_types, strict=True)
+    )
+
+
+def _resolve_top_k(node: PlanNode, input: Plan, types: RelationType) -> TopK:
+    for column in (*node.columns, *(column for column, _, _ in node.order)):
+        if column >= len(types):
+            raise MirError(f"column #{column} out of range for a {len(types)}-column input")
+    limit = None
+    if node.limit is not None:
+        limit, type = lower(node.limit, types)
+        if type.scalar is not ScalarType.BIGINT:
+            raise MirError(f"a TopK's limit is a bigint, not {type.scalar}")
+        outside = [column for column in scalar_columns(limit) if column not in node.columns]
+        if outside:
+            raise MirError(f"a TopK's limit reads its group's key columns only, not #{outside[0]}")
+    return TopK(input, node.columns, node.order, limit, node.offset)
+
+
+def _resolve_constant(node: PlanNode) -> tuple[Constant, RelationType]:
+    rows = []
+    for datums, diff, line in node.rows:
+        if len(datums) != len(node.types):
+            raise InputError(
+                line,
+                f"Constant row: {len(datums)} values, and the Constant's types "
+                f"are {len(node.types)}",
+            )
+        values = []
+        for column, (datum, type) in enumerate(zip(datums, node.types, strict=True)):
+            try:
+                values.append(_typed_datum(datum, type, column))
+            except MirError as error:
+                raise InputError(line, f"Constant row: {error}") from None
+        rows.append((tuple(values), diff))
+    return Constant(tuple(rows), len(node.types)), node.types
+
+
+_INTEGER_RANGES = {
+    ScalarType.BIGINT: 2**63,
+    ScalarType.INTEGER: 2**31,
+    ScalarType.SMALLINT: 2**15,
+}
+
+
+def _typed_datum(datum: Const, type: ColumnType, column: int) -> Datum:
+    value = datum.value
+    where = f"column #{column}"
+    if value is None:
+        if not type.nullable:
+            raise MirError(f"{where} is null, and the type {type.scalar} is not nullable")
+        return None
+    given = datum.type.scalar
+    if type.scalar in _INTEGER_RANGES and given is ScalarType.BIGINT:
+        assert isinstance(value, int)
+        bound = _INTEGER_RANGES[type.scalar]
+        if not -bound <= value < bound:
+            raise MirError(f"{where}: {value} is out of range for {type.scalar}")
+        return value
+    if given is not type.scalar:
+        raise MirError(f"{where} is a {given} value, and the column is {type.scalar}")
+    return value

@@ -315,9 +315,10 @@ def test_configuration_rows_and_header_keys_become_parameters_in_order() -> None
             "3: a predicate is a boolean, not bigint",
         ),
         (
-            "  build id=2\n    TopK limit=1\n      Get u1000\n",
-            "3: unknown plan operator 'TopK' "
-            "(Get, Project, Map, Filter, Reduce, Distinct, Join or CrossJoin)",
+            "  build id=2\n    Sort limit=1\n      Get u1000\n",
+            "3: unknown plan operator 'Sort' "
+            "(Get, Project, Map, Filter, Reduce, Distinct, Join, CrossJoin, Union, "
+            "Negate, Threshold, TopK, ArrangeBy or Constant)",
         ),
         (
             '  build id=2\n    Filter #0 = "a"\n      Get u1000\n',
