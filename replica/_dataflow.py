@@ -35,6 +35,7 @@ from ._operators import (
     Errors,
     Exchanged,
     FilterOperator,
+    FlatMapRows,
     JoinOperator,
     KeyedShardSource,
     MapRows,
@@ -54,6 +55,7 @@ from ._plan import (
     Aggregate,
     Constant,
     Filter,
+    FlatMap,
     Get,
     Join,
     Map,
@@ -318,6 +320,9 @@ def render(description: DataflowDescription, number: int, context: Context) -> D
             case Map(scalars, input):
                 source = plan(input)
                 return add(MapRows(source, source.subscribe(), _mapping(scalars), errors=fails()))
+            case FlatMap(func, exprs, input):
+                source = plan(input)
+                return add(FlatMapRows(source, source.subscribe(), func, exprs, fails()))
             case Constant(rows, _):
                 owner = router((), context.workers)(()) == context.worker
                 return add(ConstantSource(rows, times, owner))

@@ -727,3 +727,56 @@ class TopKOperator(_Reduce):
             return 0
         assert limit is None or isinstance(limit, int), "a TopK's limit is a bigint"
         return limit
+
+
+STEP_ZERO = "step size cannot equal zero"
+# A row's series stays within what a spec may write in all.
+MAX_SERIES = 1_000_000
+
+
+def table_rows(func: str, values: Sequence[Datum]) -> list[Row]:
+    """The rows table function ``func`` gives for argument ``values``;
+    :class:`~replica._scalar.EvalError` when it has none."""
+    if func == "generate_series":
+        start, stop, step = (*values, 1) if len(values) == 2 else values
+        if start is None or stop is None or step is None:
+            return []
+        assert isinstance(start, int), "generate_series counts bigints"
+        assert isinstance(stop, int), "generate_series counts bigints"
+        assert isinstance(step, int), "generate_series counts bigints"
+        if step == 0:
+            raise EvalError(STEP_ZERO)
+        series = range(start, stop + (1 if step > 0 else -1), step)
+        if len(series) > MAX_SERIES:
+            raise EvalError(
+                f"generate_series of more than {MAX_SERIES} rows (this replica's limit)"
+            )
+        return [(value,) for value in series]
+    width = int(func.removeprefix("wrap"))
+    return [tuple(values[at : at + width]) for at in range(0, len(values), width)]
+
+
+@attrs.define(eq=False)
+class FlatMapRows(Operator):
+    """``FlatMap``: each update's row, followed by each row the table
+    function gives for it, with the update's time and diff."""
+
+    input: Stream
+    queue: Queue
+    func: str
+    exprs: tuple[Scalar, ...]
+    errors: Errors
+    out: Stream = attrs.field(factory=Stream)
+
+    def step(self) -> None:
+        output: list[Update] = []
+        for row, time, diff in self.queue.take():
+            try:
+                values = [evaluate(expr, row) for expr in self.exprs]
+                produced = table_rows(self.func, values)
+            except EvalError as error:
+                self.errors.add(str(error), time, diff)
+                continue
+            output.extend(((*row, *extra), time, diff) for extra in produced)
+        self.out.push(output)
+        self.out.frontier = self.input.frontier

@@ -154,9 +154,51 @@ class TopK:
     offset: int = 0
 
 
-Plan = Get | Project | Reduce | Join | Filter | Map | Constant | Union | Negate | Threshold | TopK
+TABLE_FUNCTIONS = {"generate_series": 1, "wrap1": 1, "wrap2": 2, "wrap3": 3}
+"""The table functions a ``FlatMap`` knows, with their rows' widths."""
 
-PLAN_CLASSES = (Get, Project, Reduce, Join, Filter, Map, Constant, Union, Negate, Threshold, TopK)
+
+@attrs.frozen
+class FlatMap:
+    """Each row of ``input`` followed by each row the table function
+    ``func`` gives for it (none: the row is gone): ``generate_series(start,
+    stop[, step])`` counts (bigints), ``wrapN(..)`` cuts its values into
+    rows of ``N``."""
+
+    func: str
+    exprs: tuple[Scalar, ...]
+    input: Plan
+
+
+Plan = (
+    Get
+    | Project
+    | Reduce
+    | Join
+    | Filter
+    | Map
+    | Constant
+    | Union
+    | Negate
+    | Threshold
+    | TopK
+    | FlatMap
+)
+
+PLAN_CLASSES = (
+    Get,
+    Project,
+    Reduce,
+    Join,
+    Filter,
+    Map,
+    Constant,
+    Union,
+    Negate,
+    Threshold,
+    TopK,
+    FlatMap,
+)
 """Every kind of plan (what crosses between processes must know them all)."""
 
 
@@ -167,7 +209,7 @@ def inputs(plan: Plan) -> tuple[Plan, ...]:
             return ()
         case Project(_, input) | Reduce(input, _, _) | Filter(_, input) | Map(_, input):
             return (input,)
-        case Negate(input) | Threshold(input) | TopK(input):
+        case Negate(input) | Threshold(input) | TopK(input) | FlatMap(_, _, input):
             return (input,)
         case Join(inputs_, _) | Union(inputs_):
             return inputs_
@@ -202,6 +244,8 @@ def arity(plan: Plan, arities: Mapping[GlobalId, int]) -> int:
             return arity(inputs[0], arities)
         case Negate(input) | Threshold(input) | TopK(input):
             return arity(input, arities)
+        case FlatMap(func, _, input):
+            return arity(input, arities) + TABLE_FUNCTIONS[func]
 
 
 def check(plan: Plan, arities: Mapping[GlobalId, int]) -> int:
@@ -256,6 +300,13 @@ def check(plan: Plan, arities: Mapping[GlobalId, int]) -> int:
             return widths.pop()
         case Negate(input) | Threshold(input):
             return check(input, arities)
+        case FlatMap(func, exprs, input):
+            width = check(input, arities)
+            if func not in TABLE_FUNCTIONS:
+                raise PlanError(f"FlatMap: no table function {func!r}")
+            for expr in exprs:
+                _columns("FlatMap", tuple(_scalar.columns(expr)), width)
+            return width + TABLE_FUNCTIONS[func]
         case TopK(input, group_key, order_key, limit, offset):
             width = check(input, arities)
             _columns("TopK group key", group_key, width)

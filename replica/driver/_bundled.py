@@ -50,6 +50,7 @@ BUNDLED_TWO_RUNTIME = (
     "arithmetic.spec",
     "union_negate_threshold.spec",
     "top_k.spec",
+    "flat_map.spec",
 )
 
 

@@ -44,8 +44,19 @@ from replica import (
 )
 from replica._aggregates import AggregateExpr, aggregate
 from replica._arrangement import key_of, typed
-from replica._operators import COMPLETE, top_k_rows
-from replica._plan import COUNT_ALL, Constant, Filter, Map, Negate, Threshold, TopK, Union, gets
+from replica._operators import COMPLETE, table_rows, top_k_rows
+from replica._plan import (
+    COUNT_ALL,
+    Constant,
+    Filter,
+    FlatMap,
+    Map,
+    Negate,
+    Threshold,
+    TopK,
+    Union,
+    gets,
+)
 from replica._protocol import Datum
 from replica._scalar import evaluate, holds, same
 
@@ -413,6 +424,13 @@ class ReferenceModel:
                 return union
             case Negate(input):
                 return Counter({row: -n for row, n in self._evaluate(dataflow, input, ts).items()})
+            case FlatMap(func, exprs, input):
+                flat: Counter[Row] = Counter()
+                for row, n in self._evaluate(dataflow, input, ts).items():
+                    values = [evaluate(expr, row) for expr in exprs]
+                    for extra in table_rows(func, values):
+                        flat[(*row, *extra)] += n
+                return flat
             case Threshold(input):
                 return Counter(
                     {row: n for row, n in self._evaluate(dataflow, input, ts).items() if n > 0}

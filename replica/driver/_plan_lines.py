@@ -33,8 +33,10 @@ import attrs
 
 from replica._ids import GlobalId
 from replica._plan import (
+    TABLE_FUNCTIONS,
     Constant,
     Filter,
+    FlatMap,
     Get,
     Join,
     Map,
@@ -101,6 +103,7 @@ class Operator(enum.StrEnum):
     TOP_K = "TopK"
     ARRANGE_BY = "ArrangeBy"
     CONSTANT = "Constant"
+    FLAT_MAP = "FlatMap"
 
 
 @attrs.frozen
@@ -125,6 +128,7 @@ class PlanNode:
     types: tuple[ColumnType, ...] = ()
     rows: tuple[tuple[tuple[Const, ...], int, int], ...] = ()  # (datums, diff, line)
     keys: tuple[tuple[Expr, ...], ...] = ()
+    func: str = ""  # a FlatMap's table function
 
 
 _GET = re.compile(r"Get +(\S+)")
@@ -141,6 +145,7 @@ _INPUTS = {
     Operator.TOP_K: (1, 1),
     Operator.ARRANGE_BY: (1, 1),
     Operator.CONSTANT: (0, 0),
+    Operator.FLAT_MAP: (1, 1),
 }
 
 
@@ -220,7 +225,7 @@ def _operator(line: BodyLine) -> PlanNode:
             number,
             f"unknown plan operator {word!r} "
             "(Get, Project, Map, Filter, Reduce, Distinct, Join, CrossJoin, Union, "
-            "Negate, Threshold, TopK, ArrangeBy or Constant)",
+            "Negate, Threshold, TopK, ArrangeBy, Constant or FlatMap)",
         )
     cursor = Cursor(tokens, 1)
     try:
@@ -441,6 +446,22 @@ def _constant_rows(
     return attrs.evolve(node, rows=tuple(rows), offset=0), at
 
 
+def _flat_map(number: int, cursor: Cursor) -> PlanNode:
+    token = cursor.peek()
+    if token is None or token.kind != "ident":
+        raise MirError(f"expected a table function, found {cursor.describe()}")
+    name = token.text.lower()
+    if name in ("unnest_list", "unnest_array", "jsonb_object_keys"):
+        raise MirError(f"{name}(..) is not supported here (no lists, arrays or jsonb)")
+    if name not in TABLE_FUNCTIONS:
+        raise MirError(
+            f"unsupported function name {token.text!r} (generate_series, wrap1, wrap2 or wrap3)"
+        )
+    cursor.at += 1
+    exprs = comma_separated(cursor.group("("), parse_expr)
+    return PlanNode(number, Operator.FLAT_MAP, scalars=tuple(exprs), func=name)
+
+
 _PARSERS: dict[str, Callable[[int, Cursor], PlanNode]] = {
     Operator.PROJECT: _project,
     Operator.REDUCE: _reduce,
@@ -455,6 +476,7 @@ _PARSERS: dict[str, Callable[[int, Cursor], PlanNode]] = {
     Operator.TOP_K: _top_k,
     Operator.ARRANGE_BY: _arrange_by,
     Operator.CONSTANT: _constant,
+    Operator.FLAT_MAP: _flat_map,
 }
 
 
@@ -490,6 +512,8 @@ def resolve(
             return plan, tuple(column for relation in input_types for column in relation)
         case Negate() | Threshold() | TopK():
             return plan, input_types[0]
+        case FlatMap():
+            return plan, input_types[0] + computed
         case _:
             return plan, computed
 
@@ -542,6 +566,8 @@ def _resolve(
             return _resolve_top_k(node, inputs[0], input_types[0]), ()
         case Operator.CONSTANT:
             return _resolve_constant(node)
+        case Operator.FLAT_MAP:
+            return _resolve_flat_map(node, inputs[0], input_types[0])
         case Operator.JOIN | Operator.CROSS_JOIN:
             columns = [column for relation in input_types for column in relation]
             for a, b in node.equalities:
@@ -631,3 +657,34 @@ def _typed_datum(datum: Const, type: ColumnType, column: int) -> Datum:
     if given is not type.scalar:
         raise MirError(f"{where} is a {given} value, and the column is {type.scalar}")
     return value
+
+
+def _resolve_flat_map(
+    node: PlanNode, input: Plan, types: RelationType
+) -> tuple[FlatMap, RelationType]:
+    lowered = [lower(expr, types) for expr in node.scalars]
+    scalars = tuple(scalar for scalar, _ in lowered)
+    arg_types = [type for _, type in lowered]
+    if node.func == "generate_series":
+        if len(arg_types) not in (2, 3):
+            raise MirError(
+                f"generate_series(..) takes a start, a stop and maybe a step, not {len(arg_types)}"
+            )
+        for type in arg_types:
+            if type.scalar is not ScalarType.BIGINT:
+                raise MirError(f"generate_series(..) counts bigints, not {type.scalar}")
+        return FlatMap(node.func, scalars, input), (ColumnType(ScalarType.BIGINT),)
+    width = TABLE_FUNCTIONS[node.func]
+    if not arg_types or len(arg_types) % width:
+        raise MirError(
+            f"{node.func}(..) cuts its values into rows of {width}: {len(arg_types)} values do not"
+        )
+    columns: list[ColumnType] = []
+    for column in range(width):
+        types_here = arg_types[column::width]
+        first = types_here[0].scalar
+        for type in types_here[1:]:
+            if type.scalar != first:
+                raise MirError(f"{node.func}(..) puts {first} and {type.scalar} in column {column}")
+        columns.append(ColumnType(first, any(type.nullable for type in types_here)))
+    return FlatMap(node.func, scalars, input), tuple(columns)

@@ -33,10 +33,11 @@ from replica import (
     Update,
 )
 from replica._exchange import Fabric
-from replica._operators import Operator, Queue, top_k_rows
+from replica._operators import Operator, Queue, table_rows, top_k_rows
 from replica._plan import (
     Constant,
     Filter,
+    FlatMap,
     Get,
     Join,
     Map,
@@ -269,6 +270,13 @@ def evaluate(plan: Plan, inputs: Mapping[GlobalId, Counter[Row]]) -> Counter[Row
             return union
         case Negate(input):
             return Counter({row: -n for row, n in evaluate(input, inputs).items()})
+        case FlatMap(func, exprs, input):
+            flat: Counter[Row] = Counter()
+            for row, n in evaluate(input, inputs).items():
+                values = [scalar_value(expr, row) for expr in exprs]
+                for extra in table_rows(func, values):
+                    flat[(*row, *extra)] += n
+            return flat
         case Threshold(input):
             return Counter({row: n for row, n in evaluate(input, inputs).items() if n > 0})
         case TopK(input, group_key, order_key, limit, offset):

@@ -1,5 +1,5 @@
-"""Union, Negate, Threshold, TopK and Constant (and bigint arithmetic in a
-Map), rendered at 1 to 3 workers stepped in random orders over random
+"""Union, Negate, Threshold, TopK, Constant and FlatMap (and bigint
+arithmetic in a Map), rendered at 1 to 3 workers stepped in random orders over random
 writes and retractions, give at every time below the frontier what a
 from-scratch evaluation gives; and each does work in proportion to the
 change, not to the collection."""
@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from replica import Get, Plan, Project, Row, Update
 from replica._operators import Stream, TopKOperator, top_k_rows
-from replica._plan import Constant, Map, Negate, Threshold, TopK, Union
+from replica._plan import Constant, FlatMap, Map, Negate, Threshold, TopK, Union
 from replica._scalar import Call, Column, Literal, ScalarFunc
 
 from .test_engine_properties import PROPERTY, A, B, check_plan
@@ -23,7 +23,9 @@ def set_plans(draw: st.DrawFn, depth: int = 2) -> Plan:
     a row a negative number of times (Negate only under a Threshold)."""
     if depth == 0 or draw(st.integers(0, 3)) == 0:
         return Get(draw(st.sampled_from([A, B])))
-    kind = draw(st.sampled_from(["union", "except", "threshold", "top_k", "constant", "map"]))
+    kind = draw(
+        st.sampled_from(["union", "except", "threshold", "top_k", "constant", "map", "flat_map"])
+    )
     input = draw(set_plans(depth - 1))
     if kind == "union":
         return Union((input, draw(set_plans(depth - 1))))
@@ -44,6 +46,13 @@ def set_plans(draw: st.DrawFn, depth: int = 2) -> Plan:
         right = Literal(draw(st.integers(1, 3)))
         # Replace the second column by an arithmetic of both (no zero divisor).
         return _project_last(Map((Call(func, (Column(0), right)),), input))
+    if kind == "flat_map":
+        if draw(st.booleans()):
+            series = (Column(0), Column(1), Literal(draw(st.sampled_from([1, 2, -1]))))
+            return Project((0, 2), FlatMap("generate_series", series, input))
+        return Project(
+            (2, 3), FlatMap("wrap2", (Column(1), Column(0), Column(0), Column(0)), input)
+        )
     group = tuple(draw(st.lists(st.integers(0, 1), max_size=1)))
     order = tuple(
         draw(st.lists(st.tuples(st.integers(0, 1), st.booleans(), st.booleans()), max_size=2))

@@ -318,7 +318,7 @@ def test_configuration_rows_and_header_keys_become_parameters_in_order() -> None
             "  build id=2\n    Sort limit=1\n      Get u1000\n",
             "3: unknown plan operator 'Sort' "
             "(Get, Project, Map, Filter, Reduce, Distinct, Join, CrossJoin, Union, "
-            "Negate, Threshold, TopK, ArrangeBy or Constant)",
+            "Negate, Threshold, TopK, ArrangeBy, Constant or FlatMap)",
         ),
         (
             '  build id=2\n    Filter #0 = "a"\n      Get u1000\n',
