@@ -51,6 +51,7 @@ BUNDLED_TWO_RUNTIME = (
     "union_negate_threshold.spec",
     "top_k.spec",
     "flat_map.spec",
+    "let.spec",
 )
 
 

@@ -129,6 +129,7 @@ class PlanNode:
     rows: tuple[tuple[tuple[Const, ...], int, int], ...] = ()  # (datums, diff, line)
     keys: tuple[tuple[Expr, ...], ...] = ()
     func: str = ""  # a FlatMap's table function
+    local: str = ""  # a Get of a cte (`Get l0`)
 
 
 _GET = re.compile(r"Get +(\S+)")
@@ -164,14 +165,121 @@ MAX_PLAN_DEPTH = 64
 
 
 def parse_plan(lines: list[BodyLine]) -> PlanNode:
-    node, end = _node(lines, 0, 1)
-    if end < len(lines):
+    if lines[0].text.split(" ", 1)[0] in ("With", "Return"):
+        node = _let(lines)
+    else:
+        node, end = _node(lines, 0, 1)
+        if end < len(lines):
+            raise InputError(
+                lines[end].number,
+                "a build holds one plan, and this line is not an input of it "
+                "(an input is indented 2 more than its operator)",
+            )
+    return _bind_locals(node, {})
+
+
+# How many operators a plan holds once its ctes are in place (a cte read
+# twice is there twice).
+MAX_PLAN_NODES = 10_000
+
+_CTE = re.compile(r"cte +(l[0-9]+) *=(?: *// *\{.*\})?")
+
+
+def _let(lines: list[BodyLine]) -> PlanNode:
+    """``With`` and its ``cte lN =`` bindings, each over its plan, and
+    ``Return`` over the plan that reads them (``Get lN``), in either order;
+    each cte reads the ctes of lower ids. A cte's plan stands in place of
+    each ``Get`` of it."""
+    top = lines[0].indent
+    sections: dict[str, tuple[BodyLine, list[BodyLine]]] = {}
+    for line in lines:
+        if line.indent > top and sections:
+            list(sections.values())[-1][1].append(line)
+            continue
+        word = line.text.split(" ", 1)[0]
+        if line.indent < top or word not in ("With", "Return") or word in sections:
+            raise InputError(
+                line.number,
+                "a let plan is With (its ctes below it) and Return (its plan below it)",
+            )
+        if word == "With" and line.text != "With":
+            raise InputError(
+                line.number, "With Mutually Recursive (a recursive let) is not supported here"
+            )
+        if word == "Return" and line.text != "Return":
+            raise InputError(line.number, "Return takes nothing after it (its plan is below it)")
+        sections[word] = (line, [])
+    if len(sections) != 2:
+        missing = "Return" if "With" in sections else "With"
+        raise InputError(lines[-1].number, f"a let plan needs its {missing} too")
+    with_line, bindings = sections["With"]
+    return_line, body = sections["Return"]
+    if not bindings:
+        raise InputError(with_line.number, "At least one `let cte` binding expected")
+    if not body:
+        raise InputError(return_line.number, "Return has its plan below it")
+    ctes: list[tuple[int, int, PlanNode]] = []  # (id, line, plan)
+    at = 0
+    while at < len(bindings):
+        line = bindings[at]
+        match = _CTE.fullmatch(line.text)
+        if line.indent != top + 2 or match is None:
+            raise InputError(line.number, "a cte is written `cte l0 =`, 2 more than With")
+        value = bindings[at + 1 :]
+        end = next((i for i, v in enumerate(value) if v.indent <= line.indent), len(value))
+        if end == 0:
+            raise InputError(line.number, f"cte {match[1]} has its plan below it")
+        if value[0].indent != line.indent + 2:
+            raise InputError(value[0].number, "a cte's plan is indented 2 more than it")
+        plan, used = _node(value[:end], 0, 1)
+        if used < end:
+            raise InputError(value[used].number, "a cte holds one plan")
+        ctes.append((int(match[1][1:]), line.number, plan))
+        at += 1 + end
+    ids = [id for id, _, _ in ctes]
+    with_first = with_line.number < return_line.number
+    if ids != sorted(ids, reverse=not with_first) or len(set(ids)) != len(ids):
+        first, order = ("With", "ascending") if with_first else ("Return", "descending")
         raise InputError(
-            lines[end].number,
-            "a build holds one plan, and this line is not an input of it "
-            "(an input is indented 2 more than its operator)",
+            with_line.number,
+            f"seen {first} first, but the cte ids are not in {order} order: {ids}",
         )
-    return node
+    root, used = _node(body, 0, 1)
+    if body[0].indent != top + 2:
+        raise InputError(body[0].number, "Return's plan is indented 2 more than it")
+    if used < len(body):
+        raise InputError(body[used].number, "Return holds one plan")
+    bound: dict[str, PlanNode] = {}
+    for id, _, plan in sorted(ctes, key=lambda cte: cte[0]):
+        bound[f"l{id}"] = _bind_locals(plan, bound)
+    return _bind_locals(root, bound)
+
+
+def _bind_locals(node: PlanNode, bound: dict[str, PlanNode]) -> PlanNode:
+    """``node`` with each ``Get lN`` replaced by cte ``lN``'s plan."""
+    count = [0]
+
+    def bind(node: PlanNode, depth: int) -> PlanNode:
+        count[0] += 1
+        if count[0] > MAX_PLAN_NODES:
+            raise InputError(
+                node.line, f"a plan holds more than {MAX_PLAN_NODES} operators once its ctes are in"
+            )
+        if depth > MAX_PLAN_DEPTH:
+            raise InputError(
+                node.line,
+                f"a plan nests more than {MAX_PLAN_DEPTH} operators deep once its ctes are in",
+            )
+        if node.operator is Operator.GET and node.local:
+            value = bound.get(node.local)
+            if value is None:
+                raise InputError(node.line, f"Get {node.local}: no cte {node.local} is bound here")
+            return bind(value, depth)
+        if not node.inputs:
+            return node
+        return attrs.evolve(node, inputs=tuple(bind(input, depth + 1) for input in node.inputs))
+
+    return bind(node, 1)
 
 
 def _node(lines: list[BodyLine], start: int, depth: int) -> tuple[PlanNode, int]:
@@ -208,6 +316,8 @@ def _operator(line: BodyLine) -> PlanNode:
         match = _GET.fullmatch(text)
         if match is None:
             raise InputError(number, "Get names one collection: Get u1000")
+        if re.fullmatch(r"l[0-9]+", match[1]):
+            return PlanNode(number, Operator.GET, local=match[1])
         try:
             id = GlobalId.parse(match[1])
         except ValueError as error:
