@@ -184,6 +184,8 @@ def evaluate(expr: Scalar, row: Sequence[Datum]) -> Datum:
         case Literal(value):
             return value
         case Call(func, args):
+            if func is ScalarFunc.AND or func is ScalarFunc.OR:
+                return _logic(func is ScalarFunc.OR, args, row)
             values = [evaluate(arg, row) for arg in args]
             if func in _COMPARE:
                 a, b = values
@@ -205,14 +207,6 @@ def evaluate(expr: Scalar, row: Sequence[Datum]) -> Datum:
                 assert isinstance(text, str), "ltrim on text"
                 assert isinstance(characters, str), "ltrim on text"
                 return text.lstrip(characters)
-            if func is ScalarFunc.AND:
-                if any(value is False for value in values):
-                    return False
-                return None if any(value is None for value in values) else True
-            if func is ScalarFunc.OR:
-                if any(value is True for value in values):
-                    return True
-                return None if any(value is None for value in values) else False
             (value,) = values
             if func is ScalarFunc.ABS:
                 if value is None:
@@ -227,6 +221,27 @@ def evaluate(expr: Scalar, row: Sequence[Datum]) -> Datum:
                 return value is True
             assert func is ScalarFunc.IS_FALSE, f"no evaluation for {func}"
             return value is False
+
+
+def _logic(deciding: bool, args: tuple[Scalar, ...], row: Sequence[Datum]) -> Datum:
+    """``AND`` (``deciding`` False) or ``OR`` (True), as Materialize's: an
+    argument equal to ``deciding`` decides, whatever the others (even one
+    that fails); else a failing argument fails it, else a NULL makes it
+    NULL."""
+    failed: EvalError | None = None
+    null = False
+    for arg in args:
+        try:
+            value = evaluate(arg, row)
+        except EvalError as error:
+            failed = failed or error
+            continue
+        if value is deciding:
+            return deciding
+        null = null or value is None
+    if failed is not None:
+        raise failed
+    return None if null else not deciding
 
 
 def holds(predicates: tuple[Scalar, ...], row: Row) -> bool:

@@ -161,3 +161,14 @@ def test_a_map_sends_the_rows_it_fails_on_to_its_errors() -> None:
     operator.step()
     assert list(sink.take()) == []
     assert errors.at(2) is None
+
+
+def test_and_or_are_decided_by_a_deciding_argument_even_beside_an_error() -> None:
+    divide = Call(ScalarFunc.GT, (Call(ScalarFunc.DIV, (Column(0), Column(1))), Literal(1)))
+    nonzero = Call(ScalarFunc.NOT_EQ, (Column(1), Literal(0)))
+    assert evaluate(Call(ScalarFunc.AND, (divide, nonzero)), (5, 0)) is False
+    assert evaluate(Call(ScalarFunc.OR, (divide, Literal(True))), (5, 0)) is True
+    with pytest.raises(EvalError, match=DIVISION_BY_ZERO):
+        evaluate(Call(ScalarFunc.AND, (divide, Literal(None))), (5, 0))
+    assert evaluate(Call(ScalarFunc.AND, (Literal(None), Literal(True))), ()) is None
+    assert evaluate(Call(ScalarFunc.OR, (Literal(None), Literal(False))), ()) is None
