@@ -365,33 +365,35 @@ def _column(cursor: Cursor) -> int:
     return cursor.column()
 
 
-def _key(cursor: Cursor) -> int:
-    expr = parse_expr(cursor)
-    if not isinstance(expr, Ref):
-        raise MirError("a group key is a list of columns here (#0, #1)")
-    return expr.index
+def _group(number: int, exprs: list[Expr], aggregates: list[AggregateSyntax]) -> PlanNode:
+    """A Reduce of group key ``exprs``: columns (``#0``), or expressions,
+    which a Map computes first."""
+    if all(isinstance(expr, Ref) for expr in exprs):
+        columns = tuple(expr.index for expr in exprs if isinstance(expr, Ref))
+        return PlanNode(number, Operator.REDUCE, columns=columns, aggregates=tuple(aggregates))
+    return PlanNode(number, Operator.REDUCE, keys=(tuple(exprs),), aggregates=tuple(aggregates))
 
 
 def _reduce(number: int, cursor: Cursor) -> PlanNode:
-    group: list[int] = []
+    group: list[Expr] = []
     if cursor.eat("group_by"):
         cursor.expect("=")
-        group = comma_separated(cursor.group("["), _key)
+        group = comma_separated(cursor.group("["), parse_expr)
     if not cursor.eat("aggregates"):
         raise InputError(number, "Reduce needs aggregates=[count(*)] (or [] for none)")
     cursor.expect("=")
     aggregates = comma_separated(cursor.group("["), parse_aggregate)
     _hints(cursor)
-    return PlanNode(number, Operator.REDUCE, columns=tuple(group), aggregates=tuple(aggregates))
+    return _group(number, group, aggregates)
 
 
 def _distinct(number: int, cursor: Cursor) -> PlanNode:
-    group: list[int] = []
+    group: list[Expr] = []
     if cursor.eat("project"):
         cursor.expect("=")
-        group = comma_separated(cursor.group("["), _key)
+        group = comma_separated(cursor.group("["), parse_expr)
     _hints(cursor)
-    return PlanNode(number, Operator.REDUCE, columns=tuple(group))
+    return _group(number, group, [])
 
 
 def _hints(cursor: Cursor) -> None:
@@ -616,7 +618,7 @@ def resolve(
             return plan, types[id]
         case Project(columns, _):
             return plan, tuple(input_types[0][column] for column in columns)
-        case Reduce(_, _, group_key):
+        case Reduce(_, _, group_key) if not node.keys:
             return plan, tuple(input_types[0][column] for column in group_key) + computed
         case Join():
             return plan, tuple(column for relation in input_types for column in relation)
@@ -642,7 +644,15 @@ def _resolve(
         case Operator.REDUCE:
             lowered = [lower_aggregate(a, input_types[0]) for a in node.aggregates]
             aggregates = tuple(aggregate for aggregate, _ in lowered)
-            return Reduce(inputs[0], aggregates, node.columns), tuple(t for _, t in lowered)
+            results = tuple(t for _, t in lowered)
+            if not node.keys:
+                return Reduce(inputs[0], aggregates, node.columns), results
+            # Expressions in the group key: a Map computes them first.
+            keys = [lower(expr, input_types[0]) for expr in node.keys[0]]
+            width = len(input_types[0])
+            mapped = Map(tuple(scalar for scalar, _ in keys), inputs[0])
+            group = tuple(range(width, width + len(keys)))
+            return Reduce(mapped, aggregates, group), tuple(t for _, t in keys) + results
         case Operator.FILTER:
             predicates = []
             for expr in node.scalars:

@@ -7,9 +7,21 @@ from __future__ import annotations
 import pytest
 
 from replica._ids import GlobalId
-from replica._plan import Constant, FlatMap, Get, Negate, Plan, Threshold, TopK, Union
+from replica._plan import (
+    Aggregate,
+    Constant,
+    FlatMap,
+    Get,
+    Map,
+    Negate,
+    Plan,
+    Reduce,
+    Threshold,
+    TopK,
+    Union,
+)
 from replica._protocol import CreateDataflow
-from replica._scalar import Column, Literal
+from replica._scalar import Call, Column, Literal, ScalarFunc
 from replica.driver._payloads import Send
 from replica.driver._spec import SpecError, parse_spec
 
@@ -56,6 +68,12 @@ def test_constant_rows_are_typed_by_its_types() -> None:
 def test_flat_map() -> None:
     body = "    FlatMap generate_series(#0, 5)\n      Get u1000\n"
     assert plan_of(body) == FlatMap("generate_series", (Column(0), Literal(5)), U1000)
+
+
+def test_a_group_key_expression_is_mapped_first() -> None:
+    body = "    Reduce group_by=[#0 % 2] aggregates=[count(*)]\n      Get u1000\n"
+    parity = Call(ScalarFunc.MOD, (Column(0), Literal(2)))
+    assert plan_of(body) == Reduce(Map((parity,), U1000), (Aggregate.COUNT,), (2,))
 
 
 def test_a_let_puts_its_ctes_in_place() -> None:
