@@ -19,18 +19,19 @@ update's time and diff: a retraction of the row retracts the error.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import itertools
 import operator
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import attrs
 
 from ._aggregates import AggregateExpr, GroupState
 from ._arrangement import Arrangement, column_router, key_function, stable_hash
 from ._exchange import Exchange
-from ._protocol import Datum, Row, Update, row_order
+from ._protocol import Datum, Row, Update
 from ._scalar import EvalError, Scalar, evaluate, ordered
 from ._shard import Partitioned, Shard
 
@@ -618,7 +619,8 @@ def _sort_key(
             else:
                 order = ordered(value)
                 parts.append((0, _Reversed(order) if descending else order))
-        parts.append(row_order(row))
+        # Ties by the whole row (NULL first; NaN as Materialize orders it).
+        parts.append(tuple((0,) if value is None else (1, ordered(value)) for value in row))
         return tuple(parts)
 
     return key
@@ -634,13 +636,24 @@ def top_k_rows(
     ``order_key`` (``(column, descending, nulls_last)``), ties by the whole
     row ascending, ``offset`` places skipped, then ``limit`` places kept (a
     row counted ``n`` times takes ``n`` places; a count below one none)."""
+    ordered_rows = sorted(rows, key=_sort_key(order_key))
+    return _first_places(ordered_rows, rows, limit, offset)
+
+
+def _first_places(
+    ordered_rows: Iterable[Row], counts: dict[Row, int], limit: int | None, offset: int
+) -> dict[Row, int]:
+    """The rows of places ``offset`` to ``offset + limit`` of ``ordered_rows``,
+    each taking as many places as its count (none if below one)."""
     if limit is not None and limit <= 0:
         return {}
     kept: dict[Row, int] = {}
     skip = offset
     room = limit
-    for row in sorted((row for row, count in rows.items() if count > 0), key=_sort_key(order_key)):
-        count = rows[row]
+    for row in ordered_rows:
+        count = counts[row]
+        if count <= 0:
+            continue
         taken = min(count, skip)
         skip -= taken
         count -= taken
@@ -669,16 +682,25 @@ class _Reversed:
 @attrs.define(eq=False)
 class TopKOperator(_Reduce):
     """``TopK`` per group of ``group_key``, its input exchanged by the key:
-    each completed time's updates change their groups' rows, and each
-    changed group's output moves from its old top rows to its new ones."""
+    each completed time's updates change their groups' rows, kept in order
+    (a row in or out costs a search and a move), and each changed group's
+    output moves from its old first places to its new ones, read from the
+    front of its order (work for ``offset + limit`` places, not the group)."""
 
     order_key: tuple[tuple[int, bool, bool], ...] = ()
     limit: Scalar | None = None
     offset: int = 0
     errors: Errors = attrs.field(factory=Errors)
-    # Invariant: a group is here exactly while it holds a row.
-    groups: dict[Row, dict[Row, int]] = attrs.field(factory=dict)
+    # Invariant: a group is here exactly while it holds a row; its order
+    # holds (sort key, row) for each of its rows, sorted.
+    groups: dict[Row, tuple[dict[Row, int], list[tuple[tuple[object, ...], Row]]]] = attrs.field(
+        factory=dict
+    )
     outputs: dict[Row, dict[Row, int]] = attrs.field(factory=dict)
+    key: Callable[[Row], tuple[object, ...]] = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self.key = _sort_key(self.order_key)
 
     def step(self) -> None:
         self.pending.extend(self.queue.take())
@@ -692,24 +714,34 @@ class TopKOperator(_Reduce):
                 touched: set[Row] = set()
                 for row, _, diff in updates:
                     group = tuple(row[column] for column in self.group_key)
-                    rows = self.groups.setdefault(group, {})
-                    count = rows.get(row, 0) + diff
-                    if count:
-                        rows[row] = count
-                    else:
-                        rows.pop(row, None)
+                    self._count(group, row, diff)
                     touched.add(group)
                 for group in touched:
                     self._regroup(group, time, output)
             self.out.push(output)
         self.out.frontier = frontier
 
+    def _count(self, group: Row, row: Row, diff: int) -> None:
+        counts, order = self.groups.setdefault(group, ({}, []))
+        old = counts.get(row, 0)
+        count = old + diff
+        if count and not old:
+            key = self.key(row)
+            order.insert(bisect.bisect_left(order, (key,)), (key, row))
+        elif old and not count:
+            del order[bisect.bisect_left(order, (self.key(row),))]
+        if count:
+            counts[row] = count
+        else:
+            counts.pop(row, None)
+
     def _regroup(self, group: Row, time: int, output: list[Update]) -> None:
-        rows = self.groups.get(group, {})
-        if not rows:
+        counts, order = self.groups.get(group, ({}, []))
+        if not counts:
             self.groups.pop(group, None)
         old = self.outputs.pop(group, {})
-        new = top_k_rows(rows, self.order_key, self._limit(rows, time), self.offset)
+        limit = self._limit(counts, time)
+        new = _first_places((row for _, row in order), counts, limit, self.offset)
         if new:
             self.outputs[group] = new
         for row in old.keys() | new.keys():

@@ -111,3 +111,28 @@ def test_a_top_k_does_work_for_the_groups_a_change_touches() -> None:
     operator.step()
     assert recomputed == [(7,)]
     assert sorted(out.take()) == [((7, 2), 1, -1), ((7, 9), 1, 1)]
+
+
+class _CountingReads(dict[Row, int]):
+    reads = 0
+
+    def __getitem__(self, row: Row) -> int:
+        type(self).reads += 1
+        return super().__getitem__(row)
+
+
+def test_a_top_k_reads_the_first_places_of_a_group_not_all_of_it() -> None:
+    source = Stream()
+    operator = TopKOperator(source, source.subscribe(), (), ((0, False, True),), Literal(2), 1)
+    out = operator.out.subscribe()
+    source.push([((value,), 0, 1) for value in range(10_000)])
+    source.frontier = 1
+    operator.step()
+    assert sorted(out.take()) == [((1,), 0, 1), ((2,), 0, 1)]
+    counts, order = operator.groups[()]
+    operator.groups[()] = (_CountingReads(counts), order)
+    source.push([((-1,), 1, 1)])
+    source.frontier = 2
+    operator.step()
+    assert sorted(out.take()) == [((0,), 1, 1), ((2,), 1, -1)]
+    assert _CountingReads.reads <= 4
