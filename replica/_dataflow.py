@@ -30,28 +30,42 @@ from ._operators import (
     AggregateReduce,
     Arrange,
     ArrangementSource,
+    ConstantSource,
     CountReduce,
+    Errors,
     Exchanged,
     FilterOperator,
+    FlatMapRows,
     JoinOperator,
     KeyedShardSource,
     MapRows,
+    NegateOperator,
     Operator,
     ShardSource,
     Stream,
+    ThresholdOperator,
     Times,
+    TopKOperator,
+    UnionOperator,
+    first_error,
     router,
 )
 from ._plan import (
     COUNT_ALL,
     Aggregate,
+    Constant,
     Filter,
+    FlatMap,
     Get,
     Join,
     Map,
+    Negate,
     Plan,
     Project,
     Reduce,
+    Threshold,
+    TopK,
+    Union,
     arity,
     gets,
     input_of,
@@ -130,6 +144,8 @@ class IndexPart(Export):
     publishers: dict[Incarnation, Publisher[IndexPart]] = attrs.field(factory=dict, kw_only=True)
     # Why reads fail, if they do (its dataflow could not read an import).
     error: str | None = attrs.field(default=None, kw_only=True)
+    # The evaluation errors of the operators its collection comes from.
+    errors: tuple[Errors, ...] = attrs.field(default=(), kw_only=True)
 
     @property
     def arrangement(self) -> Arrangement | None:
@@ -149,7 +165,15 @@ class IndexPart(Export):
     def read_error(self, ts: int) -> str | None:
         if self.error is not None:
             return self.error
-        return compaction_error(ts, self.since)
+        return compaction_error(ts, self.since) or self.evaluation_error(ts)
+
+    def evaluation_error(self, ts: int) -> str | None:
+        """Once the part is complete through ``ts``: the error its
+        collection holds at ``ts`` if any (a peek of it fails with it)."""
+        if not self.errors or not self.ready(ts):
+            return None
+        message = first_error(self.errors, ts)
+        return None if message is None else f"Evaluation error: {message}"
 
     def ready(self, ts: int) -> bool:
         upper = self.upper
@@ -245,6 +269,15 @@ def render(description: DataflowDescription, number: int, context: Context) -> D
     dataflow = Dataflow(description, number, times)
     streams: dict[GlobalId, Stream] = {}
     imported: dict[GlobalId, tuple[tuple[int, ...], Callable[[], Arrangement | None]]] = {}
+    # The evaluation errors each build's collection may hold; those of the
+    # build being rendered gather in `failing`.
+    errors_of: dict[GlobalId, tuple[Errors, ...]] = {}
+    failing: list[Errors] = []
+
+    def fails() -> Errors:
+        errors = Errors()
+        failing.append(errors)
+        return errors
 
     def add(operator: Operator) -> Stream:
         dataflow.operators.append(operator)
@@ -261,6 +294,7 @@ def render(description: DataflowDescription, number: int, context: Context) -> D
     def plan(node: Plan) -> Stream:
         match node:
             case Get(id):
+                failing.extend(errors_of.get(id, ()))
                 return streams[id]
             case Project(columns, input):
                 source = plan(input)
@@ -272,16 +306,50 @@ def render(description: DataflowDescription, number: int, context: Context) -> D
                         CountReduce(grouped, grouped.subscribe(), group_key, len(aggregates))
                     )
                 general = tuple(COUNT_ALL if a is Aggregate.COUNT else a for a in aggregates)
-                return add(AggregateReduce(grouped, grouped.subscribe(), group_key, general))
+                return add(
+                    AggregateReduce(
+                        grouped, grouped.subscribe(), group_key, general, errors=fails()
+                    )
+                )
             case Join(inputs, equalities):
                 return join([plan(input) for input in inputs], inputs, equalities)
             case Filter(predicates, input):
                 source = plan(input)
                 keep = functools.partial(holds, predicates)
-                return add(FilterOperator(source, source.subscribe(), keep))
+                return add(FilterOperator(source, source.subscribe(), keep, errors=fails()))
             case Map(scalars, input):
                 source = plan(input)
-                return add(MapRows(source, source.subscribe(), _mapping(scalars)))
+                return add(MapRows(source, source.subscribe(), _mapping(scalars), errors=fails()))
+            case FlatMap(func, exprs, input):
+                source = plan(input)
+                return add(FlatMapRows(source, source.subscribe(), func, exprs, fails()))
+            case Constant(rows, _):
+                owner = router((), context.workers)(()) == context.worker
+                return add(ConstantSource(rows, times, owner))
+            case Union(inputs):
+                sources = tuple(plan(input) for input in inputs)
+                queues = tuple(source.subscribe() for source in sources)
+                return add(UnionOperator(sources, queues))
+            case Negate(input):
+                source = plan(input)
+                return add(NegateOperator(source, source.subscribe()))
+            case Threshold(input):
+                width = arity(input, arities)
+                whole = exchange(plan(input), tuple(range(width)))
+                return add(ThresholdOperator(whole, whole.subscribe(), ()))
+            case TopK(input, group_key, order_key, limit, offset):
+                grouped = exchange(plan(input), group_key)
+                return add(
+                    TopKOperator(
+                        grouped,
+                        grouped.subscribe(),
+                        group_key,
+                        order_key,
+                        limit,
+                        offset,
+                        errors=fails(),
+                    )
+                )
 
     def join(
         sides: list[Stream], inputs: tuple[Plan, ...], pairs: tuple[tuple[int, int], ...]
@@ -349,7 +417,9 @@ def render(description: DataflowDescription, number: int, context: Context) -> D
         arities[index.on] = index.arity
         imported[index.on] = (index.key, provider)
     for build in description.objects_to_build:
+        failing = []
         streams[build.id] = plan(build.plan)
+        errors_of[build.id] = tuple(dict.fromkeys(failing))
         arities[build.id] = arity(build.plan, arities)
     built = {build.id for build in description.objects_to_build}
     for export in description.index_exports:
@@ -358,7 +428,13 @@ def render(description: DataflowDescription, number: int, context: Context) -> D
             handle = IndexPart(export.id, dataflow, description.as_of, provider=shared[1])
         else:
             part = Arrangement(export.key)
-            handle = IndexPart(export.id, dataflow, description.as_of, provider=_constant(part))
+            handle = IndexPart(
+                export.id,
+                dataflow,
+                description.as_of,
+                provider=_constant(part),
+                errors=errors_of.get(export.on, ()),
+            )
             input = streams[export.on]
             if keyed.get(export.on) != export.key:
                 input = exchange(input, export.key)
@@ -489,7 +565,10 @@ class PeerView(Reported):
         publisher = self.peer.publisher
         if publisher is not None and publisher.value.error is not None:
             return publisher.value.error
-        return compaction_error(ts, self.since)
+        error = compaction_error(ts, self.since)
+        if error is None and publisher is not None:
+            return publisher.value.evaluation_error(ts)
+        return error
 
     def ready(self, ts: int) -> bool:
         part = self.arrangement

@@ -11,14 +11,20 @@ Stateless operators (``Project``, ``Map``, ``Filter``) pass updates on at once. 
 (``Reduce``, ``Join``, the sinks) hold updates until their input frontier
 passes their time, then process the completed times in order, so what they
 emit for a time never changes afterwards.
+
+An expression that fails on a row (:class:`~replica._scalar.EvalError`)
+puts the row's update into :class:`Errors` instead, as an error with the
+update's time and diff: a retraction of the row retracts the error.
 """
 
 from __future__ import annotations
 
+import bisect
+import functools
 import itertools
 import operator
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import attrs
 
@@ -26,7 +32,7 @@ from ._aggregates import AggregateExpr, GroupState
 from ._arrangement import Arrangement, column_router, key_function, stable_hash
 from ._exchange import Exchange
 from ._protocol import Datum, Row, Update
-from ._scalar import evaluate
+from ._scalar import EvalError, Scalar, evaluate, ordered
 from ._shard import Partitioned, Shard
 
 
@@ -62,6 +68,39 @@ class Stream:
         if updates:
             for queue in self.queues:
                 queue.items.extend(updates)
+
+
+@attrs.define(eq=False)
+class Errors:
+    """The evaluation errors of some operators at one worker: a collection
+    of messages, ``(message, time) -> diff``, consolidated as it grows."""
+
+    counts: dict[tuple[str, int], int] = attrs.field(factory=dict)
+
+    def add(self, message: str, time: int, diff: int) -> None:
+        key = (message, time)
+        total = self.counts.get(key, 0) + diff
+        if total:
+            self.counts[key] = total
+        else:
+            self.counts.pop(key, None)
+
+    def at(self, ts: int) -> str | None:
+        """The least message the collection holds at ``ts``, if any."""
+        if not self.counts:
+            return None
+        totals: dict[str, int] = defaultdict(int)
+        for (message, time), diff in self.counts.items():
+            if time <= ts:
+                totals[message] += diff
+        held = [message for message, total in totals.items() if total]
+        return min(held) if held else None
+
+
+def first_error(errors: Sequence[Errors], ts: int) -> str | None:
+    """The least message any of ``errors`` holds at ``ts``."""
+    found = [message for log in errors if (message := log.at(ts)) is not None]
+    return min(found) if found else None
 
 
 @attrs.define(eq=False)
@@ -191,10 +230,23 @@ class MapRows(Operator):
     queue: Queue
     function: Callable[[Row], Row]
     out: Stream = attrs.field(factory=Stream)
+    # Where a row the function fails on goes (None: it cannot fail).
+    errors: Errors | None = None
 
     def step(self) -> None:
         function = self.function
-        self.out.push([(function(row), time, diff) for row, time, diff in self.queue.take()])
+        updates = self.queue.take()
+        try:
+            output = [(function(row), time, diff) for row, time, diff in updates]
+        except EvalError:
+            assert self.errors is not None, "only a Map's expressions fail"
+            output = []
+            for row, time, diff in updates:
+                try:
+                    output.append((function(row), time, diff))
+                except EvalError as error:
+                    self.errors.add(str(error), time, diff)
+        self.out.push(output)
         self.out.frontier = self.input.frontier
 
 
@@ -207,10 +259,24 @@ class FilterOperator(Operator):
     queue: Queue
     keep: Callable[[Row], bool]
     out: Stream = attrs.field(factory=Stream)
+    # Where a row a predicate fails on goes (None: none can fail).
+    errors: Errors | None = None
 
     def step(self) -> None:
         keep = self.keep
-        self.out.push([update for update in self.queue.take() if keep(update[0])])
+        updates = self.queue.take()
+        try:
+            output = [update for update in updates if keep(update[0])]
+        except EvalError:
+            assert self.errors is not None, "only a Filter's predicates fail"
+            output = []
+            for update in updates:
+                try:
+                    if keep(update[0]):
+                        output.append(update)
+                except EvalError as error:
+                    self.errors.add(str(error), update[1], update[2])
+        self.out.push(output)
         self.out.frontier = self.input.frontier
 
 
@@ -338,17 +404,24 @@ class AggregateReduce(_Reduce):
     aggregate."""
 
     aggregates: tuple[AggregateExpr, ...] = ()
+    # Where a row an aggregate's expression fails on goes (it joins no group).
+    errors: Errors = attrs.field(factory=Errors)
     # Invariant: a group is here exactly while its row count is not zero.
     groups: dict[Row, tuple[list[int], list[GroupState]]] = attrs.field(factory=dict)
 
     def _changes(self, updates: Iterator[Update]) -> Iterator[tuple[Row | None, Row | None]]:
         before: dict[Row, Row | None] = {}
-        for row, _, diff in updates:
+        for row, time, diff in updates:
+            try:
+                inputs = [evaluate(aggregate.expr, row) for aggregate in self.aggregates]
+            except EvalError as error:
+                self.errors.add(str(error), time, diff)
+                continue
             group = tuple(row[column] for column in self.group_key)
             state = self._group(group, before)
             state[0][0] += diff
-            for aggregate, values in zip(self.aggregates, state[1], strict=True):
-                values.update(evaluate(aggregate.expr, row), diff)
+            for value, values in zip(inputs, state[1], strict=True):
+                values.update(value, diff)
         for group, old in before.items():
             new = self._row(group)
             if new != old:
@@ -437,3 +510,305 @@ class Arrange(Operator):
         frontier = self.input.frontier
         self.arrangement.update(self.queue.take(), frontier)
         self.out.frontier = frontier
+
+
+COMPLETE = 2**64 - 1
+"""The frontier of a collection complete at every time a script can name (a
+``Constant``): u64's last, short of the exchange's ``CLOSED``, which says a
+worker left it."""
+
+
+@attrs.define(eq=False)
+class ConstantSource(Operator):
+    """A ``Constant``'s rows, from ``owner`` alone (each worker renders it,
+    one says it), at the dataflow's as_of; complete at every time."""
+
+    rows: tuple[tuple[Row, int], ...]
+    times: Times
+    owner: bool
+    out: Stream = attrs.field(factory=Stream)
+    sent: bool = False
+
+    def step(self) -> None:
+        if not self.sent:
+            self.sent = True
+            if self.owner:
+                self.out.push(self.times.admit([(row, 0, diff) for row, diff in self.rows if diff]))
+        self.out.frontier = self.times.cap(COMPLETE)
+
+
+@attrs.define(eq=False)
+class UnionOperator(Operator):
+    """Every update of each input; its frontier is the least of theirs."""
+
+    inputs: tuple[Stream, ...]
+    queues: tuple[Queue, ...]
+    out: Stream = attrs.field(factory=Stream)
+
+    def step(self) -> None:
+        for queue in self.queues:
+            self.out.push(queue.take())
+        frontiers = [input.frontier for input in self.inputs]
+        if all(frontier is not None for frontier in frontiers):
+            self.out.frontier = min(frontiers)  # type: ignore[type-var]
+
+
+@attrs.define(eq=False)
+class NegateOperator(Operator):
+    """Each update with its diff negated."""
+
+    input: Stream
+    queue: Queue
+    out: Stream = attrs.field(factory=Stream)
+
+    def step(self) -> None:
+        self.out.push([(row, time, -diff) for row, time, diff in self.queue.take()])
+        self.out.frontier = self.input.frontier
+
+
+def threshold_count(count: int) -> int:
+    """How many times ``Threshold`` keeps a row counted ``count`` times."""
+    return count if count > 0 else 0
+
+
+@attrs.define(eq=False)
+class ThresholdOperator(_Reduce):
+    """``Threshold``, its input exchanged by the whole row: a row's count
+    moves, and its output moves by the change of the count's positive part."""
+
+    counts: dict[Row, int] = attrs.field(factory=dict)
+
+    def step(self) -> None:
+        self.pending.extend(self.queue.take())
+        frontier = self.input.frontier
+        if frontier is None:
+            return
+        if self.pending:
+            done, self.pending = _completed(self.pending, frontier)
+            output: list[Update] = []
+            counts = self.counts
+            for time, updates in _by_time(done):
+                deltas: dict[Row, int] = defaultdict(int)
+                for row, _, diff in updates:
+                    deltas[row] += diff
+                for row, delta in deltas.items():
+                    old = counts.get(row, 0)
+                    new = old + delta
+                    if new:
+                        counts[row] = new
+                    else:
+                        counts.pop(row, None)
+                    change = threshold_count(new) - threshold_count(old)
+                    if change:
+                        output.append((row, time, change))
+            self.out.push(output)
+        self.out.frontier = frontier
+
+
+def _sort_key(
+    order_key: tuple[tuple[int, bool, bool], ...],
+) -> Callable[[Row], tuple[object, ...]]:
+    """A row's place in ``order_key``'s order, ties broken by the whole row."""
+
+    def key(row: Row) -> tuple[object, ...]:
+        parts: list[object] = []
+        for column, descending, nulls_last in order_key:
+            value = row[column]
+            if value is None:
+                parts.append((1 if nulls_last else -1,))
+            else:
+                order = ordered(value)
+                parts.append((0, _Reversed(order) if descending else order))
+        # Ties by the whole row (NULL first; NaN as Materialize orders it).
+        parts.append(tuple((0,) if value is None else (1, ordered(value)) for value in row))
+        return tuple(parts)
+
+    return key
+
+
+def top_k_rows(
+    rows: dict[Row, int],
+    order_key: tuple[tuple[int, bool, bool], ...],
+    limit: int | None,
+    offset: int,
+) -> dict[Row, int]:
+    """A ``TopK`` of one group's rows (each with its count): sorted by
+    ``order_key`` (``(column, descending, nulls_last)``), ties by the whole
+    row ascending, ``offset`` places skipped, then ``limit`` places kept (a
+    row counted ``n`` times takes ``n`` places; a count below one none)."""
+    ordered_rows = sorted(rows, key=_sort_key(order_key))
+    return _first_places(ordered_rows, rows, limit, offset)
+
+
+def _first_places(
+    ordered_rows: Iterable[Row], counts: dict[Row, int], limit: int | None, offset: int
+) -> dict[Row, int]:
+    """The rows of places ``offset`` to ``offset + limit`` of ``ordered_rows``,
+    each taking as many places as its count (none if below one)."""
+    if limit is not None and limit <= 0:
+        return {}
+    kept: dict[Row, int] = {}
+    skip = offset
+    room = limit
+    for row in ordered_rows:
+        count = counts[row]
+        if count <= 0:
+            continue
+        taken = min(count, skip)
+        skip -= taken
+        count -= taken
+        if room is not None:
+            count = min(count, room)
+            room -= count
+        if count:
+            kept[row] = count
+        if room == 0:
+            break
+    return kept
+
+
+@functools.total_ordering
+@attrs.frozen
+class _Reversed:
+    """A sort key in descending order."""
+
+    value: object
+
+    def __lt__(self, other: object) -> bool:
+        assert isinstance(other, _Reversed)
+        return other.value < self.value  # type: ignore[no-any-return,operator]
+
+
+@attrs.define(eq=False)
+class TopKOperator(_Reduce):
+    """``TopK`` per group of ``group_key``, its input exchanged by the key:
+    each completed time's updates change their groups' rows, kept in order
+    (a row in or out costs a search and a move), and each changed group's
+    output moves from its old first places to its new ones, read from the
+    front of its order (work for ``offset + limit`` places, not the group)."""
+
+    order_key: tuple[tuple[int, bool, bool], ...] = ()
+    limit: Scalar | None = None
+    offset: int = 0
+    errors: Errors = attrs.field(factory=Errors)
+    # Invariant: a group is here exactly while it holds a row; its order
+    # holds (sort key, row) for each of its rows, sorted.
+    groups: dict[Row, tuple[dict[Row, int], list[tuple[tuple[object, ...], Row]]]] = attrs.field(
+        factory=dict
+    )
+    outputs: dict[Row, dict[Row, int]] = attrs.field(factory=dict)
+    key: Callable[[Row], tuple[object, ...]] = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self.key = _sort_key(self.order_key)
+
+    def step(self) -> None:
+        self.pending.extend(self.queue.take())
+        frontier = self.input.frontier
+        if frontier is None:
+            return
+        if self.pending:
+            done, self.pending = _completed(self.pending, frontier)
+            output: list[Update] = []
+            for time, updates in _by_time(done):
+                touched: set[Row] = set()
+                for row, _, diff in updates:
+                    group = tuple(row[column] for column in self.group_key)
+                    self._count(group, row, diff)
+                    touched.add(group)
+                for group in touched:
+                    self._regroup(group, time, output)
+            self.out.push(output)
+        self.out.frontier = frontier
+
+    def _count(self, group: Row, row: Row, diff: int) -> None:
+        counts, order = self.groups.setdefault(group, ({}, []))
+        old = counts.get(row, 0)
+        count = old + diff
+        if count and not old:
+            key = self.key(row)
+            order.insert(bisect.bisect_left(order, (key,)), (key, row))
+        elif old and not count:
+            del order[bisect.bisect_left(order, (self.key(row),))]
+        if count:
+            counts[row] = count
+        else:
+            counts.pop(row, None)
+
+    def _regroup(self, group: Row, time: int, output: list[Update]) -> None:
+        counts, order = self.groups.get(group, ({}, []))
+        if not counts:
+            self.groups.pop(group, None)
+        old = self.outputs.pop(group, {})
+        limit = self._limit(counts, time)
+        new = _first_places((row for _, row in order), counts, limit, self.offset)
+        if new:
+            self.outputs[group] = new
+        for row in old.keys() | new.keys():
+            change = new.get(row, 0) - old.get(row, 0)
+            if change:
+                output.append((row, time, change))
+
+    def _limit(self, rows: dict[Row, int], time: int) -> int | None:
+        if self.limit is None or not rows:
+            return None
+        try:
+            limit = evaluate(self.limit, next(iter(rows)))
+        except EvalError as error:
+            self.errors.add(str(error), time, 1)
+            return 0
+        assert limit is None or isinstance(limit, int), "a TopK's limit is a bigint"
+        return limit
+
+
+STEP_ZERO = "step size cannot equal zero"
+# A row's series stays within what a spec may write in all.
+MAX_SERIES = 1_000_000
+
+
+def table_rows(func: str, values: Sequence[Datum]) -> list[Row]:
+    """The rows table function ``func`` gives for argument ``values``;
+    :class:`~replica._scalar.EvalError` when it has none."""
+    if func == "generate_series":
+        start, stop, step = (*values, 1) if len(values) == 2 else values
+        if start is None or stop is None or step is None:
+            return []
+        assert isinstance(start, int), "generate_series counts bigints"
+        assert isinstance(stop, int), "generate_series counts bigints"
+        assert isinstance(step, int), "generate_series counts bigints"
+        if step == 0:
+            raise EvalError(STEP_ZERO)
+        series = range(start, stop + (1 if step > 0 else -1), step)
+        if len(series) > MAX_SERIES:
+            raise EvalError(
+                f"generate_series of more than {MAX_SERIES} rows (this replica's limit)"
+            )
+        return [(value,) for value in series]
+    width = int(func.removeprefix("wrap"))
+    return [tuple(values[at : at + width]) for at in range(0, len(values), width)]
+
+
+@attrs.define(eq=False)
+class FlatMapRows(Operator):
+    """``FlatMap``: each update's row, followed by each row the table
+    function gives for it, with the update's time and diff."""
+
+    input: Stream
+    queue: Queue
+    func: str
+    exprs: tuple[Scalar, ...]
+    errors: Errors
+    out: Stream = attrs.field(factory=Stream)
+
+    def step(self) -> None:
+        output: list[Update] = []
+        for row, time, diff in self.queue.take():
+            try:
+                values = [evaluate(expr, row) for expr in self.exprs]
+                produced = table_rows(self.func, values)
+            except EvalError as error:
+                self.errors.add(str(error), time, diff)
+                continue
+            output.extend(((*row, *extra), time, diff) for extra in produced)
+        self.out.push(output)
+        self.out.frontier = self.input.frontier

@@ -7,7 +7,10 @@ the objects it built before): ``Get`` reads one, ``Project`` keeps columns,
 aggregates it is a distinct of its group key), ``Join`` joins its inputs on
 equalities between columns of their concatenation (an equality of two
 columns of one input filters that input), ``Filter`` keeps the rows its
-predicates hold for, ``Map`` appends computed columns. Each is a frozen
+predicates hold for, ``Map`` appends computed columns, ``Constant`` is
+fixed rows, ``Union`` adds its inputs up, ``Negate`` flips each update's
+sign, ``Threshold`` keeps each row's positive count, and ``TopK`` keeps the
+first rows of each group in an order. Each is a frozen
 value, so two descriptions compare equal when their plans do
 (reconciliation relies on it). :func:`check` says why a plan is malformed,
 before any replica sees it.
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -28,6 +32,9 @@ from . import _scalar
 from ._aggregates import AggregateExpr, AggregateFunc
 from ._ids import GlobalId, as_id
 from ._scalar import Literal, Scalar
+
+if TYPE_CHECKING:
+    from ._protocol import Row
 
 
 class PlanError(ValueError):
@@ -100,17 +107,111 @@ class Map:
     input: Plan
 
 
-Plan = Get | Project | Reduce | Join | Filter | Map
+@attrs.frozen
+class Constant:
+    """Fixed rows, each with its multiplicity (a negative one retracts), of
+    ``width`` columns: complete at every time, from the dataflow's as_of."""
+
+    rows: tuple[tuple[Row, int], ...]
+    width: int
+
+
+@attrs.frozen
+class Union:
+    """Every update of each of ``inputs`` (rows of one width): multiplicities
+    add up."""
+
+    inputs: tuple[Plan, ...]
+
+
+@attrs.frozen
+class Negate:
+    """``input`` with each multiplicity negated."""
+
+    input: Plan
+
+
+@attrs.frozen
+class Threshold:
+    """Each row of ``input`` as many times as its multiplicity, when that
+    is positive; not at all otherwise."""
+
+    input: Plan
+
+
+@attrs.frozen
+class TopK:
+    """Per group of ``group_key``: its rows in ``order_key``'s order (each a
+    ``(column, descending, nulls_last)``; ties broken by the whole row,
+    ascending), the first ``offset`` skipped, then at most ``limit`` (an
+    expression of the group's columns; ``None`` or NULL: no limit). A row
+    counted ``n`` times takes ``n`` places."""
+
+    input: Plan
+    group_key: tuple[int, ...] = ()
+    order_key: tuple[tuple[int, bool, bool], ...] = ()
+    limit: Scalar | None = None
+    offset: int = 0
+
+
+TABLE_FUNCTIONS = {"generate_series": 1, "wrap1": 1, "wrap2": 2, "wrap3": 3}
+"""The table functions a ``FlatMap`` knows, with their rows' widths."""
+
+
+@attrs.frozen
+class FlatMap:
+    """Each row of ``input`` followed by each row the table function
+    ``func`` gives for it (none: the row is gone): ``generate_series(start,
+    stop[, step])`` counts (bigints), ``wrapN(..)`` cuts its values into
+    rows of ``N``."""
+
+    func: str
+    exprs: tuple[Scalar, ...]
+    input: Plan
+
+
+Plan = (
+    Get
+    | Project
+    | Reduce
+    | Join
+    | Filter
+    | Map
+    | Constant
+    | Union
+    | Negate
+    | Threshold
+    | TopK
+    | FlatMap
+)
+
+PLAN_CLASSES = (
+    Get,
+    Project,
+    Reduce,
+    Join,
+    Filter,
+    Map,
+    Constant,
+    Union,
+    Negate,
+    Threshold,
+    TopK,
+    FlatMap,
+)
+"""Every kind of plan (what crosses between processes must know them all)."""
 
 
 def inputs(plan: Plan) -> tuple[Plan, ...]:
     """The plans ``plan`` reads."""
     match plan:
-        case Get():
+        case Get() | Constant():
             return ()
         case Project(_, input) | Reduce(input, _, _) | Filter(_, input) | Map(_, input):
             return (input,)
-        case Join(inputs_, _):
+        case Negate(input) | Threshold(input) | TopK(input) | FlatMap(_, _, input):
+            return (input,)
+        case Join(inputs_, _) | Union(inputs_):
             return inputs_
 
 
@@ -137,6 +238,14 @@ def arity(plan: Plan, arities: Mapping[GlobalId, int]) -> int:
             return arity(input, arities)
         case Map(scalars, input):
             return arity(input, arities) + len(scalars)
+        case Constant(_, width):
+            return width
+        case Union(inputs):
+            return arity(inputs[0], arities)
+        case Negate(input) | Threshold(input) | TopK(input):
+            return arity(input, arities)
+        case FlatMap(func, _, input):
+            return arity(input, arities) + TABLE_FUNCTIONS[func]
 
 
 def check(plan: Plan, arities: Mapping[GlobalId, int]) -> int:
@@ -176,6 +285,36 @@ def check(plan: Plan, arities: Mapping[GlobalId, int]) -> int:
             for scalar in scalars:
                 _columns("Map", tuple(_scalar.columns(scalar)), width)
                 width += 1
+            return width
+        case Constant(rows, width):
+            for row, _ in rows:
+                if len(row) != width:
+                    raise PlanError(f"Constant: a row of {len(row)} columns among {width}")
+            return width
+        case Union(inputs):
+            if not inputs:
+                raise PlanError("Union: needs at least one input")
+            widths = {check(input, arities) for input in inputs}
+            if len(widths) != 1:
+                raise PlanError(f"Union: inputs of different widths {sorted(widths)}")
+            return widths.pop()
+        case Negate(input) | Threshold(input):
+            return check(input, arities)
+        case FlatMap(func, exprs, input):
+            width = check(input, arities)
+            if func not in TABLE_FUNCTIONS:
+                raise PlanError(f"FlatMap: no table function {func!r}")
+            for expr in exprs:
+                _columns("FlatMap", tuple(_scalar.columns(expr)), width)
+            return width + TABLE_FUNCTIONS[func]
+        case TopK(input, group_key, order_key, limit, offset):
+            width = check(input, arities)
+            _columns("TopK group key", group_key, width)
+            _columns("TopK order key", tuple(column for column, _, _ in order_key), width)
+            if limit is not None:
+                _columns("TopK limit", tuple(_scalar.columns(limit)), width)
+            if offset < 0:
+                raise PlanError(f"TopK: a negative offset {offset}")
             return width
 
 

@@ -47,6 +47,11 @@ BUNDLED_TWO_RUNTIME = (
     "input_errors.spec",
     "lookup_errors.spec",
     "reconnect_dataflows.spec",
+    "arithmetic.spec",
+    "union_negate_threshold.spec",
+    "top_k.spec",
+    "flat_map.spec",
+    "let.spec",
 )
 
 

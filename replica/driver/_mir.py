@@ -10,8 +10,14 @@ climbing: ``OR`` < ``AND`` < ``=``, ``!=`` < ``<``, ``<=``, ``>``, ``>=``
 < ``IS [NOT] NULL|TRUE|FALSE``; operands: ``#n``, integer literals as syn
 reads them (``-1``, ``0x10``, ``1_000``, ``1i64``), string literals with
 Rust's escapes, boolean literals, ``null::<type>``, ``NOT(..)``,
-parentheses). Arithmetic,
-float literals and the other functions it knows are refused here.
+parentheses, float literals (``1.5``, ``2e3``, ``1f64``), and the
+functions it knows: ``abs(..)``, ``not(..)``, ``ltrim(.., ..)``,
+``greatest(..)``). Arithmetic is ``+`` < ``*``, ``/``, ``%``, all above
+the ``IS`` tests, as the real parser ranks them; it reads each as its
+bigint function (``AddInt64`` ..), so here they take bigints only, and
+there is no binary ``-`` (the real parser has none: ``#0 + -1``).
+``mz_environment_id()``, lists, arrays and ``error(..)`` literals are
+refused here.
 """
 
 from __future__ import annotations
@@ -25,7 +31,15 @@ import attrs
 from replica._aggregates import AggregateExpr, AggregateFunc
 from replica._plan import Aggregate
 from replica._protocol import Datum
-from replica._scalar import COMPARISONS, Call, Column, Literal, Scalar, ScalarFunc
+from replica._scalar import (
+    ARITHMETIC,
+    COMPARISONS,
+    Call,
+    Column,
+    Literal,
+    Scalar,
+    ScalarFunc,
+)
 
 from ._data import ColumnType, ScalarType
 
@@ -43,7 +57,9 @@ MAX_EXPR_DEPTH = 64
 _TOKEN = re.compile(
     r"""\s*(?:
       (?P<ident>[A-Za-z_][A-Za-z0-9_]*)
-    | (?P<number>[0-9][0-9A-Za-z_]*(?:\.[0-9][0-9_]*)?)
+    | (?P<number>[0-9][0-9_]*\.[0-9][0-9_]*(?:[eE][+-]?[0-9_]+)?[A-Za-z0-9_]*
+                 |[0-9][0-9_]*[eE][+-]?[0-9_]+[A-Za-z0-9_]*
+                 |[0-9][0-9A-Za-z_]*)
     | (?P<string>"(?:[^"\\]|\\.)*")
     | (?P<punct>::|!=|>=|<=|==|[\#=<>()\[\],*+\-/%?:.{}!])
     )""",
@@ -52,6 +68,9 @@ _TOKEN = re.compile(
 _SPACE = re.compile(r"\s*")
 _INTEGER = re.compile(
     r"(?P<prefix>0x|0o|0b)?(?P<digits>[0-9A-Fa-f_]+?)(?:[iu](?:8|16|32|64|128|size))?"
+)
+_FLOAT = re.compile(
+    r"(?P<digits>[0-9][0-9_]*(?:\.[0-9][0-9_]*)?(?:[eE][+-]?[0-9_]*[0-9][0-9_]*)?)(?:f32|f64)?"
 )
 _RADIX = {None: 10, "0x": 16, "0o": 8, "0b": 2}
 _DIGITS = {10: "0123456789", 16: "0123456789abcdefABCDEF", 8: "01234567", 2: "01"}
@@ -148,6 +167,22 @@ class Cursor:
         self.at += 1
         return int(digits, radix)
 
+    def float(self) -> float | None:
+        """A Rust float literal's value (``1.5``, ``1e3``, ``2f64``), if the
+        next token is one; ``None`` if it is not a float."""
+        token = self.peek()
+        if token is None or token.kind != "number" or token.text.startswith(("0x", "0o", "0b")):
+            return None
+        if not any(mark in token.text for mark in ".eE") and not token.text.endswith(
+            ("f32", "f64")
+        ):
+            return None
+        match = _FLOAT.fullmatch(token.text)
+        if match is None:
+            raise MirError(f"invalid float literal `{token.text}`")
+        self.at += 1
+        return float(match["digits"].replace("_", ""))
+
     def column(self) -> int:
         self.expect("#")
         return self.integer("a column number after `#`")
@@ -207,7 +242,18 @@ _BINARY = {
     "OR": ScalarFunc.OR,
 }
 _IS = {"NULL": ScalarFunc.IS_NULL, "TRUE": ScalarFunc.IS_TRUE, "FALSE": ScalarFunc.IS_FALSE}
-_ARITHMETIC = frozenset({"+", "*", "/", "%"})
+_ARITHMETIC = {
+    "+": ScalarFunc.ADD,
+    "*": ScalarFunc.MUL,
+    "/": ScalarFunc.DIV,
+    "%": ScalarFunc.MOD,
+}
+_FUNCTIONS = {
+    "abs": (ScalarFunc.ABS, 1),
+    "not": (ScalarFunc.NOT, 1),
+    "ltrim": (ScalarFunc.LTRIM, 2),
+    "greatest": (ScalarFunc.GREATEST, None),
+}
 
 
 def _precedence(func: ScalarFunc) -> int:
@@ -219,6 +265,10 @@ def _precedence(func: ScalarFunc) -> int:
         return 4
     if func in COMPARISONS:
         return 5
+    if func is ScalarFunc.ADD:
+        return 14
+    if func in ARITHMETIC:
+        return 15
     return 13  # the IS tests
 
 
@@ -229,12 +279,18 @@ def parse_expr(cursor: Cursor) -> Expr:
     while not cursor.done():
         token = cursor.peek()
         assert token is not None
-        if token.kind == "punct" and token.text in _ARITHMETIC:
-            raise MirError(f"arithmetic (`{token.text}`) is not supported in plans here")
         if token.kind != "string" and token.text in _BINARY:
             cursor.at += 1
             op: tuple[ScalarFunc, bool] = (_BINARY[token.text], False)
             operand: Expr | None = parse_operand(cursor)
+        elif token.kind == "punct" and token.text in _ARITHMETIC:
+            cursor.at += 1
+            op, operand = (_ARITHMETIC[token.text], False), parse_operand(cursor)
+        elif cursor.is_("-"):
+            raise MirError(
+                "`-` is not an operator of the real parser's expressions "
+                "(it has +, *, / and %: write #0 + -1)"
+            )
         elif cursor.eat("IS"):
             negated = cursor.eat("NOT")
             name = cursor.peek()
@@ -291,10 +347,13 @@ def parse_operand(cursor: Cursor) -> Expr:
         cursor.at += 1
         return Const(_unquote(token.text), ColumnType(ScalarType.TEXT))
     if token.kind == "number" or cursor.is_("-"):
-        # syn reads `-` before an integer literal as a negative literal.
+        # syn reads `-` before a number literal as a negative literal.
         negative = cursor.eat("-")
-        what = "an integer literal after `-`" if negative else "an integer literal"
-        value = cursor.integer(f"{what} (floats are not supported here)")
+        real = cursor.float()
+        if real is not None:
+            return Const(-real if negative else real, ColumnType(ScalarType.DOUBLE))
+        what = "a number literal after `-`" if negative else "a number literal"
+        value = cursor.integer(what)
         value = -value if negative else value
         if value >= 2**63:
             raise MirError(f"number too large to fit in target type: {value}")
@@ -309,17 +368,35 @@ def parse_operand(cursor: Cursor) -> Expr:
         cursor.expect("::")
         return Const(None, ColumnType(_null_type(cursor), nullable=True))
     if token.kind == "ident" and cursor.is_("(", 1):
-        if token.text.lower() != "not":
-            raise MirError(f"unsupported function name {token.text!r} (only not(..) here)")
-        cursor.at += 1
-        inner = cursor.group("(")
-        expr = parse_expr(inner)
-        inner.finish()
-        return Apply(ScalarFunc.NOT, (expr,))
+        return _apply(cursor)
     raise MirError(f"expected an expression, found {cursor.describe()}")
 
 
-def _null_type(cursor: Cursor) -> ScalarType:
+def _apply(cursor: Cursor) -> Expr:
+    """A function call, its name read case-insensitively as the real parser
+    reads it."""
+    token = cursor.peek()
+    assert token is not None
+    name = token.text.lower()
+    known = _FUNCTIONS.get(name)
+    if known is None:
+        if name == "mz_environment_id":
+            raise MirError("mz_environment_id() has no value inside a dataflow")
+        names = ", ".join(f"{function}(..)" for function in _FUNCTIONS)
+        raise MirError(f"unsupported function name {token.text!r} (the functions are {names})")
+    func, arity = known
+    cursor.at += 1
+    inner = cursor.group("(")
+    args = comma_separated(inner, parse_expr)
+    if arity is not None and len(args) != arity:
+        wanted = "one argument" if arity == 1 else f"{arity} arguments"
+        raise MirError(f"{name}(..) takes {wanted}, not {len(args)}")
+    if not args:
+        raise MirError(f"{name}(..) takes one argument or more, not 0")
+    return Apply(func, tuple(args))
+
+
+def _null_type(cursor: Cursor, where: str = "after `null::`") -> ScalarType:
     token = cursor.peek()
     name = None if token is None else token.text
     if name == "double" and cursor.is_("precision", 1):
@@ -331,7 +408,7 @@ def _null_type(cursor: Cursor) -> ScalarType:
     if name in _NULL_TYPES:
         cursor.at += 1
         return _NULL_TYPES[name]
-    raise MirError(f"expected a type after `null::`, found {cursor.describe()}")
+    raise MirError(f"expected a type {where}, found {cursor.describe()}")
 
 
 _ESCAPE = re.compile(r"\\(x[0-9A-Fa-f]{2}|u\{[0-9A-Fa-f][0-9A-Fa-f_]{0,7}\}|.)")
@@ -360,6 +437,54 @@ def _unescape(match: re.Match[str]) -> str:
             raise MirError(f"invalid unicode character escape `{match[0]}` in a string literal")
         return chr(point)
     raise MirError(f"unknown character escape `\\{escape[0]}` in a string literal")
+
+
+# A Constant's lines.
+
+
+def parse_types(text: str) -> tuple[ColumnType, ...]:
+    """A Constant's ``types`` analysis: ``(bigint, double precision, text?)``
+    (``?``: nullable)."""
+    cursor = Cursor(lex(text))
+    inner = cursor.group("(")
+    cursor.finish()
+
+    def column_type(cursor: Cursor) -> ColumnType:
+        scalar = _null_type(cursor, "in the types")
+        return ColumnType(scalar, nullable=cursor.eat("?"))
+
+    return tuple(comma_separated(inner, column_type))
+
+
+def parse_constant_row(text: str) -> tuple[tuple[Const, ...], int]:
+    """A Constant's row line: ``- (1, "a")``, or ``- ((1, "a") x -2)`` for a
+    row counted -2 times; its datums and its count."""
+    cursor = Cursor(lex(text))
+    cursor.expect("-")
+    inner = cursor.group("(")
+    cursor.finish()
+    diff = 1
+    if inner.is_("("):
+        datums = inner.group("(")
+        inner.expect("x")
+        negative = inner.eat("-")
+        diff = inner.integer("a count after `x`")
+        diff = -diff if negative else diff
+        inner.finish()
+    else:
+        datums = inner
+    return tuple(comma_separated(datums, _datum)), diff
+
+
+def _datum(cursor: Cursor) -> Const:
+    token = cursor.peek()
+    if token is not None and token.kind == "ident" and token.text == "null":
+        cursor.at += 1
+        return Const(None, ColumnType(ScalarType.BIGINT, nullable=True))
+    literal = parse_operand(cursor) if token is not None and token.text != "#" else None
+    if not isinstance(literal, Const):
+        raise MirError(f'a row holds literals (1, 2.5, "a", true, null), not {cursor.describe()}')
+    return literal
 
 
 # Aggregates.
@@ -425,6 +550,26 @@ def lower(expr: Expr, types: tuple[ColumnType, ...], depth: int = 0) -> tuple[Sc
                 if left.scalar != right.scalar:
                     raise MirError(f"`{func}` compares {left.scalar} with {right.scalar}")
                 return Call(func, scalars), ColumnType(ScalarType.BOOLEAN, nullable)
+            if func in ARITHMETIC or func is ScalarFunc.ABS:
+                for type in arg_types:
+                    if type.scalar is not ScalarType.BIGINT:
+                        what = "`abs`" if func is ScalarFunc.ABS else f"`{func}`"
+                        raise MirError(
+                            f"{what} takes bigints (the real parser reads it as its "
+                            f"Int64 function), not {type.scalar}"
+                        )
+                return Call(func, scalars), ColumnType(ScalarType.BIGINT, nullable)
+            if func is ScalarFunc.LTRIM:
+                for type in arg_types:
+                    if type.scalar is not ScalarType.TEXT:
+                        raise MirError(f"`ltrim` takes text, not {type.scalar}")
+                return Call(func, scalars), ColumnType(ScalarType.TEXT, nullable)
+            if func is ScalarFunc.GREATEST:
+                first = arg_types[0].scalar
+                for type in arg_types[1:]:
+                    if type.scalar != first:
+                        raise MirError(f"`greatest` compares {first} with {type.scalar}")
+                return Call(func, scalars), ColumnType(first, nullable)
             if func in (ScalarFunc.AND, ScalarFunc.OR, ScalarFunc.NOT, ScalarFunc.IS_TRUE):
                 for type in arg_types:
                     if type.scalar is not ScalarType.BOOLEAN:

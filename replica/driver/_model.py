@@ -44,7 +44,19 @@ from replica import (
 )
 from replica._aggregates import AggregateExpr, aggregate
 from replica._arrangement import key_of, typed
-from replica._plan import COUNT_ALL, Filter, Map, gets
+from replica._operators import COMPLETE, table_rows, top_k_rows
+from replica._plan import (
+    COUNT_ALL,
+    Constant,
+    Filter,
+    FlatMap,
+    Map,
+    Negate,
+    Threshold,
+    TopK,
+    Union,
+    gets,
+)
 from replica._protocol import Datum
 from replica._scalar import evaluate, holds, same
 
@@ -344,7 +356,8 @@ class ReferenceModel:
             if upper is None:
                 return None
             uppers.append(upper)
-        upper = max(min(uppers, default=dataflow.as_of), dataflow.as_of)
+        # A plan that reads nothing (a Constant) is complete at every time.
+        upper = max(min(uppers, default=COMPLETE), dataflow.as_of)
         return upper if description.until is None else min(upper, description.until)
 
     def _rows(self, dataflow: _Dataflow, on: GlobalId, ts: int) -> Counter[Row]:
@@ -398,6 +411,43 @@ class ReferenceModel:
                         if all(same(row[a], row[b]) for a, b in equalities)
                     }
                 )
+            case Constant(rows, _):
+                constant: Counter[Row] = Counter()
+                for row, diff in rows:
+                    constant[row] += diff
+                return constant
+            case Union(inputs_):
+                union: Counter[Row] = Counter()
+                for input in inputs_:
+                    for row, n in self._evaluate(dataflow, input, ts).items():
+                        union[row] += n
+                return union
+            case Negate(input):
+                return Counter({row: -n for row, n in self._evaluate(dataflow, input, ts).items()})
+            case FlatMap(func, exprs, input):
+                flat: Counter[Row] = Counter()
+                for row, n in self._evaluate(dataflow, input, ts).items():
+                    values = [evaluate(expr, row) for expr in exprs]
+                    for extra in table_rows(func, values):
+                        flat[(*row, *extra)] += n
+                return flat
+            case Threshold(input):
+                return Counter(
+                    {row: n for row, n in self._evaluate(dataflow, input, ts).items() if n > 0}
+                )
+            case TopK(input, group_key, order_key, limit, offset):
+                groups: dict[Row, dict[Row, int]] = {}
+                for row, n in self._evaluate(dataflow, input, ts).items():
+                    groups.setdefault(tuple(row[c] for c in group_key), {})[row] = n
+                top: Counter[Row] = Counter()
+                for members in groups.values():
+                    rows_ = {row: n for row, n in members.items() if n}
+                    most = (
+                        None if limit is None or not rows_ else evaluate(limit, next(iter(rows_)))
+                    )
+                    assert most is None or isinstance(most, int)
+                    top.update(top_k_rows(rows_, order_key, most, offset))
+                return top
 
 
 def _index_export(description: DataflowDescription, id: GlobalId) -> IndexExport | None:

@@ -33,8 +33,22 @@ from replica import (
     Update,
 )
 from replica._exchange import Fabric
-from replica._operators import Operator, Queue
-from replica._plan import Filter, Get, Join, Map, Plan, Project, Reduce
+from replica._operators import Operator, Queue, table_rows, top_k_rows
+from replica._plan import (
+    Constant,
+    Filter,
+    FlatMap,
+    Get,
+    Join,
+    Map,
+    Negate,
+    Plan,
+    Project,
+    Reduce,
+    Threshold,
+    TopK,
+    Union,
+)
 from replica._scalar import evaluate as scalar_value
 from replica._scalar import holds, same
 from replica._state import ComputeState
@@ -243,6 +257,41 @@ def evaluate(plan: Plan, inputs: Mapping[GlobalId, Counter[Row]]) -> Counter[Row
                     if all(same(row[a], row[b]) for a, b in equalities)
                 }
             )
+        case Constant(rows, _):
+            constant: Counter[Row] = Counter()
+            for row, diff in rows:
+                constant[row] += diff
+            return constant
+        case Union(inputs_):
+            union: Counter[Row] = Counter()
+            for input in inputs_:
+                for row, n in evaluate(input, inputs).items():
+                    union[row] += n
+            return union
+        case Negate(input):
+            return Counter({row: -n for row, n in evaluate(input, inputs).items()})
+        case FlatMap(func, exprs, input):
+            flat: Counter[Row] = Counter()
+            for row, n in evaluate(input, inputs).items():
+                values = [scalar_value(expr, row) for expr in exprs]
+                for extra in table_rows(func, values):
+                    flat[(*row, *extra)] += n
+            return flat
+        case Threshold(input):
+            return Counter({row: n for row, n in evaluate(input, inputs).items() if n > 0})
+        case TopK(input, group_key, order_key, limit, offset):
+            groups: dict[Row, dict[Row, int]] = {}
+            for row, n in evaluate(input, inputs).items():
+                groups.setdefault(tuple(row[c] for c in group_key), {})[row] = n
+            top: Counter[Row] = Counter()
+            for members in groups.values():
+                rows_ = {row: n for row, n in members.items() if n}
+                most = (
+                    None if limit is None or not rows_ else scalar_value(limit, next(iter(rows_)))
+                )
+                assert most is None or isinstance(most, int)
+                top.update(top_k_rows(rows_, order_key, most, offset))
+            return top
 
 
 def index_of(

@@ -315,17 +315,18 @@ def test_configuration_rows_and_header_keys_become_parameters_in_order() -> None
             "3: a predicate is a boolean, not bigint",
         ),
         (
-            "  build id=2\n    TopK limit=1\n      Get u1000\n",
-            "3: unknown plan operator 'TopK' "
-            "(Get, Project, Map, Filter, Reduce, Distinct, Join or CrossJoin)",
+            "  build id=2\n    Sort limit=1\n      Get u1000\n",
+            "3: unknown plan operator 'Sort' "
+            "(Get, Project, Map, Filter, Reduce, Distinct, Join, CrossJoin, Union, "
+            "Negate, Threshold, TopK, ArrangeBy, Constant or FlatMap)",
         ),
         (
             '  build id=2\n    Filter #0 = "a"\n      Get u1000\n',
             "3: `=` compares bigint with text",
         ),
         (
-            "  build id=2\n    Map (#0 + 1)\n      Get u1000\n",
-            "3: Map: arithmetic (`+`) is not supported in plans here",
+            "  build id=2\n    Map (#0 + #1)\n      Get u1000\n",
+            "3: `+` takes bigints (the real parser reads it as its Int64 function), not text",
         ),
         (
             "  build id=2\n    Reduce aggregates=[count(*)] group_by=[#0]\n      Get u1000\n",

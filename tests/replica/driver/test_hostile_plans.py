@@ -409,9 +409,9 @@ def test_a_negative_literal_compares_in_a_filter() -> None:
     [
         ("9223372036854775808", "number too large to fit in target type: 9223372036854775808"),
         ("-9223372036854775809", "number too small to fit in target type: -9223372036854775809"),
-        ("0x", "expected an integer literal (floats are not supported here), found `0x`"),
-        ("1q", "expected an integer literal (floats are not supported here), found `1q`"),
-        ("- x", "expected an integer literal after `-` (floats are not supported here), found `x`"),
+        ("0x", "expected a number literal, found `0x`"),
+        ("1q", "expected a number literal, found `1q`"),
+        ("- x", "expected a number literal after `-`, found `x`"),
     ],
 )
 def test_an_integer_literal_out_of_range_or_malformed_is_refused(
