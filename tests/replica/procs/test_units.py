@@ -31,10 +31,25 @@ from replica import (
     ShardCatalog,
     SubscribeBatch,
     UpperMismatchError,
+    _plan,
 )
 from replica._aggregates import AggregateExpr, AggregateFunc
 from replica._exchange import CLOSED
-from replica._plan import Aggregate, Filter, Get, Join, Map, Project, Reduce
+from replica._plan import (
+    Aggregate,
+    Constant,
+    Filter,
+    FlatMap,
+    Get,
+    Join,
+    Map,
+    Negate,
+    Project,
+    Reduce,
+    Threshold,
+    TopK,
+    Union,
+)
 from replica._protocol import Build, IndexExport, IndexImport
 from replica._scalar import Call, Column, Literal, ScalarFunc
 from replica._worker import SequencedCommand
@@ -73,6 +88,23 @@ from replica.procs._serve import CONTROLLER, Generation, ServeOptions, _Encoded,
                 (2,),
             ),
         ),
+        Build(
+            8,
+            TopK(
+                Threshold(
+                    Union(
+                        (
+                            Negate(Constant((((1, "a"), 2), ((2.5, None), -1)), 2)),
+                            FlatMap("generate_series", (Literal(1), Column(0)), Get(6)),
+                        )
+                    )
+                ),
+                group_key=(0,),
+                order_key=((1, True, False),),
+                limit=Literal(3),
+                offset=1,
+            ),
+        ),
         AllowCompaction(3, Frontier.empty()),
         Peek(1, GlobalId("si", 2), 2**64 - 1, ((None, True, 1.5, "x", -(2**63)),)),
         PeekResponse(3, Rows(((1, "a"), (1, "a")))),
@@ -86,6 +118,12 @@ def test_every_protocol_value_comes_back_equal(value: object) -> None:
     back = _wire.decode(_wire.encode(value))
     assert back == value
     assert type(back) is type(value)
+
+
+def test_every_kind_of_plan_travels() -> None:
+    """A plan operator added to the planner and not to the wire would stop
+    a spec that uses it under ``--spawn`` only: the wire knows every kind."""
+    assert set(_plan.PLAN_CLASSES) <= set(_wire.CLASSES)
 
 
 def test_a_description_keeps_its_name_which_equality_ignores() -> None:
