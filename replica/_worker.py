@@ -141,16 +141,33 @@ class Worker:
         self._inbox = inbox
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._step_dataflows)
-            async for envelope in inbox:
-                seq, sequenced = envelope.seq, envelope.message
-                commands = self._take(inbox, seq, sequenced)
-                if commands is not None:
-                    # InitializationComplete: reconcile what the connection sent.
-                    await self._reconcile(inbox, seq, commands)
-                    self.reconciled = self.position
-                    self._apply(seq, sequenced.command)
-                if self.state.outbox:
-                    self._flush()
+            while True:
+                try:
+                    # Everything sequenced so far, in one turn: a replayed
+                    # connection is one burst of commands.
+                    batch = await inbox.receive_batch()
+                except trio.EndOfChannel:
+                    break
+                for envelope in batch:
+                    sequenced = envelope.message
+                    buffer = self.buffer
+                    if (
+                        buffer is not None
+                        and sequenced.position == self.position
+                        and not isinstance(sequenced.command, InitializationComplete)
+                    ):
+                        # Reconciling: ``_take``'s usual case, inline.
+                        buffer.append(sequenced.command)
+                        continue
+                    seq = envelope.seq
+                    commands = self._take(inbox, seq, sequenced)
+                    if commands is not None:
+                        # InitializationComplete: reconcile what the connection sent.
+                        await self._reconcile(inbox, seq, commands)
+                        self.reconciled = self.position
+                        self._apply(seq, sequenced.command)
+                    if self.state.outbox:
+                        self._flush()
             nursery.cancel_scope.cancel()
 
     async def _step_dataflows(self) -> None:
