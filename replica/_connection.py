@@ -91,6 +91,20 @@ class CommandLine:
             self._arrived = None
             arrived.set()
 
+    def send_many_nowait(self, commands: list[Command]) -> None:
+        """Queue ``commands``, in order, as :meth:`send_nowait` would one by
+        one (the reader may take them in one batch). Never blocks, never
+        checkpoints; nothing is queued if the line is closed."""
+        if self._closed:
+            raise trio.ClosedResourceError("the connection is closed")
+        if not commands:
+            return
+        self._queue += commands
+        arrived = self._arrived
+        if arrived is not None:
+            self._arrived = None
+            arrived.set()
+
     def close(self) -> None:
         """No more commands: the reader gets what is queued, then the end."""
         self._closed = True

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import itertools
-from collections.abc import AsyncIterator, Collection, Sequence
+from collections.abc import AsyncIterator, Collection, Iterable, Sequence
 from contextlib import asynccontextmanager
 from typing import Protocol
 
@@ -184,6 +184,26 @@ class Controller:
                 end.commands.send_nowait(command)
         else:
             session.ends[0].commands.send_nowait(command)
+
+    async def send_many(self, commands: Iterable[Command]) -> None:
+        """Send ``commands`` in order, as :meth:`send` would one by one (a
+        cancellation point, not a scheduling point): how a controller replays
+        its history on a reconnect. If cancelled, nothing was sent."""
+        await trio.lowlevel.checkpoint_if_cancelled()
+        session = self._session
+        if session is None:
+            raise ProtocolError("the controller is not connected")
+        ends = session.ends
+        if len(ends) == 1:
+            ends[0].commands.send_many_nowait(list(commands))
+            return
+        # Hello and UpdateConfiguration go to every process, the rest to process 0.
+        for command in commands:
+            if isinstance(command, (Hello, UpdateConfiguration)):
+                for end in ends:
+                    end.commands.send_nowait(command)
+            else:
+                ends[0].commands.send_nowait(command)
 
     def frontier(self, id: GlobalId | int) -> Frontier | None:
         """The merged frontier the replica reported for ``id`` on this connection."""
