@@ -24,6 +24,7 @@ from replica import (
     PeekError,
     PeekResponse,
     Rows,
+    Running,
     Schedule,
     ShardCatalog,
     SourceImport,
@@ -267,3 +268,26 @@ def test_a_dataflow_with_one_export_dropped_is_rebuilt_whole() -> None:
     assert plan.retained == frozenset()
     assert plan.dropped == {U(1001)}
     assert plan.rest == (CreateDataflow(two_indexes()),)
+
+
+def test_running_follows_compactions_and_drops_since_it_was_last_asked() -> None:
+    description = two_indexes()
+    state = running(description)
+    assert state.running() == [Running(description, (U(1001), U(1002)), 0)]
+    state.apply(AllowCompaction(1001, Frontier.at(3)))
+    assert state.running() == [Running(description, (U(1001), U(1002)), 3)]
+    state.apply(AllowCompaction(1002, Frontier.empty()))
+    (only,) = state.running()
+    assert (only.exports, only.since, only.whole) == ((U(1001),), 3, False)
+    state.apply(AllowCompaction(1001, Frontier.empty()))
+    assert state.running() == []
+
+
+def test_an_identical_description_compacted_past_the_new_as_of_is_not_kept() -> None:
+    description = index(as_of=0)
+    state = running(description, since=4)
+    plan = plan_reconcile(state.instance, state.running(), [CreateDataflow(description)])
+    assert plan.retained == frozenset()
+    assert plan.dropped == {U(1001)}
+    plan = plan_reconcile(state.instance, state.running(), [CreateDataflow(index(as_of=4))])
+    assert plan.retained == {U(1001)}
