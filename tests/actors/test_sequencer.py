@@ -85,6 +85,47 @@ async def test_a_full_member_makes_the_broadcast_wait_and_the_order_holds() -> N
     assert fast_log == slow_log == [(i, i) for i in range(5)]
 
 
+async def test_a_batch_that_just_fits_every_mailbox_is_delivered_without_waiting() -> None:
+    release = trio.Event()
+    logs: list[list[tuple[int, object]]] = [[], []]
+    async with actors.open_system() as system:
+        parked = await system.spawn(stamp_recorder, logs[0], capacity=3)
+        busy = await system.spawn(stamp_recorder, logs[1], capacity=4)
+        await busy.tell(Hold(release))
+        await trio.testing.wait_all_tasks_blocked()
+        await busy.tell("x")  # one place taken: room for 3 more
+        sequencer = system.sequencer([parked, busy], name="seq")
+        with trio.fail_after(1):  # it never waits for room
+            assert await sequencer.broadcast_many(["a", "b", "c"]) == range(3)
+        assert busy.statistics().queued == 4
+        release.set()
+    assert logs == [[(0, "a"), (1, "b"), (2, "c")], [(1, "x"), (0, "a"), (1, "b"), (2, "c")]]
+
+
+async def test_a_member_whose_mailbox_closed_leaves_at_the_first_stamp_of_a_batch() -> None:
+    trace = actors.Trace()
+    release = trio.Event()
+    stays_log: list[tuple[int, object]] = []
+
+    async def closes(inbox: Inbox[object]) -> None:
+        await inbox.receive()
+        inbox.close()  # it accepts nothing more, and has not ended yet
+        await release.wait()
+
+    async with actors.open_system(tracer=trace) as system:
+        stays = await system.spawn(stamp_recorder, stays_log, name="stays")
+        closing = await system.spawn(closes, name="closing")
+        sequencer = system.sequencer([stays, closing], name="seq")
+        await sequencer.broadcast("a")
+        await trio.testing.wait_all_tasks_blocked()
+        assert await sequencer.broadcast_many(["b", "c"]) == range(1, 3)
+        assert [address.name for address in sequencer.statistics().left] == ["closing"]
+        release.set()
+    assert stays_log == [(0, "a"), (1, "b"), (2, "c")]
+    left = [(event.actor, event.seq) for event in trace if event.kind is EventKind.LEFT]
+    assert left[0] == ("closing", 1)
+
+
 async def test_a_second_concurrent_broadcast_is_refused_as_busy() -> None:
     release = trio.Event()
     async with actors.open_system() as system:
