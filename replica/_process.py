@@ -354,6 +354,14 @@ class Process:
                 for name in self._targets(command):
                     self._forward(name, runtimes[name], command)
             return
+        if INTERACTIVE not in self.adapters:
+            # Solo: the one runtime takes every command (see _targets).
+            for command in commands:
+                if isinstance(command, Hello):
+                    self.order.record(command.nonce)
+            if commands:
+                runtimes[MAINTENANCE].forward(commands)
+            return
         shares: dict[str, list[Command]] = {name: [] for name in runtimes}
         for command in commands:
             if isinstance(command, Hello):

@@ -5,22 +5,26 @@ from __future__ import annotations
 
 import math
 
+import pytest
 import trio
 import trio.testing
 
 import actors
 from actors import Inbox
 from replica import (
+    CancelPeek,
+    Command,
     ConnectionOrder,
     CreateInstance,
     Frontier,
     Frontiers,
     Hello,
+    Peek,
     Response,
     SequencedCommand,
 )
 from replica._connection import RuntimeConnection
-from replica._process import ChannelAdapter
+from replica._process import MAINTENANCE, ChannelAdapter, Process
 
 
 async def command_log(inbox: Inbox[SequencedCommand], log: list[SequencedCommand]) -> None:
@@ -138,7 +142,6 @@ def _routed(*, hold: bool) -> dict[str, list[object]]:
     then released)."""
     from replica import (
         CancelPeek,
-        Command,
         CreateDataflow,
         DataflowDescription,
         GlobalId,
@@ -197,3 +200,25 @@ def test_a_turn_of_commands_reaches_each_runtime_alike_batched_or_one_by_one() -
         "Peek",
         "CancelPeek",
     ]
+
+
+@pytest.mark.parametrize("hold", [False, True])
+def test_a_solo_process_forwards_every_command_to_its_one_runtime(hold: bool) -> None:
+    process = Process(0, workers=1)
+    process.adapters[MAINTENANCE] = [trio.open_memory_channel[RuntimeConnection](math.inf)[0]]
+    runtime = RuntimeConnection.open(9, adapters=1)
+    commands: list[Command] = [Hello(9), CreateInstance(), Peek(1, 11, 0), CancelPeek(1)]
+    if hold:
+        process.hold(MAINTENANCE)
+    process._route(list(commands), {MAINTENANCE: runtime})
+    if hold:
+        process.release(MAINTENANCE)
+    batches: list[list[Command]] = []
+    while True:
+        try:
+            batches.append(runtime.batches.receive_nowait())
+        except trio.WouldBlock:
+            break
+    # Nothing held: the turn goes on as one batch.
+    assert batches == ([[c] for c in commands] if hold else [commands])
+    assert process.order.position(9) == 0
