@@ -243,11 +243,13 @@ class Worker:
 
     def _apply(self, seq: int, command: Command) -> None:
         self.applied.append((seq, self.position, command))
-        if isinstance(command, CreateDataflow) and self.claim is not None:
-            self.claim(command.dataflow)
-        self.state.apply(command)
         if isinstance(command, CreateDataflow):
+            if self.claim is not None:
+                self.claim(command.dataflow)
+            self.state.apply(command)
             self._note_sharing()
+        else:
+            self.state.apply(command)
 
     def _note_sharing(self) -> None:
         """Mark in the trace what changed in the sharing of this worker's
