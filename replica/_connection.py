@@ -187,8 +187,10 @@ class RuntimeConnection:
     batches: trio.MemoryReceiveChannel[list[Command]]
     # How many of the runtime's adapters in this process still serve it.
     serving: int
-    # The process's merge of this runtime's responses (local worker, response).
+    # The process's merge of this runtime's responses (local worker, response),
+    # and of several at once (how many it delivered before the connection broke).
     deliver: Callable[[int, Response], None] | None = None
+    deliver_many: Callable[[int, list[Response]], int] | None = None
     # The controller went away (a merged response could not be sent to it):
     # every later response send fails.
     broken: bool = False
@@ -227,6 +229,19 @@ class RuntimeConnection:
         assert self.deliver is not None, "a process merges what it serves"
         self.deliver(local, response)
         return True
+
+    def send_many(self, local: int, responses: list[Response]) -> int:
+        """:meth:`send` each of ``responses``, in order, until the connection
+        is found broken; how many were handed on (those after it are not).
+        Never blocks."""
+        if self.broken:
+            return 0
+        if self.deliver_many is not None:
+            return self.deliver_many(local, responses)
+        for sent, response in enumerate(responses):
+            if not self.send(local, response):
+                return sent
+        return len(responses)
 
     def end(self) -> None:
         """The controller's command stream ended: nothing more will be forwarded."""

@@ -105,6 +105,18 @@ class ChannelAdapter:
             self._leave(failed=False)
         # Otherwise: for a connection this adapter already left; dropped.
 
+    def accept_many(self, nonce: int, responses: list[Response]) -> None:
+        """:meth:`accept` each of ``responses``, in order: what the connection
+        served takes is handed on at once. Never blocks, never checkpoints."""
+        current = self.current
+        if current is not None and nonce == current.nonce:
+            sent = current.send_many(self.local, responses)
+            if sent == len(responses):
+                return
+            responses = responses[sent:]
+        for response in responses:
+            self.accept(nonce, response)
+
     def _leave(self, *, failed: bool) -> None:
         self.current, self._failed = None, failed
         if self._serving is not None:
@@ -182,6 +194,26 @@ class _Merge:
             # The controller went away: the adapters' next sends fail.
             for runtime in self.runtimes:
                 runtime.broken = True
+
+    def deliver_many(self, number: int, local: int, responses: list[Response]) -> int:
+        """:meth:`deliver` each of ``responses``, in order, until a send to the
+        controller fails; how many it delivered (the one whose send failed
+        among them)."""
+        within, across = self.within[number], self.across
+        line = self.connection.responses
+        for done, response in enumerate(responses, 1):
+            merged = within.absorb(local, response)
+            if merged is not None and across is not None and not isinstance(merged, PeekResponse):
+                merged = across.absorb(number, merged)
+            if merged is None:
+                continue
+            try:
+                line.send_nowait(merged)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                for runtime in self.runtimes:
+                    runtime.broken = True
+                return done
+        return len(responses)
 
 
 @attrs.define(eq=False)
@@ -388,6 +420,7 @@ class Process:
         )
         for number, runtime in enumerate(runtimes.values()):
             runtime.deliver = functools.partial(merge.deliver, number)
+            runtime.deliver_many = functools.partial(merge.deliver_many, number)
 
 
 def _deliver(connection: RuntimeConnection, command: Command | None) -> None:

@@ -76,6 +76,11 @@ class Worker:
     # Where the worker's responses go: its channel adapter's ``accept``, called
     # with the connection's nonce in the worker's own task.
     respond: Callable[[int, Response], None]
+    # Where they go a flush at a time, when the adapter takes them so
+    # (``accept_many``); otherwise one by one to ``respond``.
+    respond_many: Callable[[int, list[Response]], None] | None = attrs.field(
+        default=None, kw_only=True
+    )
     # With two runtimes: the barrier shared with the worker of the same local
     # ordinal on the other runtime, and this worker's side of it.
     barrier: ReconcileBarrier | None = None
@@ -114,6 +119,7 @@ class Worker:
         align: bool = True,
         fabric: Fabric | None = None,
         metrics: Metrics | None = None,
+        respond_many: Callable[[int, list[Response]], None] | None = None,
     ) -> Worker:
         """Worker ``index`` of a runtime of ``workers`` workers; ``fabric`` is
         the runtime's (its workers exchange updates through it)."""
@@ -128,7 +134,7 @@ class Worker:
             metrics=Metrics() if metrics is None else metrics,
             align=align,
         )
-        worker = cls(index, process, local, state, respond)
+        worker = cls(index, process, local, state, respond, respond_many=respond_many)
         state.wake = worker.wake
         return worker
 
@@ -270,5 +276,9 @@ class Worker:
         nonce = self.nonce
         if nonce is None or not self.state.outbox:
             return
-        for response in self.state.drain():
+        responses = self.state.drain()
+        if self.respond_many is not None:
+            self.respond_many(nonce, responses)
+            return
+        for response in responses:
             self.respond(nonce, response)

@@ -222,3 +222,54 @@ def test_a_solo_process_forwards_every_command_to_its_one_runtime(hold: bool) ->
     # Nothing held: the turn goes on as one batch.
     assert batches == ([[c] for c in commands] if hold else [commands])
     assert process.order.position(9) == 0
+
+
+def _responses_through_a_merge(*, at_once: bool) -> tuple[list[Response], ChannelAdapter]:
+    """Five frontiers of one worker handed to its adapter one by one or at
+    once, through the process's merge, to a controller that goes away after
+    taking two of them."""
+    from replica._connection import CommandLine, ResponseLine, ServerEnd
+
+    process = Process(0, workers=1)
+    process.adapters[MAINTENANCE] = [trio.open_memory_channel[RuntimeConnection](math.inf)[0]]
+    runtime = RuntimeConnection.open(7, adapters=1)
+    taken: list[Response] = []
+
+    def controller(response: Response) -> None:
+        taken.append(response)
+        if len(taken) == 2:
+            line.close()
+
+    line = ResponseLine(controller)
+    process._merge(ServerEnd(7, CommandLine(), line), {MAINTENANCE: runtime})
+    adapter = ChannelAdapter(0, 0, trio.open_memory_channel[RuntimeConnection](0)[1], None, None)
+    adapter.current = runtime
+    adapter.seen.add(7)
+    responses: list[Response] = [Frontiers(id, Frontier.at(id)) for id in range(1, 6)]
+    if at_once:
+        adapter.accept_many(7, responses)
+    else:
+        for response in responses:
+            adapter.accept(7, response)
+    return taken, adapter
+
+
+def test_responses_handed_on_at_once_fare_as_one_by_one_when_the_controller_goes() -> None:
+    taken, adapter = _responses_through_a_merge(at_once=True)
+    one_by_one, alone = _responses_through_a_merge(at_once=False)
+    assert taken == one_by_one == [Frontiers(1, Frontier.at(1)), Frontiers(2, Frontier.at(2))]
+    # The third found the controller gone; the fourth made the adapter leave
+    # (lost, as the third); the fifth waits in the stash, as it did.
+    assert adapter.stash == alone.stash == [(7, Frontiers(5, Frontier.at(5)))]
+    assert adapter.current is None
+    assert alone.current is None
+
+
+def test_responses_handed_on_at_once_without_a_merge_go_one_by_one() -> None:
+    connection = RuntimeConnection.open(7, adapters=1)
+    got = collecting(connection)
+    responses: list[Response] = [Frontiers(id, Frontier.at(id)) for id in range(1, 4)]
+    assert connection.send_many(0, responses) == 3
+    connection.broken = True
+    assert connection.send_many(0, responses) == 0
+    assert got == [(0, response) for response in responses]
