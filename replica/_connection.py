@@ -56,12 +56,26 @@ class ResponseLine:
 
     reader: Callable[[Response], None]
     closed: bool = False
+    # The controller's reader of several responses at once, if it has one.
+    reader_many: Callable[[list[Response]], None] | None = None
 
     def send_nowait(self, response: Response) -> None:
         """Hand ``response`` to the controller. Never blocks, never checkpoints."""
         if self.closed:
             raise trio.BrokenResourceError("the controller closed the connection")
         self.reader(response)
+
+    def send_many_nowait(self, responses: list[Response]) -> None:
+        """Hand ``responses`` to the controller, in order: at once to its
+        ``reader_many``, or else one by one as :meth:`send_nowait` does.
+        Never blocks, never checkpoints."""
+        if self.reader_many is None:
+            for response in responses:
+                self.send_nowait(response)
+            return
+        if self.closed:
+            raise trio.BrokenResourceError("the controller closed the connection")
+        self.reader_many(responses)
 
     def close(self) -> None:
         self.closed = True
@@ -167,10 +181,15 @@ class ClientEnd:
         self.responses.close()
 
 
-def open_connection(nonce: int, reader: Callable[[Response], None]) -> tuple[ClientEnd, ServerEnd]:
-    """A connection whose responses go to ``reader``, the controller's."""
+def open_connection(
+    nonce: int,
+    reader: Callable[[Response], None],
+    reader_many: Callable[[list[Response]], None] | None = None,
+) -> tuple[ClientEnd, ServerEnd]:
+    """A connection whose responses go to ``reader``, the controller's (or
+    several at once to ``reader_many``)."""
     commands = CommandLine()
-    responses = ResponseLine(reader)
+    responses = ResponseLine(reader, reader_many=reader_many)
     return ClientEnd(nonce, commands, responses), ServerEnd(nonce, commands, responses)
 
 

@@ -142,7 +142,11 @@ class Controller:
         merger = PartitionedState(len(processes), self.regressions) if len(processes) > 1 else None
         session = _Session(nonce, [], merger)
         for part, process in enumerate(processes):
-            client, server = open_connection(nonce, functools.partial(self._absorb, session, part))
+            client, server = open_connection(
+                nonce,
+                functools.partial(self._absorb, session, part),
+                functools.partial(self._absorb_many, session, part),
+            )
             process.accept(server)
             session.ends.append(client)
         self._session = session
@@ -313,6 +317,24 @@ class Controller:
         if self._changed is not None:
             self._changed.set()
             self._changed = None
+
+    def _absorb_many(self, session: _Session, part: int, responses: list[Response]) -> None:
+        """:meth:`_absorb` each of ``responses``, in order (with one process, its
+        frontiers inline and one notification for them all)."""
+        if session.merger is not None:
+            for response in responses:
+                self._absorb(session, part, response)
+            return
+        frontiers = session.frontiers
+        changed = False
+        for response in responses:
+            if isinstance(response, Frontiers):
+                frontiers[response.id] = response.upper
+                changed = True
+            else:
+                self._absorb(session, part, response)
+        if changed:
+            self._notify()
 
     def _absorb(self, session: _Session, part: int, response: Response) -> None:
         """Process ``part``'s response, in the task that sent it (the

@@ -201,11 +201,19 @@ class _Merge:
         among them)."""
         within, across = self.within[number], self.across
         line = self.connection.responses
+        # What completes goes on at once to a controller that takes it so and
+        # is still there (it is until this returns); else one by one.
+        merged_all: list[Response] | None = (
+            [] if line.reader_many is not None and not line.closed else None
+        )
         for done, response in enumerate(responses, 1):
             merged = within.absorb(local, response)
             if merged is not None and across is not None and not isinstance(merged, PeekResponse):
                 merged = across.absorb(number, merged)
             if merged is None:
+                continue
+            if merged_all is not None:
+                merged_all.append(merged)
                 continue
             try:
                 line.send_nowait(merged)
@@ -213,6 +221,8 @@ class _Merge:
                 for runtime in self.runtimes:
                     runtime.broken = True
                 return done
+        if merged_all:
+            line.send_many_nowait(merged_all)
         return len(responses)
 
 

@@ -273,3 +273,44 @@ def test_responses_handed_on_at_once_without_a_merge_go_one_by_one() -> None:
     connection.broken = True
     assert connection.send_many(0, responses) == 0
     assert got == [(0, response) for response in responses]
+
+
+def test_a_response_line_hands_a_batch_to_a_reader_of_batches_or_one_by_one() -> None:
+    from replica._connection import ResponseLine
+
+    responses: list[Response] = [Frontiers(id, Frontier.at(id)) for id in range(1, 4)]
+    batches: list[list[Response]] = []
+    one: list[Response] = []
+    line = ResponseLine(one.append, reader_many=batches.append)
+    line.send_many_nowait(responses)
+    assert (batches, one) == ([responses], [])
+
+    def reader(response: Response) -> None:
+        one.append(response)
+        plain.close()  # the controller goes away after the first
+
+    plain = ResponseLine(reader)
+    with pytest.raises(trio.BrokenResourceError):
+        plain.send_many_nowait(responses)
+    assert one == responses[:1]
+    line.close()
+    with pytest.raises(trio.BrokenResourceError, match=r"^the controller closed the connection$"):
+        line.send_many_nowait(responses)
+    assert batches == [responses]
+
+
+def test_a_merge_hands_what_completes_to_a_reader_of_batches_at_once() -> None:
+    from replica._connection import CommandLine, ResponseLine, ServerEnd
+
+    process = Process(0, workers=2)
+    process.adapters[MAINTENANCE] = [trio.open_memory_channel[RuntimeConnection](math.inf)[0]] * 2
+    runtime = RuntimeConnection.open(7, adapters=2)
+    batches: list[list[Response]] = []
+    line = ResponseLine(lambda response: batches.append([response]), reader_many=batches.append)
+    process._merge(ServerEnd(7, CommandLine(), line), {MAINTENANCE: runtime})
+    first: list[Response] = [Frontiers(1, Frontier.at(3)), Frontiers(2, Frontier.at(3))]
+    assert runtime.send_many(0, first) == 2
+    assert batches == []  # the other worker has not reported yet
+    second: list[Response] = [Frontiers(1, Frontier.at(2)), Frontiers(2, Frontier.at(5))]
+    assert runtime.send_many(1, second) == 2
+    assert batches == [[Frontiers(1, Frontier.at(2)), Frontiers(2, Frontier.at(3))]]
