@@ -198,12 +198,12 @@ def _keeps(old: Running, new: DataflowDescription) -> bool:
         isinstance(sink.connection, Subscribe) for sink in new.sink_exports
     ):
         return False
-    if not old.whole:
-        return False  # an export was dropped: rebuild it all
+    description = old.description
+    if len(old.exports) != len(description.exports):
+        return False  # an export was dropped (not whole): rebuild it all
     since = old.since
     if since > new.as_of:
         return False
-    description = old.description
     # The usual replay sends the very description that runs: compatible as
     # it is (its as_of is the new one, its since not after it).
     return new is description or description.compatible_with(
