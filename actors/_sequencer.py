@@ -30,7 +30,7 @@ import attrs
 import trio
 
 from ._cell import ActorState, _Cell
-from ._envelope import Address, Envelope
+from ._envelope import Address, Envelope, stamp_all
 from ._monitors import ExitReason
 from ._trace import EventKind, TraceEvent, Tracer
 from ._util import (
@@ -240,8 +240,7 @@ class Sequencer(Generic[M], metaclass=NoPublicConstructor):
             return False
         first = self._next_seq
         self._next_seq = first + count
-        address = self.address
-        envelopes = [Envelope(message, first + i, address) for i, message in enumerate(messages)]
+        envelopes = stamp_all(messages, first, self.address)
         for cell in recipients:
             try:
                 send_all_nowait(cell.send_channel, envelopes)

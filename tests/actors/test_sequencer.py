@@ -2,12 +2,14 @@ from __future__ import annotations
 
 import math
 
+import attrs
 import pytest
 import trio
 import trio.testing
 
 import actors
-from actors import EventKind, Inbox
+from actors import Address, EventKind, Inbox
+from actors._envelope import stamp_all
 
 from .messages import Hold
 
@@ -217,3 +219,17 @@ async def test_a_member_listed_twice_is_refused_and_nothing_is_built() -> None:
         sequencer = system.sequencer([member], name="seq")
         assert sequencer.address.uid == member.address.uid + 1  # the refusal took no uid
         assert member.statistics().queued == 0
+
+
+def test_envelopes_stamped_in_bulk_are_the_envelopes_the_constructor_builds() -> None:
+    # stamp_all writes these slots and no others: a new field must be added there.
+    assert [field.name for field in attrs.fields(actors.Envelope)] == ["message", "seq", "sender"]
+    sender = Address("leader", 3)
+    stamped = stamp_all(["a", "b"], 7, sender)
+    built = [actors.Envelope("a", 7, sender), actors.Envelope("b", 8, sender)]
+    assert stamped == built
+    assert [hash(envelope) for envelope in stamped] == [hash(envelope) for envelope in built]
+    assert [repr(envelope) for envelope in stamped] == [repr(envelope) for envelope in built]
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        stamped[0].seq = 9  # type: ignore[misc]
+    assert stamp_all([], 0, None) == []
