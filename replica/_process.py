@@ -163,9 +163,7 @@ class ChannelAdapter:
             # Commands taken from the queue are forwarded whole: worker
             # mailboxes are unbounded, so this never waits for room.
             with trio.CancelScope(shield=True):
-                await self.sequencer.broadcast_many(
-                    [SequencedCommand(nonce, position, command) for command in batch]
-                )
+                await self.sequencer.broadcast_many(SequencedCommand.all_of(nonce, position, batch))
 
 
 @attrs.define(eq=False)

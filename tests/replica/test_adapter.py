@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+import attrs
 import pytest
 import trio
 import trio.testing
@@ -314,3 +315,20 @@ def test_a_merge_hands_what_completes_to_a_reader_of_batches_at_once() -> None:
     second: list[Response] = [Frontiers(1, Frontier.at(2)), Frontiers(2, Frontier.at(5))]
     assert runtime.send_many(1, second) == 2
     assert batches == [[Frontiers(1, Frontier.at(2)), Frontiers(2, Frontier.at(3))]]
+
+
+def test_commands_sequenced_in_bulk_are_the_ones_the_constructor_builds() -> None:
+    # all_of writes these slots and no others: a new field must be added there.
+    assert [field.name for field in attrs.fields(SequencedCommand)] == [
+        "nonce",
+        "position",
+        "command",
+    ]
+    commands: list[Command] = [Hello(5), CreateInstance()]
+    sequenced = SequencedCommand.all_of(5, 2, commands)
+    built = [SequencedCommand(5, 2, command) for command in commands]
+    assert sequenced == built
+    assert [hash(item) for item in sequenced] == [hash(item) for item in built]
+    assert [repr(item) for item in sequenced] == [repr(item) for item in built]
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        sequenced[0].position = 3  # type: ignore[misc]
