@@ -130,6 +130,10 @@ class ComputeState:
     peeks: dict[int, _Reading] = attrs.field(factory=dict)
     # What this worker last told the current connection, per collection.
     reported: dict[GlobalId, int] = attrs.field(factory=dict)
+    # The last report built for each collection, on any connection: one
+    # reported afresh at an unchanged upper (a kept collection, on a
+    # reconnect) sends it again rather than a new one.
+    _reports: dict[GlobalId, Frontiers] = attrs.field(factory=dict)
     builds: int = 0
     # How many dataflows this worker rendered: the next one's number.
     rendered: int = 0
@@ -359,6 +363,7 @@ class ComputeState:
     def _drop(self, id: GlobalId, collection: Collection) -> None:
         del self.collections[id]
         self.reported.pop(id, None)
+        self._reports.pop(id, None)
         for uuid in [uuid for uuid, reading in self.peeks.items() if reading.peek.id == id]:
             del self.peeks[uuid]
             self.outbox.append(PeekResponse(uuid, PeekError(UNKNOWN_COLLECTION)))
@@ -422,16 +427,19 @@ class ComputeState:
                 if isinstance(self.collections.get(batch.id), SinkPart):
                     self.outbox.append(batch)
             self.batches.clear()
-        reported = self.reported
+        reported, reports = self.reported, self._reports
         # Collections at the same upper (most often all) share one frontier.
         frontier: Frontier | None = None
         for id, collection in self.collections.items():
             upper = collection.upper
             if upper is not None and reported.get(id) != upper:
                 reported[id] = upper
-                if frontier is None or frontier.time != upper:
-                    frontier = Frontier.at(upper)
-                self.outbox.append(Frontiers(id, frontier))
+                last = reports.get(id)
+                if last is None or last.upper.time != upper:
+                    if frontier is None or frontier.time != upper:
+                        frontier = Frontier.at(upper)
+                    last = reports[id] = Frontiers(id, frontier)
+                self.outbox.append(last)
 
     def _read(self) -> None:
         if not self.peeks:

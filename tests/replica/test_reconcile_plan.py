@@ -291,3 +291,31 @@ def test_an_identical_description_compacted_past_the_new_as_of_is_not_kept() -> 
     assert plan.dropped == {U(1001)}
     plan = plan_reconcile(state.instance, state.running(), [CreateDataflow(index(as_of=4))])
     assert plan.retained == {U(1001)}
+
+
+def test_a_kept_collection_reported_afresh_at_its_upper_sends_its_last_report_again() -> None:
+    shards = ShardCatalog()
+    shards.shard("data").write(0, [(1,)])
+    state = ComputeState(0, 1, shards, wake=lambda: None)
+    state.apply(CreateInstance())
+    state.apply(CreateDataflow(index()))
+    state.apply(Schedule(1001))
+    state.step()
+    (first,) = state.drain()
+    assert first == Frontiers(1001, Frontier.at(1))
+    state.begin_reconcile(
+        plan_reconcile(state.instance, state.running(), [CreateDataflow(index())])
+    )
+    state.step()
+    (again,) = state.drain()
+    assert again is first
+    shards.shard("data").write(1, [(2,)])
+    state.step()
+    assert state.drain() == [Frontiers(1001, Frontier.at(2))]
+    state.apply(AllowCompaction(1001, Frontier.empty()))
+    assert state.drain() == [Frontiers(1001, Frontier.empty())]
+    state.new_connection()
+    state.apply(CreateDataflow(index()))
+    state.apply(Schedule(1001))
+    state.step()
+    assert state.drain() == [Frontiers(1001, Frontier.at(2))]
