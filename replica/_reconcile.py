@@ -159,7 +159,7 @@ def plan_reconcile(
             frontier = frontiers[as_of] = Frontier.at(as_of)
         for id in old.exports:
             kept[id] = as_of
-            compactions.append(AllowCompaction(id, frontier))
+            compactions.append(_compaction(id, frontier))
     dropped = [id for dataflow in unclaimed.values() for id in dataflow.exports]
     compactions += [AllowCompaction(id, Frontier.empty()) for id in dropped]
     return ReconcilePlan(
@@ -169,6 +169,22 @@ def plan_reconcile(
         dropped=frozenset(dropped),
         rejected=tuple(rejected),
     )
+
+
+_new = object.__new__
+_set_id = AllowCompaction.__dict__["id"].__set__
+_set_frontier = AllowCompaction.__dict__["frontier"].__set__
+
+
+def _compaction(id: GlobalId, frontier: Frontier) -> AllowCompaction:
+    """``AllowCompaction(id, frontier)`` for an id that is a ``GlobalId``
+    already, its slots written directly (no ``__init__`` and no conversion
+    of the id): a replay keeps thousands of dataflows, and the frozen
+    class's ``__init__`` costs more than the rest of keeping one."""
+    compaction = _new(AllowCompaction)
+    _set_id(compaction, id)
+    _set_frontier(compaction, frontier)
+    return compaction
 
 
 def _unmatch_orphans(matched: dict[tuple[GlobalId, ...], DataflowDescription]) -> None:

@@ -3,6 +3,7 @@ creates (DESIGN.md §2.6), and what a worker's state does with bad commands."""
 
 from __future__ import annotations
 
+import attrs
 import pytest
 
 from replica import (
@@ -319,3 +320,16 @@ def test_a_kept_collection_reported_afresh_at_its_upper_sends_its_last_report_ag
     state.apply(Schedule(1001))
     state.step()
     assert state.drain() == [Frontiers(1001, Frontier.at(2))]
+
+
+def test_a_kept_dataflows_compaction_is_the_one_the_constructor_builds() -> None:
+    # The plan writes these slots and no others: a new field must be added there.
+    assert [field.name for field in attrs.fields(AllowCompaction)] == ["id", "frontier"]
+    state = running(index(as_of=0))
+    (compaction,) = plan_reconcile(
+        state.instance, state.running(), [CreateDataflow(index(as_of=2))]
+    ).compactions
+    built = AllowCompaction(1001, Frontier.at(2))
+    assert (compaction, hash(compaction), repr(compaction)) == (built, hash(built), repr(built))
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        compaction.frontier = Frontier.at(3)  # type: ignore[misc]
