@@ -246,8 +246,8 @@ class Worker:
             inbox.mark(f"drop phase: keep {kept} drop {dropped}", seq)
         # NOTE: the drop phase waits on no other worker.
         self.state.begin_reconcile(plan)
-        for compaction in plan.compactions:
-            self.applied.append((seq, self.position, compaction))
+        position = self.position
+        self.applied += [(seq, position, compaction) for compaction in plan.compactions]
         self._flush()
         if self.barrier is not None:
             assert self.side is not None
