@@ -14,7 +14,7 @@ from collections.abc import Callable
 import attrs
 import trio
 
-from actors import Inbox
+from actors import Envelope, Inbox
 from barrier import ReconcileBarrier, Side
 from sharing import Registry
 
@@ -177,27 +177,35 @@ class Worker:
                     batch = await inbox.receive_batch()
                 except trio.EndOfChannel:
                     break
-                for envelope in batch:
-                    sequenced = envelope.message
-                    buffer = self.buffer
-                    if (
-                        buffer is not None
-                        and sequenced.position == self.position
-                        and not isinstance(sequenced.command, InitializationComplete)
-                    ):
-                        # Reconciling: ``_take``'s usual case, inline.
-                        buffer.append(sequenced.command)
-                        continue
-                    seq = envelope.seq
-                    commands = self._take(inbox, seq, sequenced)
-                    if commands is not None:
-                        # InitializationComplete: reconcile what the connection sent.
-                        await self._reconcile(inbox, seq, commands)
-                        self.reconciled = self.position
-                        self._apply(seq, sequenced.command)
-                    if self.state.outbox:
-                        self._flush()
+                await self._handle(inbox, batch)
+                del batch  # handled: not kept alive while the next one is awaited
             nursery.cancel_scope.cancel()
+
+    async def _handle(
+        self, inbox: Inbox[SequencedCommand], batch: list[Envelope[SequencedCommand]]
+    ) -> None:
+        """Apply or buffer each command of ``batch``, in order; reconcile a
+        connection at its ``InitializationComplete``."""
+        for envelope in batch:
+            sequenced = envelope.message
+            buffer = self.buffer
+            if (
+                buffer is not None
+                and sequenced.position == self.position
+                and not isinstance(sequenced.command, InitializationComplete)
+            ):
+                # Reconciling: ``_take``'s usual case, inline.
+                buffer.append(sequenced.command)
+                continue
+            seq = envelope.seq
+            commands = self._take(inbox, seq, sequenced)
+            if commands is not None:
+                # InitializationComplete: reconcile what the connection sent.
+                await self._reconcile(inbox, seq, commands)
+                self.reconciled = self.position
+                self._apply(seq, sequenced.command)
+            if self.state.outbox:
+                self._flush()
 
     async def _step_dataflows(self) -> None:
         while True:
