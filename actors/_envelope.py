@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import contextvars
+from collections.abc import Sequence
 from typing import Generic, TypeVar
 
 import attrs
 
+M = TypeVar("M")
 M_co = TypeVar("M_co", covariant=True)
 
 
@@ -36,6 +38,28 @@ class Envelope(Generic[M_co]):
     message: M_co
     seq: int
     sender: Address | None
+
+
+_new = object.__new__
+_set_message = Envelope.__dict__["message"].__set__
+_set_seq = Envelope.__dict__["seq"].__set__
+_set_sender = Envelope.__dict__["sender"].__set__
+
+
+def stamp_all(messages: Sequence[M], first: int, sender: Address | None) -> list[Envelope[M]]:
+    """``[Envelope(message, first + i, sender) for i, message in ...]``, built
+    without a call of ``Envelope.__init__`` each (its slots written
+    directly): a sequencer's batch stamps thousands of messages, and the
+    frozen class's ``__init__`` costs more than the rest of a delivery."""
+    envelopes: list[Envelope[M]] = []
+    append = envelopes.append
+    for seq, message in enumerate(messages, first):
+        envelope = _new(Envelope)
+        _set_message(envelope, message)
+        _set_seq(envelope, seq)
+        _set_sender(envelope, sender)
+        append(envelope)
+    return envelopes
 
 
 # The actor whose task is running: the sender stamped on what it sends.

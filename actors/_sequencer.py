@@ -23,17 +23,23 @@ diverge.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, final
 
 import attrs
 import trio
 
 from ._cell import ActorState, _Cell
-from ._envelope import Address, Envelope
+from ._envelope import Address, Envelope, stamp_all
 from ._monitors import ExitReason
 from ._trace import EventKind, TraceEvent, Tracer
-from ._util import NoPublicConstructor, foreign_thread_error, in_trio_thread
+from ._util import (
+    NoPublicConstructor,
+    foreign_thread_error,
+    has_room,
+    in_trio_thread,
+    send_all_nowait,
+)
 
 if TYPE_CHECKING:
     from ._mailbox import ActorRef
@@ -194,26 +200,53 @@ class Sequencer(Generic[M], metaclass=NoPublicConstructor):
         waited = False
         self._busy = True
         try:
-            for message in messages:
-                seq = self._next_seq
-                # Stamped before it is delivered: a member that joins while
-                # this one waits for room starts with the next.
-                self._next_seq = seq + 1
-                envelope = Envelope(message, seq, self.address)
-                recipients = self._recipients
-                for cell in recipients:
-                    try:
-                        cell.send_channel.send_nowait(envelope)
-                    except trio.WouldBlock:
-                        waited = True
-                        await self._deliver_waiting(cell, envelope, recipients)
-                    except (trio.ClosedResourceError, trio.BrokenResourceError):
-                        self._leave(cell, seq)
+            if not (isinstance(messages, list | tuple) and self._deliver_at_once(messages)):
+                waited = await self._deliver_one_by_one(messages)
         finally:
             self._busy = False
         if not waited:
             await trio.lowlevel.cancel_shielded_checkpoint()
         return range(first, self._next_seq)
+
+    async def _deliver_one_by_one(self, messages: Iterable[M]) -> bool:
+        """Stamp each message and deliver it to the members of the moment,
+        waiting for room in a full mailbox; whether it waited."""
+        waited = False
+        for message in messages:
+            seq = self._next_seq
+            # Stamped before it is delivered: a member that joins while
+            # this one waits for room starts with the next.
+            self._next_seq = seq + 1
+            envelope = Envelope(message, seq, self.address)
+            recipients = self._recipients
+            for cell in recipients:
+                try:
+                    cell.send_channel.send_nowait(envelope)
+                except trio.WouldBlock:
+                    waited = True
+                    await self._deliver_waiting(cell, envelope, recipients)
+                except (trio.ClosedResourceError, trio.BrokenResourceError):
+                    self._leave(cell, seq)
+        return waited
+
+    def _deliver_at_once(self, messages: Sequence[M]) -> bool:
+        """Stamp ``messages`` and deliver them to every member, if every
+        mailbox has room for all of them: the usual case, with one bulk send
+        per member instead of one send per message per member. False
+        (nothing stamped) otherwise."""
+        recipients = self._recipients
+        count = len(messages)
+        if not all(has_room(cell.send_channel, count) for cell in recipients):
+            return False
+        first = self._next_seq
+        self._next_seq = first + count
+        envelopes = stamp_all(messages, first, self.address)
+        for cell in recipients:
+            try:
+                send_all_nowait(cell.send_channel, envelopes)
+            except (trio.ClosedResourceError, trio.BrokenResourceError):
+                self._leave(cell, first)
+        return True
 
     async def _deliver_waiting(
         self, cell: _Cell[M], envelope: Envelope[M], recipients: tuple[_Cell[M], ...]

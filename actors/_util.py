@@ -2,12 +2,16 @@
 
 Some read Trio internals, for speed on every message: the run's
 ``GLOBAL_RUN_CONTEXT.runner`` (its ``trio_token`` and ``clock``) and a memory
-channel's ``_state.data`` and ``_state.send_tasks``. Both are pinned, with the trio
-range in ``pyproject.toml``, by ``tests/actors/test_trio_internals.py``.
+channel's ``_state.data``, ``_state.send_tasks`` and
+``_state.max_buffer_size``; :func:`send_all_nowait` also extends ``data`` and
+raises ``_state.peak_buffer_used``, as ``send_nowait`` does. They are pinned,
+with the trio range in ``pyproject.toml``, by
+``tests/actors/test_trio_internals.py``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, NoReturn, TypeVar
 
 import trio
@@ -63,6 +67,27 @@ def has_queued(channel: trio.MemoryReceiveChannel[Any]) -> bool:
     ``trio.WouldBlock`` when it would not."""
     state = channel._state
     return bool(state.data or state.send_tasks)
+
+
+def has_room(channel: trio.MemorySendChannel[Any], count: int) -> bool:
+    """Whether ``channel``'s buffer has room for ``count`` more values."""
+    state = channel._state
+    return len(state.data) + count <= state.max_buffer_size
+
+
+def send_all_nowait(channel: trio.MemorySendChannel[T], values: Sequence[T]) -> None:
+    """``channel.send_nowait(value)`` for each of ``values``, in order, for
+    a channel :func:`has_room` for all of them: the first as ``send_nowait``
+    (which hands it to a receiver parked on the channel), the rest into the
+    buffer at once. Raises as ``send_nowait`` does, before sending anything."""
+    if not values:
+        return
+    channel.send_nowait(values[0])
+    state = channel._state
+    assert len(state.data) + len(values) - 1 <= state.max_buffer_size, "checked by has_room"
+    state.data.extend(values[1:])
+    if len(state.data) > state.peak_buffer_used:
+        state.peak_buffer_used = len(state.data)
 
 
 def foreign_thread_error(call: str, instead: str) -> RuntimeError:

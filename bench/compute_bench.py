@@ -15,8 +15,9 @@ part with :func:`time.perf_counter`, and returns ``(ops, seconds)``.
 * ``compute reconcile kept N=n`` / ``compute reconcile dropped N=n``
   (n = 100, 1,000, 10,000): a replica with one worker runs n scheduled index
   dataflows; a reconnecting controller either replays all n (all kept) or
-  none (all dropped). Timed from the reconnect to the end of the
-  reconciliation (every task blocked again). The setup's objects are frozen
+  none (all dropped), its commands in one ``Controller.send_many`` call.
+  Timed from the reconnect to the end of the reconciliation (every task
+  blocked again). The setup's objects are frozen
   (``gc.freeze()``) for the timed part, so the collection debt the n installs
   ran up does not land in it, as a collection; nor does a full collection run
   just before it: one traverses the whole heap and leaves the caches cold, and
@@ -53,6 +54,7 @@ import trio.testing
 import actors
 from barrier import ReconcileBarrier, Side
 from replica import (
+    Command,
     Controller,
     CreateDataflow,
     CreateInstance,
@@ -111,11 +113,14 @@ def make_command_channel(workers: int, processes: int = 1) -> BenchFn:
 
 
 async def _install(controller: Controller, dataflows: list[DataflowDescription]) -> None:
-    await controller.send(CreateInstance())
+    """Send a connection's commands for ``dataflows`` in one call, as a
+    controller replays its history."""
+    commands: list[Command] = [CreateInstance()]
     for dataflow in dataflows:
-        await controller.send(CreateDataflow(dataflow))
-        await controller.send(Schedule(dataflow.exports[0]))
-    await controller.send(InitializationComplete())
+        commands.append(CreateDataflow(dataflow))
+        commands.append(Schedule(dataflow.exports[0]))
+    commands.append(InitializationComplete())
+    await controller.send_many(commands)
 
 
 def make_reconcile(*, keep: bool) -> BenchFn:

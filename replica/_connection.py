@@ -56,12 +56,26 @@ class ResponseLine:
 
     reader: Callable[[Response], None]
     closed: bool = False
+    # The controller's reader of several responses at once, if it has one.
+    reader_many: Callable[[list[Response]], None] | None = None
 
     def send_nowait(self, response: Response) -> None:
         """Hand ``response`` to the controller. Never blocks, never checkpoints."""
         if self.closed:
             raise trio.BrokenResourceError("the controller closed the connection")
         self.reader(response)
+
+    def send_many_nowait(self, responses: list[Response]) -> None:
+        """Hand ``responses`` to the controller, in order: at once to its
+        ``reader_many``, or else one by one as :meth:`send_nowait` does.
+        Never blocks, never checkpoints."""
+        if self.reader_many is None:
+            for response in responses:
+                self.send_nowait(response)
+            return
+        if self.closed:
+            raise trio.BrokenResourceError("the controller closed the connection")
+        self.reader_many(responses)
 
     def close(self) -> None:
         self.closed = True
@@ -86,6 +100,20 @@ class CommandLine:
         if self._closed:
             raise trio.ClosedResourceError("the connection is closed")
         self._queue.append(command)
+        arrived = self._arrived
+        if arrived is not None:
+            self._arrived = None
+            arrived.set()
+
+    def send_many_nowait(self, commands: list[Command]) -> None:
+        """Queue ``commands``, in order, as :meth:`send_nowait` would one by
+        one (the reader may take them in one batch). Never blocks, never
+        checkpoints; nothing is queued if the line is closed."""
+        if self._closed:
+            raise trio.ClosedResourceError("the connection is closed")
+        if not commands:
+            return
+        self._queue += commands
         arrived = self._arrived
         if arrived is not None:
             self._arrived = None
@@ -153,10 +181,15 @@ class ClientEnd:
         self.responses.close()
 
 
-def open_connection(nonce: int, reader: Callable[[Response], None]) -> tuple[ClientEnd, ServerEnd]:
-    """A connection whose responses go to ``reader``, the controller's."""
+def open_connection(
+    nonce: int,
+    reader: Callable[[Response], None],
+    reader_many: Callable[[list[Response]], None] | None = None,
+) -> tuple[ClientEnd, ServerEnd]:
+    """A connection whose responses go to ``reader``, the controller's (or
+    several at once to ``reader_many``)."""
     commands = CommandLine()
-    responses = ResponseLine(reader)
+    responses = ResponseLine(reader, reader_many=reader_many)
     return ClientEnd(nonce, commands, responses), ServerEnd(nonce, commands, responses)
 
 
@@ -173,8 +206,10 @@ class RuntimeConnection:
     batches: trio.MemoryReceiveChannel[list[Command]]
     # How many of the runtime's adapters in this process still serve it.
     serving: int
-    # The process's merge of this runtime's responses (local worker, response).
+    # The process's merge of this runtime's responses (local worker, response),
+    # and of several at once (how many it delivered before the connection broke).
     deliver: Callable[[int, Response], None] | None = None
+    deliver_many: Callable[[int, list[Response]], int] | None = None
     # The controller went away (a merged response could not be sent to it):
     # every later response send fails.
     broken: bool = False
@@ -213,6 +248,19 @@ class RuntimeConnection:
         assert self.deliver is not None, "a process merges what it serves"
         self.deliver(local, response)
         return True
+
+    def send_many(self, local: int, responses: list[Response]) -> int:
+        """:meth:`send` each of ``responses``, in order, until the connection
+        is found broken; how many were handed on (those after it are not).
+        Never blocks."""
+        if self.broken:
+            return 0
+        if self.deliver_many is not None:
+            return self.deliver_many(local, responses)
+        for sent, response in enumerate(responses):
+            if not self.send(local, response):
+                return sent
+        return len(responses)
 
     def end(self) -> None:
         """The controller's command stream ended: nothing more will be forwarded."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import itertools
-from collections.abc import AsyncIterator, Collection, Sequence
+from collections.abc import AsyncIterator, Collection, Iterable, Sequence
 from contextlib import asynccontextmanager
 from typing import Protocol
 
@@ -142,7 +142,11 @@ class Controller:
         merger = PartitionedState(len(processes), self.regressions) if len(processes) > 1 else None
         session = _Session(nonce, [], merger)
         for part, process in enumerate(processes):
-            client, server = open_connection(nonce, functools.partial(self._absorb, session, part))
+            client, server = open_connection(
+                nonce,
+                functools.partial(self._absorb, session, part),
+                functools.partial(self._absorb_many, session, part),
+            )
             process.accept(server)
             session.ends.append(client)
         self._session = session
@@ -184,6 +188,26 @@ class Controller:
                 end.commands.send_nowait(command)
         else:
             session.ends[0].commands.send_nowait(command)
+
+    async def send_many(self, commands: Iterable[Command]) -> None:
+        """Send ``commands`` in order, as :meth:`send` would one by one (a
+        cancellation point, not a scheduling point): how a controller replays
+        its history on a reconnect. If cancelled, nothing was sent."""
+        await trio.lowlevel.checkpoint_if_cancelled()
+        session = self._session
+        if session is None:
+            raise ProtocolError("the controller is not connected")
+        ends = session.ends
+        if len(ends) == 1:
+            ends[0].commands.send_many_nowait(list(commands))
+            return
+        # Hello and UpdateConfiguration go to every process, the rest to process 0.
+        for command in commands:
+            if isinstance(command, (Hello, UpdateConfiguration)):
+                for end in ends:
+                    end.commands.send_nowait(command)
+            else:
+                ends[0].commands.send_nowait(command)
 
     def frontier(self, id: GlobalId | int) -> Frontier | None:
         """The merged frontier the replica reported for ``id`` on this connection."""
@@ -293,6 +317,24 @@ class Controller:
         if self._changed is not None:
             self._changed.set()
             self._changed = None
+
+    def _absorb_many(self, session: _Session, part: int, responses: list[Response]) -> None:
+        """:meth:`_absorb` each of ``responses``, in order (with one process, its
+        frontiers inline and one notification for them all)."""
+        if session.merger is not None:
+            for response in responses:
+                self._absorb(session, part, response)
+            return
+        frontiers = session.frontiers
+        changed = False
+        for response in responses:
+            if isinstance(response, Frontiers):
+                frontiers[response.id] = response.upper
+                changed = True
+            else:
+                self._absorb(session, part, response)
+        if changed:
+            self._notify()
 
     def _absorb(self, session: _Session, part: int, response: Response) -> None:
         """Process ``part``'s response, in the task that sent it (the

@@ -158,9 +158,10 @@ class IndexPart(Export):
         for other times: its upper is still never before its ``as_of`` nor
         past its ``until``)."""
         part = self.provider()
-        if not self.scheduled or part is None or part.upper is None:
+        dataflow = self.dataflow  # (scheduled, inline: once per collection per report)
+        if not dataflow.scheduled or part is None or part.upper is None:
             return None
-        return self.dataflow.times.cap(part.upper)
+        return dataflow.times.cap(part.upper)
 
     def read_error(self, ts: int) -> str | None:
         if self.error is not None:

@@ -142,7 +142,7 @@ class PartitionedState:
         if before is not None and not before < merged:
             return None
         self._merged[id] = merged
-        if merged.is_empty:
+        if merged.time is None:
             # Dropped everywhere: forget it (ids are not reused on a connection).
             for reported in uppers:
                 reported.pop(id, None)

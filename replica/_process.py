@@ -105,6 +105,18 @@ class ChannelAdapter:
             self._leave(failed=False)
         # Otherwise: for a connection this adapter already left; dropped.
 
+    def accept_many(self, nonce: int, responses: list[Response]) -> None:
+        """:meth:`accept` each of ``responses``, in order: what the connection
+        served takes is handed on at once. Never blocks, never checkpoints."""
+        current = self.current
+        if current is not None and nonce == current.nonce:
+            sent = current.send_many(self.local, responses)
+            if sent == len(responses):
+                return
+            responses = responses[sent:]
+        for response in responses:
+            self.accept(nonce, response)
+
     def _leave(self, *, failed: bool) -> None:
         self.current, self._failed = None, failed
         if self._serving is not None:
@@ -151,9 +163,7 @@ class ChannelAdapter:
             # Commands taken from the queue are forwarded whole: worker
             # mailboxes are unbounded, so this never waits for room.
             with trio.CancelScope(shield=True):
-                await self.sequencer.broadcast_many(
-                    [SequencedCommand(nonce, position, command) for command in batch]
-                )
+                await self.sequencer.broadcast_many(SequencedCommand.all_of(nonce, position, batch))
 
 
 @attrs.define(eq=False)
@@ -182,6 +192,36 @@ class _Merge:
             # The controller went away: the adapters' next sends fail.
             for runtime in self.runtimes:
                 runtime.broken = True
+
+    def deliver_many(self, number: int, local: int, responses: list[Response]) -> int:
+        """:meth:`deliver` each of ``responses``, in order, until a send to the
+        controller fails; how many it delivered (the one whose send failed
+        among them)."""
+        within, across = self.within[number], self.across
+        line = self.connection.responses
+        # What completes goes on at once to a controller that takes it so and
+        # is still there (it is until this returns); else one by one.
+        merged_all: list[Response] | None = (
+            [] if line.reader_many is not None and not line.closed else None
+        )
+        for done, response in enumerate(responses, 1):
+            merged = within.absorb(local, response)
+            if merged is not None and across is not None and not isinstance(merged, PeekResponse):
+                merged = across.absorb(number, merged)
+            if merged is None:
+                continue
+            if merged_all is not None:
+                merged_all.append(merged)
+                continue
+            try:
+                line.send_nowait(merged)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                for runtime in self.runtimes:
+                    runtime.broken = True
+                return done
+        if merged_all:
+            line.send_many_nowait(merged_all)
+        return len(responses)
 
 
 @attrs.define(eq=False)
@@ -354,6 +394,14 @@ class Process:
                 for name in self._targets(command):
                     self._forward(name, runtimes[name], command)
             return
+        if INTERACTIVE not in self.adapters:
+            # Solo: the one runtime takes every command (see _targets).
+            for command in commands:
+                if isinstance(command, Hello):
+                    self.order.record(command.nonce)
+            if commands:
+                runtimes[MAINTENANCE].forward(commands)
+            return
         shares: dict[str, list[Command]] = {name: [] for name in runtimes}
         for command in commands:
             if isinstance(command, Hello):
@@ -380,6 +428,7 @@ class Process:
         )
         for number, runtime in enumerate(runtimes.values()):
             runtime.deliver = functools.partial(merge.deliver, number)
+            runtime.deliver_many = functools.partial(merge.deliver_many, number)
 
 
 def _deliver(connection: RuntimeConnection, command: Command | None) -> None:

@@ -175,15 +175,17 @@ class DataflowDescription:
     sink_exports: tuple[SinkExport, ...] = ()
     until: int | None = None
     name: str = attrs.field(default="", eq=False)
-    # Derived once: reconciliation and routing ask for them per command.
-    _exports: tuple[GlobalId, ...] = attrs.field(init=False, eq=False, repr=False)
+    # Derived once: reconciliation and routing ask for them per command
+    # (``exports`` a plain attribute: read without a call).
+    exports: tuple[GlobalId, ...] = attrs.field(init=False, eq=False, repr=False)
+    """The ids of every index and sink it exports."""
     _transient: bool = attrs.field(init=False, eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         exports = tuple(e.id for e in self.index_exports) + tuple(s.id for s in self.sink_exports)
         flags = [e.is_transient for e in self.index_exports]
         flags += [s.is_transient for s in self.sink_exports]
-        object.__setattr__(self, "_exports", exports)
+        object.__setattr__(self, "exports", exports)
         object.__setattr__(self, "_transient", bool(flags) and all(flags))
 
     @classmethod
@@ -206,11 +208,6 @@ class DataflowDescription:
             index_exports=(IndexExport(index, source, key),),
             name=f"index {index}",
         )
-
-    @property
-    def exports(self) -> tuple[GlobalId, ...]:
-        """The ids of every index and sink it exports."""
-        return self._exports
 
     @property
     def is_transient(self) -> bool:

@@ -122,52 +122,69 @@ def plan_reconcile(
     ``CreateInstance`` must repeat the running configuration.
     """
     unclaimed = {dataflow.description.exports: dataflow for dataflow in running}
+    creates: list[CreateDataflow] = []
+    rest: list[Command] = []
+    rejected: list[CommandRejected] = []
     matched: dict[tuple[GlobalId, ...], DataflowDescription] = {}
     for command in new:
         if isinstance(command, CreateDataflow):
+            creates.append(command)
             dataflow = command.dataflow
             exports = dataflow.exports
             old = unclaimed.get(exports)
             if old is not None and _keeps(old, dataflow):
                 matched[exports] = dataflow
-    _unmatch_orphans(matched)
-    kept: dict[GlobalId, int] = {}
-    compactions: list[AllowCompaction] = []
-    creates: list[Command] = []
-    rest: list[Command] = []
-    rejected: list[CommandRejected] = []
-    # One frontier per new as_of, shared by the compactions to it.
-    frontiers: dict[int, Frontier] = {}
-    for command in new:
-        if isinstance(command, CreateDataflow):
-            dataflow = command.dataflow
-            exports = dataflow.exports
-            # Kept by its first create; a repeat is created (and refused).
-            old = unclaimed.pop(exports, None) if exports in matched else None
-            if old is None:
-                creates.append(command)
-                continue
-            as_of = dataflow.as_of
-            frontier = frontiers.get(as_of)
-            if frontier is None:
-                frontier = frontiers[as_of] = Frontier.at(as_of)
-            for id in old.exports:
-                kept[id] = as_of
-                compactions.append(AllowCompaction(id, frontier))
         elif isinstance(command, CreateInstance) and instance is not None:
             if command.config != instance:
                 rejected.append(CommandRejected(command, DIFFERENT_INSTANCE))
         else:
             rest.append(command)
+    _unmatch_orphans(matched)
+    kept: dict[GlobalId, int] = {}
+    compactions: list[AllowCompaction] = []
+    created: list[Command] = []
+    # One frontier per new as_of, shared by the compactions to it.
+    frontiers: dict[int, Frontier] = {}
+    for command in creates:
+        dataflow = command.dataflow
+        exports = dataflow.exports
+        # Kept by its first create; a repeat is created (and refused).
+        old = unclaimed.pop(exports, None) if exports in matched else None
+        if old is None:
+            created.append(command)
+            continue
+        as_of = dataflow.as_of
+        frontier = frontiers.get(as_of)
+        if frontier is None:
+            frontier = frontiers[as_of] = Frontier.at(as_of)
+        for id in old.exports:
+            kept[id] = as_of
+            compactions.append(_compaction(id, frontier))
     dropped = [id for dataflow in unclaimed.values() for id in dataflow.exports]
     compactions += [AllowCompaction(id, Frontier.empty()) for id in dropped]
     return ReconcilePlan(
         compactions=tuple(compactions),
-        rest=(*creates, *rest),
+        rest=(*created, *rest),
         kept=kept,
         dropped=frozenset(dropped),
         rejected=tuple(rejected),
     )
+
+
+_new = object.__new__
+_set_id = AllowCompaction.__dict__["id"].__set__
+_set_frontier = AllowCompaction.__dict__["frontier"].__set__
+
+
+def _compaction(id: GlobalId, frontier: Frontier) -> AllowCompaction:
+    """``AllowCompaction(id, frontier)`` for an id that is a ``GlobalId``
+    already, its slots written directly (no ``__init__`` and no conversion
+    of the id): a replay keeps thousands of dataflows, and the frozen
+    class's ``__init__`` costs more than the rest of keeping one."""
+    compaction = _new(AllowCompaction)
+    _set_id(compaction, id)
+    _set_frontier(compaction, frontier)
+    return compaction
 
 
 def _unmatch_orphans(matched: dict[tuple[GlobalId, ...], DataflowDescription]) -> None:
@@ -197,8 +214,14 @@ def _keeps(old: Running, new: DataflowDescription) -> bool:
         isinstance(sink.connection, Subscribe) for sink in new.sink_exports
     ):
         return False
-    if not old.whole:
-        return False  # an export was dropped: rebuild it all
+    description = old.description
+    if len(old.exports) != len(description.exports):
+        return False  # an export was dropped (not whole): rebuild it all
     since = old.since
-    reduced = max(old.description.as_of, since)
-    return since <= new.as_of and old.description.compatible_with(new, as_of=reduced)
+    if since > new.as_of:
+        return False
+    # The usual replay sends the very description that runs: compatible as
+    # it is (its as_of is the new one, its since not after it).
+    return new is description or description.compatible_with(
+        new, as_of=max(description.as_of, since)
+    )

@@ -226,6 +226,7 @@ async def _start_runtime(
                 align=config.align,
                 fabric=fabric,
                 metrics=metrics,
+                respond_many=adapters[index].accept_many,
             )
             worker.barrier = barriers.get((p, local))
             worker.claim = processes[p].claim

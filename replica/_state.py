@@ -130,6 +130,10 @@ class ComputeState:
     peeks: dict[int, _Reading] = attrs.field(factory=dict)
     # What this worker last told the current connection, per collection.
     reported: dict[GlobalId, int] = attrs.field(factory=dict)
+    # The last report built for each collection, on any connection: one
+    # reported afresh at an unchanged upper (a kept collection, on a
+    # reconnect) sends it again rather than a new one.
+    _reports: dict[GlobalId, Frontiers] = attrs.field(factory=dict)
     builds: int = 0
     # How many dataflows this worker rendered: the next one's number.
     rendered: int = 0
@@ -148,6 +152,11 @@ class ComputeState:
 
     def apply(self, command: Command) -> None:
         match command:
+            # The commonest first: a replay schedules every dataflow it creates.
+            case Schedule(id):
+                self._schedule(command, id)
+            case CreateDataflow(dataflow):
+                self._create(command, dataflow)
             case Hello() | InitializationComplete():
                 pass
             case CreateInstance(config):
@@ -157,10 +166,6 @@ class ComputeState:
                     self._reject(command, DIFFERENT_INSTANCE)
             case UpdateConfiguration(params):
                 self.configuration.update(params)
-            case CreateDataflow(dataflow):
-                self._create(command, dataflow)
-            case Schedule(id):
-                self._schedule(command, id)
             case AllowWrites(id):
                 sink = self.collections.get(id)
                 if isinstance(sink, SinkPart):
@@ -312,16 +317,15 @@ class ComputeState:
         return self._owner.get(id)
 
     def _schedule(self, command: Schedule, id: GlobalId) -> None:
-        installed = self._installed_of(id) if id in self.collections else None
+        installed = self._owner.get(id) if id in self.collections else None
         if installed is None:
             self._reject(command, f"schedule of collection {id}: {UNKNOWN_COLLECTION}")
             return
-        match installed:
-            case Dataflow() if not installed.scheduled:
-                installed.scheduled = True
-                self.wake()
-            case StandIn():
-                pass  # a peer reads maintenance's part, which its own Schedule moves
+        # A StandIn has nothing to schedule: a peer reads maintenance's part,
+        # which its own Schedule moves.
+        if isinstance(installed, Dataflow) and not installed.scheduled:
+            installed.scheduled = True
+            self.wake()
 
     def _compact(
         self, command: Command, id: GlobalId, frontier: Frontier, *, report_drop: bool
@@ -359,6 +363,7 @@ class ComputeState:
     def _drop(self, id: GlobalId, collection: Collection) -> None:
         del self.collections[id]
         self.reported.pop(id, None)
+        self._reports.pop(id, None)
         for uuid in [uuid for uuid, reading in self.peeks.items() if reading.peek.id == id]:
             del self.peeks[uuid]
             self.outbox.append(PeekResponse(uuid, PeekError(UNKNOWN_COLLECTION)))
@@ -422,16 +427,19 @@ class ComputeState:
                 if isinstance(self.collections.get(batch.id), SinkPart):
                     self.outbox.append(batch)
             self.batches.clear()
-        reported = self.reported
+        reported, reports = self.reported, self._reports
         # Collections at the same upper (most often all) share one frontier.
         frontier: Frontier | None = None
         for id, collection in self.collections.items():
             upper = collection.upper
             if upper is not None and reported.get(id) != upper:
                 reported[id] = upper
-                if frontier is None or frontier.time != upper:
-                    frontier = Frontier.at(upper)
-                self.outbox.append(Frontiers(id, frontier))
+                last = reports.get(id)
+                if last is None or last.upper.time != upper:
+                    if frontier is None or frontier.time != upper:
+                        frontier = Frontier.at(upper)
+                    last = reports[id] = Frontiers(id, frontier)
+                self.outbox.append(last)
 
     def _read(self) -> None:
         if not self.peeks:
@@ -481,10 +489,20 @@ class ComputeState:
         self.peeks.clear()
         self.outbox.extend(plan.rejected)
         kept = plan.kept
+        reported = self.reported
         for id in kept:
-            self.reported.pop(id, None)
+            reported.pop(id, None)
+        collections = self.collections
         for compaction in plan.compactions:
-            self._compact(compaction, compaction.id, compaction.frontier, report_drop=False)
+            # ``_compact``'s usual case, inline: a kept collection compacted
+            # forward (no peek to fail: they were just forgotten).
+            time = compaction.frontier.time
+            collection = collections.get(compaction.id)
+            if time is not None and collection is not None and time >= collection.since:
+                collection.since = time
+            else:
+                self._compact(compaction, compaction.id, compaction.frontier, report_drop=False)
+        publish = self.align and self.role is Role.MAINTENANCE
         for installed in self.installed:
             if not isinstance(installed, Dataflow):
                 continue
@@ -496,7 +514,7 @@ class ComputeState:
             else:
                 continue
             installed.keep(as_of)
-            if not self.align or self.role is not Role.MAINTENANCE:
+            if not publish:
                 continue
             for export in installed.exports.values():
                 incarnation = Incarnation(export.id, as_of)

@@ -14,7 +14,7 @@ from collections.abc import Callable
 import attrs
 import trio
 
-from actors import Inbox
+from actors import Envelope, Inbox
 from barrier import ReconcileBarrier, Side
 from sharing import Registry
 
@@ -63,6 +63,29 @@ class SequencedCommand:
     position: int
     command: Command
 
+    @classmethod
+    def all_of(cls, nonce: int, position: int, commands: list[Command]) -> list[SequencedCommand]:
+        """``[SequencedCommand(nonce, position, command) for command in
+        commands]``, built without a call of ``__init__`` each (the slots
+        written directly): the adapter sequences a replay of thousands of
+        commands at once, and the frozen class's ``__init__`` costs more
+        than the rest of their way to the workers."""
+        sequenced: list[SequencedCommand] = []
+        append = sequenced.append
+        for command in commands:
+            item = _new(cls)
+            _set_nonce(item, nonce)
+            _set_position(item, position)
+            _set_command(item, command)
+            append(item)
+        return sequenced
+
+
+_new = object.__new__
+_set_nonce = SequencedCommand.__dict__["nonce"].__set__
+_set_position = SequencedCommand.__dict__["position"].__set__
+_set_command = SequencedCommand.__dict__["command"].__set__
+
 
 @attrs.define(eq=False)
 class Worker:
@@ -76,6 +99,11 @@ class Worker:
     # Where the worker's responses go: its channel adapter's ``accept``, called
     # with the connection's nonce in the worker's own task.
     respond: Callable[[int, Response], None]
+    # Where they go a flush at a time, when the adapter takes them so
+    # (``accept_many``); otherwise one by one to ``respond``.
+    respond_many: Callable[[int, list[Response]], None] | None = attrs.field(
+        default=None, kw_only=True
+    )
     # With two runtimes: the barrier shared with the worker of the same local
     # ordinal on the other runtime, and this worker's side of it.
     barrier: ReconcileBarrier | None = None
@@ -114,6 +142,7 @@ class Worker:
         align: bool = True,
         fabric: Fabric | None = None,
         metrics: Metrics | None = None,
+        respond_many: Callable[[int, list[Response]], None] | None = None,
     ) -> Worker:
         """Worker ``index`` of a runtime of ``workers`` workers; ``fabric`` is
         the runtime's (its workers exchange updates through it)."""
@@ -128,7 +157,7 @@ class Worker:
             metrics=Metrics() if metrics is None else metrics,
             align=align,
         )
-        worker = cls(index, process, local, state, respond)
+        worker = cls(index, process, local, state, respond, respond_many=respond_many)
         state.wake = worker.wake
         return worker
 
@@ -141,17 +170,42 @@ class Worker:
         self._inbox = inbox
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._step_dataflows)
-            async for envelope in inbox:
-                seq, sequenced = envelope.seq, envelope.message
-                commands = self._take(inbox, seq, sequenced)
-                if commands is not None:
-                    # InitializationComplete: reconcile what the connection sent.
-                    await self._reconcile(inbox, seq, commands)
-                    self.reconciled = self.position
-                    self._apply(seq, sequenced.command)
-                if self.state.outbox:
-                    self._flush()
+            while True:
+                try:
+                    # Everything sequenced so far, in one turn: a replayed
+                    # connection is one burst of commands.
+                    batch = await inbox.receive_batch()
+                except trio.EndOfChannel:
+                    break
+                await self._handle(inbox, batch)
+                del batch  # handled: not kept alive while the next one is awaited
             nursery.cancel_scope.cancel()
+
+    async def _handle(
+        self, inbox: Inbox[SequencedCommand], batch: list[Envelope[SequencedCommand]]
+    ) -> None:
+        """Apply or buffer each command of ``batch``, in order; reconcile a
+        connection at its ``InitializationComplete``."""
+        for envelope in batch:
+            sequenced = envelope.message
+            buffer = self.buffer
+            if (
+                buffer is not None
+                and sequenced.position == self.position
+                and not isinstance(sequenced.command, InitializationComplete)
+            ):
+                # Reconciling: ``_take``'s usual case, inline.
+                buffer.append(sequenced.command)
+                continue
+            seq = envelope.seq
+            commands = self._take(inbox, seq, sequenced)
+            if commands is not None:
+                # InitializationComplete: reconcile what the connection sent.
+                await self._reconcile(inbox, seq, commands)
+                self.reconciled = self.position
+                self._apply(seq, sequenced.command)
+            if self.state.outbox:
+                self._flush()
 
     async def _step_dataflows(self) -> None:
         while True:
@@ -200,8 +254,8 @@ class Worker:
             inbox.mark(f"drop phase: keep {kept} drop {dropped}", seq)
         # NOTE: the drop phase waits on no other worker.
         self.state.begin_reconcile(plan)
-        for compaction in plan.compactions:
-            self.applied.append((seq, self.position, compaction))
+        position = self.position
+        self.applied += [(seq, position, compaction) for compaction in plan.compactions]
         self._flush()
         if self.barrier is not None:
             assert self.side is not None
@@ -226,11 +280,13 @@ class Worker:
 
     def _apply(self, seq: int, command: Command) -> None:
         self.applied.append((seq, self.position, command))
-        if isinstance(command, CreateDataflow) and self.claim is not None:
-            self.claim(command.dataflow)
-        self.state.apply(command)
         if isinstance(command, CreateDataflow):
+            if self.claim is not None:
+                self.claim(command.dataflow)
+            self.state.apply(command)
             self._note_sharing()
+        else:
+            self.state.apply(command)
 
     def _note_sharing(self) -> None:
         """Mark in the trace what changed in the sharing of this worker's
@@ -251,5 +307,9 @@ class Worker:
         nonce = self.nonce
         if nonce is None or not self.state.outbox:
             return
-        for response in self.state.drain():
+        responses = self.state.drain()
+        if self.respond_many is not None:
+            self.respond_many(nonce, responses)
+            return
+        for response in responses:
             self.respond(nonce, response)

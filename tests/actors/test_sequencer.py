@@ -2,12 +2,14 @@ from __future__ import annotations
 
 import math
 
+import attrs
 import pytest
 import trio
 import trio.testing
 
 import actors
-from actors import EventKind, Inbox
+from actors import Address, EventKind, Inbox
+from actors._envelope import stamp_all
 
 from .messages import Hold
 
@@ -83,6 +85,47 @@ async def test_a_full_member_makes_the_broadcast_wait_and_the_order_holds() -> N
             assert len(fast_log) == 2  # message 1 waits for room in the slow mailbox
             release.set()
     assert fast_log == slow_log == [(i, i) for i in range(5)]
+
+
+async def test_a_batch_that_just_fits_every_mailbox_is_delivered_without_waiting() -> None:
+    release = trio.Event()
+    logs: list[list[tuple[int, object]]] = [[], []]
+    async with actors.open_system() as system:
+        parked = await system.spawn(stamp_recorder, logs[0], capacity=3)
+        busy = await system.spawn(stamp_recorder, logs[1], capacity=4)
+        await busy.tell(Hold(release))
+        await trio.testing.wait_all_tasks_blocked()
+        await busy.tell("x")  # one place taken: room for 3 more
+        sequencer = system.sequencer([parked, busy], name="seq")
+        with trio.fail_after(1):  # it never waits for room
+            assert await sequencer.broadcast_many(["a", "b", "c"]) == range(3)
+        assert busy.statistics().queued == 4
+        release.set()
+    assert logs == [[(0, "a"), (1, "b"), (2, "c")], [(1, "x"), (0, "a"), (1, "b"), (2, "c")]]
+
+
+async def test_a_member_whose_mailbox_closed_leaves_at_the_first_stamp_of_a_batch() -> None:
+    trace = actors.Trace()
+    release = trio.Event()
+    stays_log: list[tuple[int, object]] = []
+
+    async def closes(inbox: Inbox[object]) -> None:
+        await inbox.receive()
+        inbox.close()  # it accepts nothing more, and has not ended yet
+        await release.wait()
+
+    async with actors.open_system(tracer=trace) as system:
+        stays = await system.spawn(stamp_recorder, stays_log, name="stays")
+        closing = await system.spawn(closes, name="closing")
+        sequencer = system.sequencer([stays, closing], name="seq")
+        await sequencer.broadcast("a")
+        await trio.testing.wait_all_tasks_blocked()
+        assert await sequencer.broadcast_many(["b", "c"]) == range(1, 3)
+        assert [address.name for address in sequencer.statistics().left] == ["closing"]
+        release.set()
+    assert stays_log == [(0, "a"), (1, "b"), (2, "c")]
+    left = [(event.actor, event.seq) for event in trace if event.kind is EventKind.LEFT]
+    assert left[0] == ("closing", 1)
 
 
 async def test_a_second_concurrent_broadcast_is_refused_as_busy() -> None:
@@ -176,3 +219,17 @@ async def test_a_member_listed_twice_is_refused_and_nothing_is_built() -> None:
         sequencer = system.sequencer([member], name="seq")
         assert sequencer.address.uid == member.address.uid + 1  # the refusal took no uid
         assert member.statistics().queued == 0
+
+
+def test_envelopes_stamped_in_bulk_are_the_envelopes_the_constructor_builds() -> None:
+    # stamp_all writes these slots and no others: a new field must be added there.
+    assert [field.name for field in attrs.fields(actors.Envelope)] == ["message", "seq", "sender"]
+    sender = Address("leader", 3)
+    stamped = stamp_all(["a", "b"], 7, sender)
+    built = [actors.Envelope("a", 7, sender), actors.Envelope("b", 8, sender)]
+    assert stamped == built
+    assert [hash(envelope) for envelope in stamped] == [hash(envelope) for envelope in built]
+    assert [repr(envelope) for envelope in stamped] == [repr(envelope) for envelope in built]
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        stamped[0].seq = 9  # type: ignore[misc]
+    assert stamp_all([], 0, None) == []

@@ -190,6 +190,11 @@ ASYNC_ENTRY_POINTS: dict[str, tuple[Callable[[World], Awaitable[object]], str, s
         "receive on the inbox of actor 'r'",
         r"run\(inbox\.receive\)",
     ),
+    "receive_batch": (
+        lambda w: w.inbox.receive_batch(),
+        "receive_batch on the inbox of actor 'r'",
+        r"run\(inbox\.receive_batch\)",
+    ),
     "spawn": (
         lambda w: w.system.spawn(recorder, []),
         "spawn in an actor system",

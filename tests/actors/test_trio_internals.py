@@ -5,11 +5,19 @@ actors/_util.py; the deadlock hook is pinned in test_deadlock.py)."""
 from __future__ import annotations
 
 import outcome
+import pytest
 import trio
 import trio.testing
 from trio._core._run import GLOBAL_RUN_CONTEXT
 
-from actors._util import buffered, current_time, has_queued, in_trio_thread
+from actors._util import (
+    buffered,
+    current_time,
+    has_queued,
+    has_room,
+    in_trio_thread,
+    send_all_nowait,
+)
 
 
 async def test_the_runner_holds_the_token_current_trio_token_returns() -> None:
@@ -102,3 +110,30 @@ async def test_the_runner_reschedules_a_parked_task_as_trio_lowlevel_reschedule_
         await trio.testing.wait_all_tasks_blocked()
         GLOBAL_RUN_CONTEXT.runner.reschedule(parked[0], outcome.Value("answer"))
     assert woken == ["answer"]
+
+
+async def test_a_bulk_send_is_what_send_nowait_one_by_one_would_do() -> None:
+    # Sequencer._deliver_at_once: the first value as send_nowait (to a parked
+    # receiver), the rest into the buffer, and the buffer's peak statistic.
+    send, receive = trio.open_memory_channel[int](3)
+    got: list[int] = []
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(lambda: _receive_into(receive, got))
+        await trio.testing.wait_all_tasks_blocked()
+        assert has_room(send, 3)
+        assert not has_room(send, 4)
+        send_all_nowait(send, [1, 2, 3, 4])  # 1 to the parked receiver: room for the rest
+        assert receive.statistics().current_buffer_used == 3
+        assert send.statistics().current_buffer_used == 3
+        send_all_nowait(send, [])
+    assert got == [1]
+    assert [receive.receive_nowait() for _ in range(3)] == [2, 3, 4]
+    assert receive._state.peak_buffer_used == 3
+    send.close()
+    with pytest.raises(trio.ClosedResourceError):
+        send_all_nowait(send, [5, 6])
+    assert not has_queued(receive)
+
+
+async def _receive_into(receive: trio.MemoryReceiveChannel[int], got: list[int]) -> None:
+    got.append(await receive.receive())

@@ -5,22 +5,27 @@ from __future__ import annotations
 
 import math
 
+import attrs
+import pytest
 import trio
 import trio.testing
 
 import actors
 from actors import Inbox
 from replica import (
+    CancelPeek,
+    Command,
     ConnectionOrder,
     CreateInstance,
     Frontier,
     Frontiers,
     Hello,
+    Peek,
     Response,
     SequencedCommand,
 )
 from replica._connection import RuntimeConnection
-from replica._process import ChannelAdapter
+from replica._process import MAINTENANCE, ChannelAdapter, Process
 
 
 async def command_log(inbox: Inbox[SequencedCommand], log: list[SequencedCommand]) -> None:
@@ -138,7 +143,6 @@ def _routed(*, hold: bool) -> dict[str, list[object]]:
     then released)."""
     from replica import (
         CancelPeek,
-        Command,
         CreateDataflow,
         DataflowDescription,
         GlobalId,
@@ -197,3 +201,134 @@ def test_a_turn_of_commands_reaches_each_runtime_alike_batched_or_one_by_one() -
         "Peek",
         "CancelPeek",
     ]
+
+
+@pytest.mark.parametrize("hold", [False, True])
+def test_a_solo_process_forwards_every_command_to_its_one_runtime(hold: bool) -> None:
+    process = Process(0, workers=1)
+    process.adapters[MAINTENANCE] = [trio.open_memory_channel[RuntimeConnection](math.inf)[0]]
+    runtime = RuntimeConnection.open(9, adapters=1)
+    commands: list[Command] = [Hello(9), CreateInstance(), Peek(1, 11, 0), CancelPeek(1)]
+    if hold:
+        process.hold(MAINTENANCE)
+    process._route(list(commands), {MAINTENANCE: runtime})
+    if hold:
+        process.release(MAINTENANCE)
+    batches: list[list[Command]] = []
+    while True:
+        try:
+            batches.append(runtime.batches.receive_nowait())
+        except trio.WouldBlock:
+            break
+    # Nothing held: the turn goes on as one batch.
+    assert batches == ([[c] for c in commands] if hold else [commands])
+    assert process.order.position(9) == 0
+
+
+def _responses_through_a_merge(*, at_once: bool) -> tuple[list[Response], ChannelAdapter]:
+    """Five frontiers of one worker handed to its adapter one by one or at
+    once, through the process's merge, to a controller that goes away after
+    taking two of them."""
+    from replica._connection import CommandLine, ResponseLine, ServerEnd
+
+    process = Process(0, workers=1)
+    process.adapters[MAINTENANCE] = [trio.open_memory_channel[RuntimeConnection](math.inf)[0]]
+    runtime = RuntimeConnection.open(7, adapters=1)
+    taken: list[Response] = []
+
+    def controller(response: Response) -> None:
+        taken.append(response)
+        if len(taken) == 2:
+            line.close()
+
+    line = ResponseLine(controller)
+    process._merge(ServerEnd(7, CommandLine(), line), {MAINTENANCE: runtime})
+    adapter = ChannelAdapter(0, 0, trio.open_memory_channel[RuntimeConnection](0)[1], None, None)
+    adapter.current = runtime
+    adapter.seen.add(7)
+    responses: list[Response] = [Frontiers(id, Frontier.at(id)) for id in range(1, 6)]
+    if at_once:
+        adapter.accept_many(7, responses)
+    else:
+        for response in responses:
+            adapter.accept(7, response)
+    return taken, adapter
+
+
+def test_responses_handed_on_at_once_fare_as_one_by_one_when_the_controller_goes() -> None:
+    taken, adapter = _responses_through_a_merge(at_once=True)
+    one_by_one, alone = _responses_through_a_merge(at_once=False)
+    assert taken == one_by_one == [Frontiers(1, Frontier.at(1)), Frontiers(2, Frontier.at(2))]
+    # The third found the controller gone; the fourth made the adapter leave
+    # (lost, as the third); the fifth waits in the stash, as it did.
+    assert adapter.stash == alone.stash == [(7, Frontiers(5, Frontier.at(5)))]
+    assert adapter.current is None
+    assert alone.current is None
+
+
+def test_responses_handed_on_at_once_without_a_merge_go_one_by_one() -> None:
+    connection = RuntimeConnection.open(7, adapters=1)
+    got = collecting(connection)
+    responses: list[Response] = [Frontiers(id, Frontier.at(id)) for id in range(1, 4)]
+    assert connection.send_many(0, responses) == 3
+    connection.broken = True
+    assert connection.send_many(0, responses) == 0
+    assert got == [(0, response) for response in responses]
+
+
+def test_a_response_line_hands_a_batch_to_a_reader_of_batches_or_one_by_one() -> None:
+    from replica._connection import ResponseLine
+
+    responses: list[Response] = [Frontiers(id, Frontier.at(id)) for id in range(1, 4)]
+    batches: list[list[Response]] = []
+    one: list[Response] = []
+    line = ResponseLine(one.append, reader_many=batches.append)
+    line.send_many_nowait(responses)
+    assert (batches, one) == ([responses], [])
+
+    def reader(response: Response) -> None:
+        one.append(response)
+        plain.close()  # the controller goes away after the first
+
+    plain = ResponseLine(reader)
+    with pytest.raises(trio.BrokenResourceError):
+        plain.send_many_nowait(responses)
+    assert one == responses[:1]
+    line.close()
+    with pytest.raises(trio.BrokenResourceError, match=r"^the controller closed the connection$"):
+        line.send_many_nowait(responses)
+    assert batches == [responses]
+
+
+def test_a_merge_hands_what_completes_to_a_reader_of_batches_at_once() -> None:
+    from replica._connection import CommandLine, ResponseLine, ServerEnd
+
+    process = Process(0, workers=2)
+    process.adapters[MAINTENANCE] = [trio.open_memory_channel[RuntimeConnection](math.inf)[0]] * 2
+    runtime = RuntimeConnection.open(7, adapters=2)
+    batches: list[list[Response]] = []
+    line = ResponseLine(lambda response: batches.append([response]), reader_many=batches.append)
+    process._merge(ServerEnd(7, CommandLine(), line), {MAINTENANCE: runtime})
+    first: list[Response] = [Frontiers(1, Frontier.at(3)), Frontiers(2, Frontier.at(3))]
+    assert runtime.send_many(0, first) == 2
+    assert batches == []  # the other worker has not reported yet
+    second: list[Response] = [Frontiers(1, Frontier.at(2)), Frontiers(2, Frontier.at(5))]
+    assert runtime.send_many(1, second) == 2
+    assert batches == [[Frontiers(1, Frontier.at(2)), Frontiers(2, Frontier.at(3))]]
+
+
+def test_commands_sequenced_in_bulk_are_the_ones_the_constructor_builds() -> None:
+    # all_of writes these slots and no others: a new field must be added there.
+    assert [field.name for field in attrs.fields(SequencedCommand)] == [
+        "nonce",
+        "position",
+        "command",
+    ]
+    commands: list[Command] = [Hello(5), CreateInstance()]
+    sequenced = SequencedCommand.all_of(5, 2, commands)
+    built = [SequencedCommand(5, 2, command) for command in commands]
+    assert sequenced == built
+    assert [hash(item) for item in sequenced] == [hash(item) for item in built]
+    assert [repr(item) for item in sequenced] == [repr(item) for item in built]
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        sequenced[0].position = 3  # type: ignore[misc]

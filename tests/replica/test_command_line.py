@@ -68,3 +68,33 @@ async def test_receiving_what_is_queued_is_still_a_checkpoint() -> None:
         await line.receive()
     assert scope.cancelled_caught
     assert await line.receive() == [Hello(1)]
+
+
+async def test_send_many_queues_a_burst_in_order_and_wakes_a_parked_reader_once() -> None:
+    line = CommandLine()
+    got: list[object] = []
+
+    async def read() -> None:
+        async for batch in line:
+            got.append(batch)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(read)
+        await trio.testing.wait_all_tasks_blocked()
+        line.send_nowait(Hello(1))
+        line.send_many_nowait([CreateInstance(), InitializationComplete()])
+        line.send_many_nowait([])
+        await trio.testing.wait_all_tasks_blocked()
+        line.close()
+    assert got == [[Hello(1), CreateInstance(), InitializationComplete()]]
+
+
+async def test_send_many_on_a_closed_line_raises_and_queues_nothing() -> None:
+    line = CommandLine()
+    line.send_nowait(Hello(1))
+    line.close()
+    with pytest.raises(trio.ClosedResourceError, match=r"^the connection is closed$"):
+        line.send_many_nowait([Hello(2), CreateInstance()])
+    with pytest.raises(trio.ClosedResourceError):
+        line.send_many_nowait([])
+    assert [batch async for batch in line] == [[Hello(1)]]

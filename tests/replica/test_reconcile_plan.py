@@ -3,6 +3,7 @@ creates (DESIGN.md §2.6), and what a worker's state does with bad commands."""
 
 from __future__ import annotations
 
+import attrs
 import pytest
 
 from replica import (
@@ -24,6 +25,7 @@ from replica import (
     PeekError,
     PeekResponse,
     Rows,
+    Running,
     Schedule,
     ShardCatalog,
     SourceImport,
@@ -267,3 +269,67 @@ def test_a_dataflow_with_one_export_dropped_is_rebuilt_whole() -> None:
     assert plan.retained == frozenset()
     assert plan.dropped == {U(1001)}
     assert plan.rest == (CreateDataflow(two_indexes()),)
+
+
+def test_running_follows_compactions_and_drops_since_it_was_last_asked() -> None:
+    description = two_indexes()
+    state = running(description)
+    assert state.running() == [Running(description, (U(1001), U(1002)), 0)]
+    state.apply(AllowCompaction(1001, Frontier.at(3)))
+    assert state.running() == [Running(description, (U(1001), U(1002)), 3)]
+    state.apply(AllowCompaction(1002, Frontier.empty()))
+    (only,) = state.running()
+    assert (only.exports, only.since, only.whole) == ((U(1001),), 3, False)
+    state.apply(AllowCompaction(1001, Frontier.empty()))
+    assert state.running() == []
+
+
+def test_an_identical_description_compacted_past_the_new_as_of_is_not_kept() -> None:
+    description = index(as_of=0)
+    state = running(description, since=4)
+    plan = plan_reconcile(state.instance, state.running(), [CreateDataflow(description)])
+    assert plan.retained == frozenset()
+    assert plan.dropped == {U(1001)}
+    plan = plan_reconcile(state.instance, state.running(), [CreateDataflow(index(as_of=4))])
+    assert plan.retained == {U(1001)}
+
+
+def test_a_kept_collection_reported_afresh_at_its_upper_sends_its_last_report_again() -> None:
+    shards = ShardCatalog()
+    shards.shard("data").write(0, [(1,)])
+    state = ComputeState(0, 1, shards, wake=lambda: None)
+    state.apply(CreateInstance())
+    state.apply(CreateDataflow(index()))
+    state.apply(Schedule(1001))
+    state.step()
+    (first,) = state.drain()
+    assert first == Frontiers(1001, Frontier.at(1))
+    state.begin_reconcile(
+        plan_reconcile(state.instance, state.running(), [CreateDataflow(index())])
+    )
+    state.step()
+    (again,) = state.drain()
+    assert again is first
+    shards.shard("data").write(1, [(2,)])
+    state.step()
+    assert state.drain() == [Frontiers(1001, Frontier.at(2))]
+    state.apply(AllowCompaction(1001, Frontier.empty()))
+    assert state.drain() == [Frontiers(1001, Frontier.empty())]
+    state.new_connection()
+    state.apply(CreateDataflow(index()))
+    state.apply(Schedule(1001))
+    state.step()
+    assert state.drain() == [Frontiers(1001, Frontier.at(2))]
+
+
+def test_a_kept_dataflows_compaction_is_the_one_the_constructor_builds() -> None:
+    # The plan writes these slots and no others: a new field must be added there.
+    assert [field.name for field in attrs.fields(AllowCompaction)] == ["id", "frontier"]
+    state = running(index(as_of=0))
+    (compaction,) = plan_reconcile(
+        state.instance, state.running(), [CreateDataflow(index(as_of=2))]
+    ).compactions
+    built = AllowCompaction(1001, Frontier.at(2))
+    assert (compaction, hash(compaction), repr(compaction)) == (built, hash(built), repr(built))
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        compaction.frontier = Frontier.at(3)  # type: ignore[misc]
