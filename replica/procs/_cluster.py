@@ -128,6 +128,15 @@ class Slot:
 
 
 @attrs.define(eq=False)
+class _Round:
+    """One round of resets (see :meth:`Cluster.recover`): the processes that
+    said they did it, and those that lost a peer after they said so."""
+
+    done: set[int] = attrs.field(factory=set)
+    relost: set[int] = attrs.field(factory=set)
+
+
+@attrs.define(eq=False)
 class Cluster:
     """A replica on OS processes, from the driver's side. ``processes``,
     ``faults``, ``system`` and ``metrics`` are what a controller uses."""
@@ -154,7 +163,8 @@ class Cluster:
     _changed: trio.Event = attrs.field(factory=trio.Event)
     _probes: dict[int, dict[int, tuple[int, int, dict[str, Any]]]] = attrs.field(factory=dict)
     _tokens: itertools.count[int] = attrs.field(factory=lambda: itertools.count(1))
-    _resets: dict[int, set[int]] = attrs.field(factory=dict)
+    # The reset rounds under way, by token (see recover).
+    _resets: dict[int, _Round] = attrs.field(factory=dict)
     _pongs: dict[int, float] = attrs.field(factory=dict)
     # How many times the controller's connections to each process were lost
     # (its link went down, or the process lost another and restarted).
@@ -177,6 +187,7 @@ class Cluster:
         handlers["reset-done"] = self._reset_done
         handlers["pong"] = self._pong
         handlers["lost-peer"] = self._lost_peer
+        handlers["refused"] = self._refused
         self.controller_hub.on_lost.append(self._lost)
         handlers = self.shards_hub.handlers
         handlers["hello"] = lambda source: self.shards_hub.inbound(source).refresh()
@@ -250,6 +261,7 @@ class Cluster:
                 self.controller_hub.send(process_node(process.index), ("probe", token, final))
             with trio.move_on_after(self.probe_patience):
                 while len(answers) < len(self.processes):
+                    self._check_running("answer a probe")
                     await self._wait_change()
                 return answers
             silent = [p.index for p in self.processes if p.index not in answers]
@@ -322,26 +334,58 @@ class Cluster:
         what follows the loss of a process (a replica whose process died
         restarts whole, as a timely cluster does; a controller then
         reconnects and replays what it wants). Returns once every process
-        said it did; the replica's counters start at zero."""
-        token = next(self._tokens)
-        done = self._resets[token] = set()
-        for process in self.processes:
-            self.controller_hub.send(process_node(process.index), ("reset", token))
+        said it did; the replica's counters start at zero.
+
+        A process that loses a peer again after it said so (its fresh
+        replica ended at once) waits for another reset: a new round goes to
+        every process, so that when this returns each has a replica, all
+        at one epoch. Raises :class:`ClusterError` at once, sending
+        nothing, if a process is not running (killed, or exited: restart
+        it first), and as soon as one exits while it waits; or if the
+        processes did not all reset within ``probe_patience``."""
+        self._check_running("recover")
+        expected = {process.index for process in self.processes}
+        done: set[int] = set()
         with trio.move_on_after(self.probe_patience):
-            while len(done) < len(self.processes):
-                await self._wait_change()
-        if len(done) < len(self.processes):
-            silent = [p.index for p in self.processes if p.index not in done]
+            while True:
+                token = next(self._tokens)
+                round = self._resets[token] = _Round()
+                done = round.done
+                try:
+                    for process in self.processes:
+                        self.controller_hub.send(process_node(process.index), ("reset", token))
+                    while done != expected and not round.relost:
+                        self._check_running("reset")
+                        await self._wait_change()
+                finally:
+                    del self._resets[token]
+                if not round.relost:
+                    break
+                logger.warning(
+                    "replica processes %s lost a peer again while resetting: another round",
+                    sorted(round.relost),
+                )
+        if done != expected:
+            silent = sorted(expected - done)
             raise ClusterError(
                 f"replica processes {silent} did not reset within {self.probe_patience:g}s"
             )
-        del self._resets[token]
         self._servers.clear()
         for scope in self._pumps:
             scope.cancel()
         for hub in (self.controller_hub, self.shards_hub):
             hub.sent = hub.received = hub.dropped = 0
         self.metrics = Metrics()
+
+    def _check_running(self, doing: str) -> None:
+        """A :class:`ClusterError` if a process is not running (killed, or
+        exited): it cannot ``doing``, and waiting for it would only time out."""
+        down = [slot.index for slot in self.slots if slot.expected_exit or slot.exited.is_set()]
+        if down:
+            raise ClusterError(
+                f"replica processes {down} are not running, so they cannot {doing} "
+                "(Cluster.restart starts a killed one again)"
+            )
 
     # Starting and restarting processes.
 
@@ -396,9 +440,18 @@ class Cluster:
         if not slot.expected_exit:
             raise ClusterError(f"replica process {slot.index} exited with status {done.returncode}")
 
+    def _slot(self, index: int) -> Slot:
+        """Process ``index``'s slot; a :class:`ValueError` for no such process
+        (a negative index is not one counted from the end)."""
+        if type(index) is not int or not 0 <= index < len(self.slots):
+            raise ValueError(
+                f"no replica process {index!r}: the processes are 0 to {len(self.slots) - 1}"
+            )
+        return self.slots[index]
+
     def kill(self, index: int) -> None:
         """SIGKILL replica process ``index`` (a fault: it gets no say)."""
-        slot = self.slots[index]
+        slot = self._slot(index)
         slot.expected_exit = True
         if slot.process is not None:
             slot.process.kill()
@@ -407,8 +460,18 @@ class Cluster:
         """Start replica process ``index`` again (after :meth:`kill`), wait
         until it is ready, then :meth:`recover`: every process starts a fresh
         replica at one new epoch (the others ended theirs when they lost it),
-        and the controller reconnects next (docs/processes.md)."""
-        await self.slots[index].exited.wait()
+        and the controller reconnects next (docs/processes.md).
+
+        Raises :class:`ClusterError` at once, changing nothing, if the
+        process is running (it was not killed: it would never exit), and
+        :class:`ValueError` for no such process."""
+        slot = self._slot(index)
+        if not (slot.expected_exit or slot.exited.is_set()):
+            raise ClusterError(
+                f"replica process {index} is running: restart starts one that was killed "
+                "(Cluster.kill) or exited"
+            )
+        await slot.exited.wait()
         self.ready.pop(index, None)
         await self.start(index)
         await self.wait_ready([index], patience=patience)
@@ -418,6 +481,10 @@ class Cluster:
 
     def _ready(self, source: str, process: int, token: int) -> None:
         self.ready[process] = token
+        # Heard from now (through the host): the heartbeat's clock for it
+        # starts again, so one relaunched is not lost for a silence that
+        # was its restart, while its link is still being dialled.
+        self._pongs[process] = trio.current_time()
         self.host.forget(source)
         self.shards_hub.inbound(source).discard()
         self._notify()
@@ -431,9 +498,9 @@ class Cluster:
             self._notify()
 
     def _reset_done(self, source: str, token: int, process: int) -> None:
-        done = self._resets.get(token)
-        if done is not None:
-            done.add(process)
+        round = self._resets.get(token)
+        if round is not None:
+            round.done.add(process)
             self._notify()
 
     def _pong(self, source: str, sent_at: float) -> None:
@@ -446,11 +513,24 @@ class Cluster:
 
     def _lost_peer(self, source: str, peer: str) -> None:
         index = int(source[1:])
+        # After its reset-done, a lost peer ended the fresh replica too: it
+        # waits for another reset (see recover).
+        for round in self._resets.values():
+            if index in round.done:
+                round.done.discard(index)
+                round.relost.add(index)
         self._connections_lost(
             index,
             f"replica process {index} lost its connection to replica process {peer[1:]} "
             "and restarted (the processes of a replica share fate)",
         )
+
+    def _refused(self, source: str, nonce: int, reason: str) -> None:
+        """Process ``source`` refused connection ``nonce``: it has no replica
+        (see ``_Server._open``). The connection is lost, named."""
+        index = int(source[1:])
+        if (index, nonce) in self._servers:
+            self._connections_lost(index, reason)
 
     def _connections_lost(self, index: int, reason: str) -> None:
         """The controller's connections to process ``index`` are gone: their

@@ -464,6 +464,8 @@ class _Server:
     # Set when the shard host cannot be reached (see SHARDS_PATIENCE).
     host_lost: trio.Event = attrs.field(factory=trio.Event)
     host_error: str = ""
+    # Why the last generation ended for a lost peer (see _open).
+    lost_reason: str = ""
     # The connections to and from other replica processes, by id, with the
     # process's node name; and those written off (their process's loss was
     # handled once, when another of its connections dropped).
@@ -473,7 +475,7 @@ class _Server:
     def install(self) -> None:
         handlers = self.hub.handlers
         handlers["hello"] = self._hello
-        handlers["open"] = self._current(Generation.open)
+        handlers["open"] = self._open
         handlers["cmds"] = self._current(Generation.commands)
         handlers["end"] = self._current(Generation.end)
         handlers["hold"] = self._current(lambda g, runtime: g.process.hold(runtime))
@@ -509,6 +511,25 @@ class _Server:
                 handle(self.generation, *args)
 
         return handler
+
+    def _open(self, source: str, nonce: int) -> None:
+        """The controller opened a connection. With no replica here (one
+        ended for a lost peer and the controller's reset has not come, or a
+        fresh one is starting), it is refused, named: dropped, the
+        controller's commands on it would get no answer, and nothing would
+        say why."""
+        if self.generation is not None:
+            self.generation.open(nonce)
+            return
+        process = self.options.process
+        if self.awaiting_reset:
+            reason = (
+                f"replica process {process} has no replica: it {self.lost_reason} and "
+                "waits for the controller's reset (Cluster.recover)"
+            )
+        else:
+            reason = f"replica process {process} was starting a fresh replica (a reset)"
+        self.hub.send(CONTROLLER, ("refused", nonce, reason))
 
     def _current_epoch(self, handle: Callable[..., None]) -> Callable[..., None]:
         """A handler of another replica process's items, applied to the
@@ -621,6 +642,7 @@ class _Server:
         if CONTROLLER in self.hub.outlinks:
             self.hub.send(CONTROLLER, ("lost-peer", peer))
         self.awaiting_reset = True
+        self.lost_reason = f"lost its connection to replica process {peer[1:]} ({reason})"
         self._restart.set()
         self._forget_peer_items()
 

@@ -1,0 +1,298 @@
+"""The driver's :class:`~replica.procs.Cluster` under a hostile schedule, with
+no OS process: a fake hub records what the cluster sends, the test plays
+the processes' answers, and the mock clock (autojump) runs the waits.
+
+- a connection the controller opens to a process with no replica (it lost a
+  peer and waits for the reset) is refused, named, not black-holed;
+- ``recover`` goes another round when a process loses a peer again after
+  it said it reset, so that it returns only with every process at one epoch;
+- ``recover``, ``probe``, ``restart`` and ``kill`` refuse at once, named and
+  changing nothing, what can only hang (a process not running, one running
+  restarted, no such process);
+- a process relaunched is not declared lost by the heartbeat for the
+  silence its restart was.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import types
+from collections.abc import AsyncIterator
+from typing import Any, cast
+
+import attrs
+import pytest
+import trio
+import trio.testing
+
+from replica import ReplicaConfig
+from replica._connection import open_connection
+from replica.procs import ClusterError
+from replica.procs._cluster import Cluster, RemoteProcess, Slot
+from replica.procs._links import Hub
+from replica.procs._serve import CONTROLLER, ServeOptions, _Server
+
+
+@attrs.define(eq=False)
+class _Link:
+    peer: object | None = None
+    items: list[tuple[Any, ...]] = attrs.field(factory=list)
+
+    def put(self, item: tuple[Any, ...]) -> None:
+        self.items.append(item)
+
+    def discard(self) -> None:
+        self.items = []
+
+
+@attrs.define(eq=False)
+class _Hub:
+    """What the cluster uses of a hub: send, the outlinks, the counts."""
+
+    name: str = "controller"
+    outlinks: dict[str, _Link] = attrs.field(factory=dict)
+    items: list[tuple[str, tuple[Any, ...]]] = attrs.field(factory=list)
+    handlers: dict[str, Any] = attrs.field(factory=dict)
+    on_lost: list[Any] = attrs.field(factory=list)
+    sent: int = 0
+    received: int = 0
+    dropped: int = 0
+
+    def send(self, target: str, item: tuple[Any, ...]) -> None:
+        self.items.append((target, item))
+
+    def inbound(self, source: str) -> _Link:
+        return self.outlinks.setdefault(source, _Link())
+
+    def resets(self) -> list[tuple[str, int]]:
+        return [(target, item[1]) for target, item in self.items if item[0] == "reset"]
+
+
+def _cluster(nursery: trio.Nursery, processes: int = 2) -> tuple[Cluster, _Hub]:
+    hub = _Hub(outlinks={f"p{i}": _Link() for i in range(processes)})
+    cluster = Cluster(
+        ReplicaConfig(processes=processes, workers=1, interactive=False),
+        cast(Any, types.SimpleNamespace()),
+        cast(Hub, hub),
+        cast(Hub, _Hub()),
+        cast(Any, types.SimpleNamespace(forget=lambda source: None)),
+        nursery,
+        heartbeat=0.5,
+        heartbeat_timeout=2.0,
+        probe_patience=30.0,
+    )
+    for index in range(processes):
+        cluster.processes.append(RemoteProcess(index, cluster))
+        slot = Slot(index, ["serve"])
+        slot.process = cast(Any, types.SimpleNamespace(kill=lambda: None))
+        cluster.slots.append(slot)
+    return cluster, hub
+
+
+@contextlib.asynccontextmanager
+async def _running(processes: int = 2) -> AsyncIterator[tuple[Cluster, _Hub, trio.Nursery]]:
+    async with trio.open_nursery() as nursery:
+        cluster, hub = _cluster(nursery, processes)
+        yield cluster, hub, nursery
+        nursery.cancel_scope.cancel()
+
+
+def _mock_run(main: Any) -> None:
+    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+
+
+def test_a_connection_opened_to_a_process_with_no_replica_is_refused_named() -> None:
+    """After a lost peer a process has no replica until the reset; the
+    controller may reconnect first. Its ``open`` was dropped, so the
+    connection's commands went unanswered with nothing said: now the process
+    refuses it, and the cluster counts it lost, with the reason."""
+
+    async def main() -> None:
+        config = ReplicaConfig(processes=2, workers=1, interactive=False)
+        options = ServeOptions(0, config, ("h", 0), (("h", 0), ("h", 1)), ("h", 3), b"s" * 16)
+        async with _running() as (cluster, _hub, nursery):
+            process_hub = _Hub(name="p0", outlinks={CONTROLLER: _Link(), "p1": _Link()})
+            server = _Server(options, cast(Hub, process_hub), nursery)
+            server.generation = cast(Any, types.SimpleNamespace())
+            server._peer_lost("p1", "the connection broke")
+            assert process_hub.items == [(CONTROLLER, ("lost-peer", "p1"))]
+            cluster._lost_peer("p0", "p1")
+            assert cluster.losses == {0: 1}
+            # The run loop ends the replica; the controller reconnects before
+            # it recovers.
+            server.generation = None
+            lost: list[int] = []
+            cluster.on_lost.append(lost.append)
+            _client, end = open_connection(5, lambda response: None)
+            cluster._servers[0, 5] = end
+            server._open(CONTROLLER, 5)
+            target, item = process_hub.items[-1]
+            assert (target, item[:2]) == (CONTROLLER, ("refused", 5))
+            cluster._refused("p0", *item[1:])
+            assert lost == [0]
+            assert cluster.losses == {0: 2}
+            assert end.responses.closed
+            assert cluster.reasons[0] == (
+                "replica process 0 has no replica: it lost its connection to replica process 1 "
+                "(the connection broke) and waits for the controller's reset (Cluster.recover)"
+            )
+            # A refusal of a connection the cluster no longer has: nothing.
+            cluster._refused("p0", 99, "late")
+            assert cluster.losses == {0: 2}
+
+    trio.run(main)
+
+
+def test_recover_goes_another_round_when_a_process_loses_a_peer_after_its_reset() -> None:
+    """A lost peer during recover, after the process said reset-done: its
+    fresh replica ended, and it waits for another reset. ``recover`` used to
+    return then (every process had said done), leaving it with no replica;
+    now it sends another round to every process and returns when all did."""
+
+    async def main() -> None:
+        async with _running() as (cluster, hub, nursery):
+            returned = trio.Event()
+
+            async def recover() -> None:
+                await cluster.recover()
+                returned.set()
+
+            nursery.start_soon(recover)
+            await trio.testing.wait_all_tasks_blocked()
+            ((_, first), _) = hub.resets()
+            assert hub.resets() == [("p0", first), ("p1", first)]
+            cluster._reset_done("p0", first, 0)
+            cluster._lost_peer("p0", "p1")
+            # p1's old replica said so before its reset: no matter.
+            cluster._lost_peer("p1", "p0")
+            cluster._reset_done("p1", first, 1)
+            await trio.testing.wait_all_tasks_blocked()
+            assert not returned.is_set()
+            second = hub.resets()[-1][1]
+            assert second != first
+            assert hub.resets()[2:] == [("p0", second), ("p1", second)]
+            cluster._reset_done("p0", second, 0)
+            cluster._reset_done("p1", second, 1)
+            await trio.testing.wait_all_tasks_blocked()
+            assert returned.is_set()
+            assert cluster._resets == {}
+
+    _mock_run(main)
+
+
+def test_recover_with_a_process_killed_fails_at_once_named_and_sends_nothing() -> None:
+    async def main() -> None:
+        async with _running() as (cluster, hub, _):
+            cluster.kill(1)
+            with pytest.raises(ClusterError, match=r"replica processes \[1\] are not running"):
+                await cluster.recover()
+            assert hub.resets() == []
+            assert cluster._resets == {}
+            with pytest.raises(ClusterError, match=r"replica processes \[1\] are not running"):
+                await cluster.probe()
+
+    _mock_run(main)
+
+
+def test_recover_fails_named_as_soon_as_a_process_exits_while_it_waits() -> None:
+    """Not after ``probe_patience`` (120 s by default) with a bare
+    'did not reset'."""
+
+    async def main() -> None:
+        async with _running() as (cluster, _hub, nursery):
+            failure: list[BaseException] = []
+
+            async def recover() -> None:
+                try:
+                    await cluster.recover()
+                except ClusterError as error:
+                    failure.append(error)
+
+            nursery.start_soon(recover)
+            await trio.testing.wait_all_tasks_blocked()
+            start = trio.current_time()
+            cluster.kill(1)
+            cluster.slots[1].exited.set()
+            cluster._notify()
+            await trio.testing.wait_all_tasks_blocked()
+            assert trio.current_time() == start
+            assert [str(e) for e in failure] == [
+                "replica processes [1] are not running, so they cannot reset "
+                "(Cluster.restart starts a killed one again)"
+            ]
+            assert cluster._resets == {}
+
+    _mock_run(main)
+
+
+def test_recover_that_times_out_or_is_cancelled_leaves_no_round_behind() -> None:
+    async def main() -> None:
+        async with _running() as (cluster, _hub, _):
+            with pytest.raises(ClusterError, match=r"processes \[0, 1\] did not reset within 30s"):
+                await cluster.recover()
+            assert cluster._resets == {}
+            with trio.move_on_after(1):
+                await cluster.recover()
+            assert cluster._resets == {}
+
+    _mock_run(main)
+
+
+def test_restart_of_a_running_process_fails_at_once_instead_of_waiting_for_ever() -> None:
+    async def main() -> None:
+        async with _running() as (cluster, _hub, _):
+            with trio.fail_after(1):
+                with pytest.raises(ClusterError, match="replica process 1 is running"):
+                    await cluster.restart(1)
+            assert not cluster.slots[1].expected_exit
+
+    _mock_run(main)
+
+
+@pytest.mark.parametrize("index", [-1, 2, True, 1.0])
+def test_kill_and_restart_of_no_such_process_are_a_value_error(index: Any) -> None:
+    """``kill(-1)`` killed the last process (a list's index from the end)."""
+
+    async def main() -> None:
+        async with _running() as (cluster, _, _):
+            with pytest.raises(ValueError, match="no replica process"):
+                cluster.kill(index)
+            with pytest.raises(ValueError, match="no replica process"):
+                await cluster.restart(index)
+            assert not any(slot.expected_exit for slot in cluster.slots)
+
+    _mock_run(main)
+
+
+def test_a_relaunched_process_is_not_lost_for_the_silence_of_its_restart() -> None:
+    """The heartbeat declares a ready process with no link lost when it was
+    silent for ``heartbeat_timeout``. A process relaunched says ready (to
+    the host) before the controller's link to it is dialled: its last pong
+    was from before the kill, so the next heartbeat tick could declare it
+    lost at once. Being ready counts as heard from."""
+
+    async def main() -> None:
+        async with _running() as (cluster, _hub, nursery):
+            cluster.ready = {0: 1, 1: 1}
+
+            async def process_0_answers() -> None:
+                while True:
+                    cluster._pong("p0", trio.current_time())
+                    await trio.sleep(cluster.heartbeat)
+
+            nursery.start_soon(process_0_answers)
+            nursery.start_soon(cluster.heartbeats)
+            await trio.sleep(0.1)
+            # Process 1 killed: its link goes, it says nothing for a while.
+            cluster.ready.pop(1)
+            await trio.sleep(cluster.heartbeat_timeout - 0.2)
+            # Relaunched, ready; its link is still being dialled.
+            cluster._ready("p1", 1, 2)
+            await trio.sleep(cluster.heartbeat_timeout - 0.1)
+            assert cluster.losses == {}
+            # Silent a whole timeout after it said ready (and no link): lost.
+            await trio.sleep(cluster.heartbeat + 0.2)
+            assert cluster.losses == {1: 1}
+            assert "no answer from replica process 1" in cluster.reasons[1]
+
+    _mock_run(main)
