@@ -48,6 +48,10 @@ logger = logging.getLogger("replica.procs")
 
 
 COMMANDS_PER_ITEM = 256
+MIN_HEARTBEAT = MIN_PEER_TIMEOUT / 4
+"""The shortest ``open_cluster(heartbeat=...)``: the quickest a ``serve``
+process pings (a quarter of the least ``--peer-timeout``). Shorter, the
+driver's heartbeat loop spins, flooding every process with pings."""
 
 
 class ClusterError(Exception):
@@ -620,12 +624,28 @@ async def open_cluster(
     ``peer_timeout`` (``heartbeat_timeout`` by default).
     Raises :class:`ClusterError` if a process does not start in time, and
     :class:`ValueError` (before anything starts) unless ``heartbeat``,
-    ``heartbeat_timeout`` and ``peer_timeout`` are above 0 (a tiny timeout
-    is raised to the least ``serve`` takes, ``MIN_PEER_TIMEOUT``)."""
+    ``heartbeat_timeout`` and ``peer_timeout`` are above 0 (a tiny
+    ``peer_timeout`` is raised to the least ``serve`` takes,
+    ``MIN_PEER_TIMEOUT``), ``heartbeat`` is at least ``MIN_HEARTBEAT`` (a
+    shorter one spins) and ``heartbeat_timeout`` at least twice
+    ``heartbeat`` (a process answers a ping a heartbeat later at the
+    earliest: a shorter timeout, or one late pong, would make every process
+    lost)."""
     if not (heartbeat > 0 and heartbeat_timeout > 0):
         raise ValueError(
             f"heartbeat ({heartbeat!r}) and heartbeat_timeout ({heartbeat_timeout!r}) "
             "must be above 0"
+        )
+    if heartbeat < MIN_HEARTBEAT:
+        raise ValueError(
+            f"heartbeat ({heartbeat!r}) must be at least {MIN_HEARTBEAT:g}s (shorter, the "
+            "driver's pings would spin)"
+        )
+    if not heartbeat_timeout >= 2 * heartbeat:
+        raise ValueError(
+            f"heartbeat_timeout ({heartbeat_timeout!r}) must be at least twice heartbeat "
+            f"({heartbeat!r}): a process answers a ping a heartbeat later at the earliest, "
+            "so a shorter one makes every process lost"
         )
     if peer_timeout is not None and not peer_timeout > 0:
         raise ValueError(f"peer_timeout ({peer_timeout!r}) must be above 0")

@@ -267,6 +267,28 @@ async def test_open_cluster_refuses_a_heartbeat_that_would_spin(
             pass  # pragma: no cover (never reached)
 
 
+@pytest.mark.parametrize(
+    ("heartbeat", "message"),
+    [
+        ((1e-9, 10.0), r"heartbeat \(1e-09\) must be at least 0.025s"),
+        ((1e-300, 1e-300), r"heartbeat \(1e-300\) must be at least 0.025s"),
+        ((0.5, 0.1), r"heartbeat_timeout \(0.1\) must be at least twice heartbeat \(0.5\)"),
+        ((0.5, 0.9), r"heartbeat_timeout \(0.9\) must be at least twice heartbeat"),
+    ],
+)
+async def test_open_cluster_refuses_a_heartbeat_that_spins_or_loses_every_process(
+    heartbeat: tuple[float, float], message: str
+) -> None:
+    """A heartbeat of 1e-9 s pinged every process in a busy loop (over 1,000
+    pings in 0.2 s), and a timeout below the heartbeat made every process
+    lost at every tick: refused, named, before anything starts."""
+    every, timeout = heartbeat
+    config = ReplicaConfig(processes=1, workers=1, interactive=False)
+    with pytest.raises(ValueError, match=message):
+        async with open_cluster(config, heartbeat=every, heartbeat_timeout=timeout):
+            pass  # pragma: no cover (never reached)
+
+
 @pytest.mark.parametrize("peer_timeout", [0.0, -1.0, math.nan])
 async def test_open_cluster_refuses_a_peer_timeout_that_would_spin(peer_timeout: float) -> None:
     config = ReplicaConfig(processes=1, workers=1, interactive=False)
