@@ -39,7 +39,7 @@ from .._shard import ShardCatalog
 from .._sinks import Metrics
 from ..driver._headers import MAX_TIMEOUT_SECS, MIN_PEER_TIMEOUT
 from . import _wire
-from ._links import MAX_FRAME, Hub, codec
+from ._links import CHUNK, MAX_FRAME, Hub, codec
 from ._serve import CONTROLLER, SHARDS, process_node
 from ._shards import ShardHost
 from ._tls import TlsFiles
@@ -48,6 +48,10 @@ logger = logging.getLogger("replica.procs")
 
 
 COMMANDS_PER_ITEM = 256
+COMMAND_BYTES = CHUNK
+"""The most bytes of commands one ``cmds`` item carries (unless one command
+is larger): 256 commands of a MiB each (peeks with many literals) would be
+an item no frame carries, and the driver would stop (``ItemTooLarge``)."""
 MIN_HEARTBEAT = MIN_PEER_TIMEOUT / 4
 """The shortest ``open_cluster(heartbeat=...)``: the quickest a ``serve``
 process pings (a quarter of the least ``--peer-timeout``). Shorter, the
@@ -222,9 +226,17 @@ class Cluster:
             # Each command encoded on its own: process 0 forwards these bytes.
             # In items of at most COMMANDS_PER_ITEM, so that process 0 starts on
             # a long burst (and passes it on) before the whole of it arrived.
-            encoded = [_wire.encode(command) for command in commands]
-            for start in range(0, len(encoded), COMMANDS_PER_ITEM):
-                chunk = encoded[start : start + COMMANDS_PER_ITEM]
+            # And of at most COMMAND_BYTES, so that an item fits in a frame.
+            chunk: list[bytes] = []
+            size = 0
+            for command in commands:
+                data = _wire.encode(command)
+                if chunk and (len(chunk) == COMMANDS_PER_ITEM or size + len(data) > COMMAND_BYTES):
+                    self.controller_hub.send(target, ("cmds", server.nonce, chunk))
+                    chunk, size = [], 0
+                chunk.append(data)
+                size += len(data)
+            if chunk:
                 self.controller_hub.send(target, ("cmds", server.nonce, chunk))
         self.controller_hub.send(target, ("end", server.nonce))
         self._servers.pop((process, server.nonce), None)

@@ -25,7 +25,7 @@ import pytest
 import trio
 import trio.testing
 
-from replica import ReplicaConfig
+from replica import Peek, ReplicaConfig
 from replica._connection import open_connection
 from replica.procs import ClusterError
 from replica.procs._cluster import Cluster, RemoteProcess, Slot
@@ -296,3 +296,38 @@ def test_a_relaunched_process_is_not_lost_for_the_silence_of_its_restart() -> No
             assert "no answer from replica process 1" in cluster.reasons[1]
 
     _mock_run(main)
+
+
+@pytest.mark.parametrize(("count", "literals"), [(300, 0), (40, 200), (3, 5000)])
+def test_the_controllers_commands_go_in_items_a_frame_carries(
+    monkeypatch: pytest.MonkeyPatch, count: int, literals: int
+) -> None:
+    """The driver forwarded a connection's commands 256 to an item whatever
+    their size: 256 peeks of a MiB of literals each made one item over the
+    frame limit, and the driver stopped (``ItemTooLarge``). Items are now at
+    most ``COMMAND_BYTES`` of commands (here shrunk), unless one command is
+    larger, and at most ``COMMANDS_PER_ITEM``; every command arrives once,
+    in order."""
+    from replica.procs import _cluster, _wire
+
+    monkeypatch.setattr(_cluster, "COMMAND_BYTES", 4096)
+    commands = [
+        Peek(n, 1001, 5, tuple((k, "x" * 8) for k in range(literals)) if literals else None)
+        for n in range(count)
+    ]
+
+    async def main() -> None:
+        async with _running(1) as (cluster, hub, _):
+            client, server = open_connection(9, lambda response: None)
+            for command in commands:
+                client.commands.send_nowait(command)
+            client.commands.close()
+            await cluster._forward(0, server)
+            items = [item for _, item in hub.items if item[0] == "cmds"]
+            assert [c for item in items for c in item[2]] == [_wire.encode(c) for c in commands]
+            for item in items:
+                assert len(item[2]) <= _cluster.COMMANDS_PER_ITEM
+                assert len(item[2]) == 1 or sum(map(len, item[2])) <= 4096
+            assert hub.items[-1] == ("p0", ("end", 9))
+
+    trio.run(main)
