@@ -331,3 +331,52 @@ def test_the_controllers_commands_go_in_items_a_frame_carries(
             assert hub.items[-1] == ("p0", ("end", 9))
 
     trio.run(main)
+
+
+def test_a_reset_and_a_connection_during_a_generation_start(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A generation that takes a while to start (its actor system, workers,
+    barriers): a reset that comes meanwhile is that generation's epoch, and
+    said done (both resets, after it started); a connection the controller
+    opens meanwhile is refused, named (there is no replica to take it yet)."""
+    from replica.procs import _serve
+
+    opened: list[int] = []
+    proceed = trio.Event()
+
+    @contextlib.asynccontextmanager
+    async def slow_generation(
+        options: ServeOptions, hub: Hub, token: int, epoch: int = 0
+    ) -> AsyncIterator[Any]:
+        opened.append(epoch)
+        await proceed.wait()
+        yield types.SimpleNamespace(epoch=epoch, end_all=lambda: None, open=lambda nonce: None)
+
+    monkeypatch.setattr(_serve, "open_generation", slow_generation)
+
+    async def main() -> None:
+        config = ReplicaConfig(processes=2, workers=1, interactive=False)
+        options = ServeOptions(1, config, ("h", 1), (("h", 0), ("h", 1)), ("h", 3), b"s" * 16)
+        async with trio.open_nursery() as nursery:
+            hub = _Hub(name="p1", outlinks={CONTROLLER: _Link()})
+            server = _Server(options, cast(Hub, hub), nursery)
+            server._reset(CONTROLLER, 4)
+            nursery.start_soon(server.run)
+            await trio.testing.wait_all_tasks_blocked()
+            assert opened == [4]
+            server._reset(CONTROLLER, 6)
+            server._open(CONTROLLER, 77)
+            assert hub.items[-1][1][:2] == ("refused", 77)
+            assert "was starting a fresh replica" in hub.items[-1][1][2]
+            proceed.set()
+            await trio.testing.wait_all_tasks_blocked()
+            assert server.generation is not None
+            assert server.generation.epoch == server.epoch == 6
+            done = [item for _, item in hub.items if item[0] == "reset-done"]
+            assert done == [("reset-done", 4, 1), ("reset-done", 6, 1)]
+            # Taken: no second generation for it.
+            assert opened == [4]
+            nursery.cancel_scope.cancel()
+
+    trio.run(main)
