@@ -434,8 +434,18 @@ class Cluster:
         Started again, its first replica is at an epoch of its own (a fresh
         token, ``serve --epoch``): it takes nothing the others' replicas sent
         the one it replaces, and they take nothing from it, until a reset
-        puts them all at the next (:meth:`restart` does)."""
-        slot = self.slots[index]
+        puts them all at the next (:meth:`restart` does).
+
+        Raises :class:`ClusterError` at once if its OS process has not
+        exited (a second one would not get its address, and the first one's
+        exit would pass for the second's), :class:`ValueError` for no such
+        process."""
+        slot = self._slot(index)
+        if slot.process is not None and not slot.exited.is_set():
+            raise ClusterError(
+                f"replica process {index} has not exited: it cannot be started again yet "
+                "(Cluster.restart waits for a killed one to exit)"
+            )
         relaunch = slot.process is not None
         slot.exited = trio.Event()
         slot.expected_exit = False
@@ -446,12 +456,14 @@ class Cluster:
     async def _run_process(
         self, slot: Slot, extra: list[str], *, task_status: trio.TaskStatus[trio.Process]
     ) -> None:
+        # This OS process's: the slot's is a fresh one once it starts again.
+        exited = slot.exited
         try:
             done = await trio.run_process(
                 slot.command + extra, check=False, stdin=b"", task_status=task_status
             )
         finally:
-            slot.exited.set()
+            exited.set()
             self._notify()
         if not slot.expected_exit:
             raise ClusterError(f"replica process {slot.index} exited with status {done.returncode}")

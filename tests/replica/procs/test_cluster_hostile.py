@@ -380,3 +380,25 @@ def test_a_reset_and_a_connection_during_a_generation_start(
             nursery.cancel_scope.cancel()
 
     trio.run(main)
+
+
+def test_start_of_a_process_that_has_not_exited_is_refused_named() -> None:
+    """``start`` right after ``kill`` (the SIGKILL not reaped yet), or of a
+    process running: a second OS process would not get the address, and
+    the first one's exit, setting the slot's fresh event, would pass for
+    the second's (and, expected no more, stop the cluster)."""
+
+    async def main() -> None:
+        async with _running() as (cluster, _hub, _):
+            cluster.kill(1)
+            exited = cluster.slots[1].exited
+            with pytest.raises(ClusterError, match="replica process 1 has not exited"):
+                await cluster.start(1)
+            assert cluster.slots[1].exited is exited
+            assert cluster.slots[1].expected_exit
+            with pytest.raises(ClusterError, match="replica process 0 has not exited"):
+                await cluster.start(0)
+            with pytest.raises(ValueError, match="no replica process"):
+                await cluster.start(-1)
+
+    _mock_run(main)
