@@ -132,19 +132,28 @@ class _Encoded:
     forwarded it (so process 0 forwards them as they came instead of encoding
     them again). ``uses`` is the number of runtimes; a command routed to
     fewer of them (a peek, to the interactive runtime only) stays until it
-    is among the oldest when ``limit`` are kept. Keeping only what is still
-    to be forwarded keeps the collector's work down (forwarded commands
-    are not held here)."""
+    is among the oldest when ``limit`` are kept, or their bytes pass
+    ``byte_limit`` (a count alone let 2,000 peeks of 97 KB of literals hold
+    193 MB here). Keeping only what is still to be forwarded keeps the
+    collector's work down (forwarded commands are not held here)."""
 
     uses: int = 1
     limit: int = 1 << 16
+    byte_limit: int = 64 * 2**20
     _by_id: dict[int, list[Any]] = attrs.field(factory=dict)
+    # The bytes of the commands held.
+    size: int = 0
 
     def remember(self, command: object, data: bytes) -> None:
         by_id = self._by_id
-        if len(by_id) >= self.limit:
-            del by_id[next(iter(by_id))]
-        by_id[id(command)] = [command, data, self.uses]
+        key = id(command)
+        old = by_id.pop(key, None)
+        if old is not None:
+            self.size -= len(old[1])
+        while by_id and (len(by_id) >= self.limit or self.size + len(data) > self.byte_limit):
+            self.size -= len(by_id.pop(next(iter(by_id)))[1])
+        by_id[key] = [command, data, self.uses]
+        self.size += len(data)
 
     def take(self, command: object) -> bytes:
         """The bytes ``command`` arrived as (encoded again if forgotten)."""
@@ -153,9 +162,10 @@ class _Encoded:
         if found is None or found[0] is not command:
             return _wire.encode(command)
         found[2] -= 1
+        data: bytes = found[1]
         if not found[2]:
             del self._by_id[key]
-        data: bytes = found[1]
+            self.size -= len(data)
         return data
 
 
