@@ -262,19 +262,35 @@ class Hub:
         async def connect() -> tuple[Peer, ActorRef[Wire]]:
             deadline = trio.current_time() + patience
             pause = 0.01
+            last: Exception | None = None
             while True:
                 peer = None
-                try:
-                    peer = await self.node.connect(address, ssl_context=self.ssl_context)
-                    (ref,) = await peer.find(LINK)
-                except (OSError, HandshakeError, NodeDownError, ValueError) as error:
+                if last is not None and trio.current_time() >= deadline:
+                    # (Past it during the back-off: the last refusal says why.)
+                    raise LinkLost(f"cannot reach {target} at {address}: {last}")
+                # Each attempt within what is left of the patience: one to an
+                # address that never answers (its SYNs dropped, or a node
+                # frozen after its kernel accepted) would otherwise take the
+                # kernel's minutes, or the handshake's timeout, past it.
+                with trio.move_on_at(deadline) as attempt:
+                    try:
+                        peer = await self.node.connect(address, ssl_context=self.ssl_context)
+                        (ref,) = await peer.find(LINK)
+                    except (OSError, HandshakeError, NodeDownError, ValueError) as error:
+                        if peer is not None:
+                            # Connected, but no link there (yet): not left open.
+                            await peer.close(f"no {LINK.name} found on {target}")
+                        if trio.current_time() > deadline:
+                            raise LinkLost(f"cannot reach {target} at {address}: {error}") from None
+                        last = error
+                    else:
+                        return peer, ref
+                if attempt.cancelled_caught:
                     if peer is not None:
-                        # Connected, but no link there (yet): not left open.
-                        await peer.close(f"no {LINK.name} found on {target}")
-                    if trio.current_time() > deadline:
-                        raise LinkLost(f"cannot reach {target} at {address}: {error}") from None
-                else:
-                    return peer, ref
+                        await peer.close(f"no answer from {target} within {patience:g}s")
+                    raise LinkLost(
+                        f"cannot reach {target} at {address}: no answer within {patience:g}s"
+                    )
                 # A back-off between dials of a node still starting (not a poll
                 # of state: the node is across a socket that refuses).
                 await trio.sleep(pause)

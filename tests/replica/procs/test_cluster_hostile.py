@@ -430,3 +430,69 @@ def test_process_0_keeps_at_most_byte_limit_of_commands_a_runtime_never_takes() 
     encoded.remember(big, _wire.encode(big))
     assert next(iter(encoded._by_id.values()))[0] is big
     assert len(encoded._by_id) == 1
+
+
+@attrs.define(eq=False)
+class _SilentPeer:
+    closed_with: list[str] = attrs.field(factory=list)
+
+    async def find(self, key: object) -> tuple[object, ...]:
+        await trio.sleep_forever()
+        raise AssertionError  # pragma: no cover
+
+    async def close(self, reason: str = "closed") -> None:
+        self.closed_with.append(reason)
+
+
+@attrs.define(eq=False)
+class _SilentNode:
+    """A node whose dials never end (the address drops SYNs), or whose
+    peer never answers a look-up (frozen after its kernel accepted)."""
+
+    name: str = "p0"
+    peer: _SilentPeer | None = None
+    peers: list[object] = attrs.field(factory=list)
+
+    async def connect(self, address: object, *, ssl_context: object = None) -> _SilentPeer:
+        if self.peer is None:
+            await trio.sleep_forever()
+        assert self.peer is not None
+        return self.peer
+
+
+@pytest.mark.parametrize("answers_tcp", [False, True])
+def test_a_dial_to_an_address_that_never_answers_gives_up_after_its_patience(
+    answers_tcp: bool,
+) -> None:
+    """``Hub.dial`` checked its patience only after an attempt failed: an
+    attempt that never ends (SYNs dropped: the kernel's minutes; a node
+    frozen once its kernel accepted) kept a process dialling the shard host
+    past ``--shards-patience``, instead of ending, named. Each attempt is
+    now bounded by what is left of the patience."""
+
+    async def main() -> None:
+        peer = _SilentPeer() if answers_tcp else None
+        node = _SilentNode(peer=peer)
+        async with trio.open_nursery() as nursery:
+            hub = Hub("p0", cast(Any, node), nursery)
+            gave_up: list[tuple[float, str]] = []
+            given_up = trio.Event()
+
+            def unreachable(target: str, error: Exception) -> None:
+                gave_up.append((trio.current_time(), str(error)))
+                given_up.set()
+
+            hub.on_unreachable.append(unreachable)
+            start = trio.current_time()
+            hub.dial("shards", ("10.255.255.1", 9), patience=5.0)
+            hub.send("shards", ("sub", 1, "data"))
+            with trio.fail_after(60):
+                await given_up.wait()
+            ((when, why),) = gave_up
+            assert when - start == pytest.approx(5.0)
+            assert why == ("cannot reach shards at ('10.255.255.1', 9): no answer within 5s")
+            if peer is not None:
+                assert peer.closed_with == ["no answer from shards within 5s"]
+            nursery.cancel_scope.cancel()
+
+    _mock_run(main)
