@@ -75,6 +75,10 @@ before any replica process starts, and one that went away for good (the
 driver killed) leaves nothing to serve."""
 
 
+class ListenFailed(OSError):
+    """``--listen`` could not be listened on (in use, not this host's)."""
+
+
 class ShardHostLost(Exception):
     """The shard host (the driver) cannot be reached: the process ends
     rather than outlive the driver that started it."""
@@ -423,6 +427,15 @@ async def serve(
     out of the garbage collector's full collections, which a stream of
     commands otherwise makes scan it again and again)."""
     name = process_node(options.process)
+    host, port = options.listen
+    try:
+        # Named here: the node's own listen would say only the OS's words.
+        for listener in await trio.open_tcp_listeners(port, host=host):
+            await listener.aclose()
+    except OSError as error:
+        raise ListenFailed(
+            f"cannot listen on --listen {host}:{port}: {error.strerror or error}"
+        ) from None
     async with (
         actors.open_system() as system,
         open_node(

@@ -189,10 +189,37 @@ def test_serve_on_an_address_in_use_exits_1_with_the_reason(tmp_path: Path) -> N
             timeout=60,
         )
     assert done.returncode == 1
-    assert (
-        done.stderr.decode()
-        .splitlines()[-1]
-        .startswith("trio-reconcile: error: serve --process 0: [Errno ")
+    # Named: the option and the address, then the OS's reason.
+    assert done.stderr.decode().splitlines()[-1] == (
+        f"trio-reconcile: error: serve --process 0: cannot listen on --listen {address}: "
+        "Address already in use"
+    )
+
+
+def test_serve_on_a_host_that_does_not_resolve_exits_2_named_before_it_starts(
+    tmp_path: Path,
+) -> None:
+    """Bad input (a name no resolver knows: ``.invalid`` is reserved for
+    that): exit 2 and the option named, before any node starts (it was exit
+    1 with only ``[Errno -2] Name or service not known``)."""
+    secret = tmp_path / "secret"
+    secret.write_bytes(b"s" * 32)
+    address = "no-such-host.invalid:40000"
+    done = subprocess.run(
+        [
+            *(sys.executable, "-m", "replica.driver", "serve", "--process", "0"),
+            *("--listen", address, "--peers", address, "--shards", "127.0.0.1:1"),
+            *("--secret-file", str(secret)),
+        ],
+        capture_output=True,
+        check=False,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    # One line, nothing logged: nothing started.
+    (line,) = done.stderr.decode().splitlines()
+    assert line.startswith(
+        "trio-reconcile: error: --listen: cannot resolve 'no-such-host.invalid': "
     )
 
 
