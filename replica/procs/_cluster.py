@@ -492,7 +492,9 @@ class Cluster:
 
         Raises :class:`ClusterError` at once, changing nothing, if the
         process is running (it was not killed: it would never exit), and
-        :class:`ValueError` for no such process."""
+        :class:`ValueError` for no such process. Cancelled once the process
+        started, it runs on at its own epoch: :meth:`recover` (not another
+        ``restart``, which finds it running) puts every process at one."""
         slot = self._slot(index)
         if not (slot.expected_exit or slot.exited.is_set()):
             raise ClusterError(
