@@ -142,6 +142,8 @@ class _Round:
 
     done: set[int] = attrs.field(factory=set)
     relost: set[int] = attrs.field(factory=set)
+    # The generation each process said it started for the round.
+    generations: dict[int, int] = attrs.field(factory=dict)
 
 
 @attrs.define(eq=False)
@@ -370,7 +372,7 @@ class Cluster:
                 try:
                     for process in self.processes:
                         self.controller_hub.send(process_node(process.index), ("reset", token))
-                    while done != expected and not round.relost:
+                    while not round.relost and (done != expected or not self._host_ready(round)):
                         self._check_running("reset")
                         await self._wait_change()
                 finally:
@@ -392,6 +394,14 @@ class Cluster:
         for hub in (self.controller_hub, self.shards_hub):
             hub.sent = hub.received = hub.dropped = 0
         self.metrics = Metrics()
+
+    def _host_ready(self, round: _Round) -> bool:
+        """Whether the host took every process's ``ready`` for the generation
+        it started for ``round`` (on another connection than its
+        ``reset-done``): only then has it forgotten the ended generations'
+        subscriptions, so that nothing it pushes them comes after the
+        counts start again."""
+        return all(self.ready.get(p, 0) >= g for p, g in round.generations.items())
 
     def _check_running(self, doing: str) -> None:
         """A :class:`ClusterError` if a process is not running (killed, or
@@ -527,10 +537,11 @@ class Cluster:
             answers[process] = (sent, handled, report)
             self._notify()
 
-    def _reset_done(self, source: str, token: int, process: int) -> None:
+    def _reset_done(self, source: str, token: int, process: int, generation: int = 0) -> None:
         round = self._resets.get(token)
         if round is not None:
             round.done.add(process)
+            round.generations[process] = generation
             self._notify()
 
     def _pong(self, source: str, sent_at: float) -> None:

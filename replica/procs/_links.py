@@ -332,6 +332,14 @@ class Hub:
             link.connect = connect
         return link
 
+    def uncount(self) -> None:
+        """The item being handled belonged to a replica that ended (an epoch
+        or a subscription before this node's last reset): not counted as
+        handled. Its sender's count of it ended with that replica (every
+        node's counts start again at a reset), so counting it here would
+        leave the quiescence sums apart for good. Called by its handler."""
+        self.received -= 1
+
     def connected(self, target: str, peer: Peer) -> None:
         for callback in list(self.on_connected):
             callback(target, peer)

@@ -515,7 +515,7 @@ class _Server:
         handlers["xf"] = self._current_epoch(
             lambda g, runtime, *args: g.fabrics[runtime].heard(*args)
         )
-        handlers["shard"] = self._current(lambda g, *push: g.shards.receive(*push))
+        handlers["shard"] = self._shard
         self.hub.on_lost.append(self._lost)
         self.hub.on_connected.append(self._connected)
         self.hub.on_unreachable.append(self._unreachable)
@@ -564,8 +564,19 @@ class _Server:
             generation = self.generation
             if generation is not None and epoch == generation.epoch:
                 handle(generation, *args)
+            elif epoch != self.epoch:
+                self.hub.uncount()  # (see Hub.uncount)
 
         return handler
+
+    def _shard(self, source: str, token: int, *push: Any) -> None:
+        """The host's push to subscription ``token`` (this process's
+        generation token): one for a generation before the last reset is not
+        counted (see :meth:`Hub.uncount`); the mirror ignores it."""
+        if token != self.token:
+            self.hub.uncount()
+        if self.generation is not None:
+            self.generation.shards.receive(token, *push)
 
     def _hello(self, source: str, *rest: object) -> None:
         if source == CONTROLLER:
@@ -683,6 +694,8 @@ class _Server:
         self, source: str, epoch: int, runtime: str, nonce: int, position: int, commands: bytes
     ) -> None:
         if self.generation is None or epoch != self.generation.epoch:
+            if epoch != self.epoch:
+                self.hub.uncount()
             return  # for the replica that ended (see _current_epoch)
         relay = self.generation.relays.get(runtime)
         if relay is None:
@@ -755,7 +768,9 @@ class _Server:
                 self.hub.sent = self.hub.received = self.hub.dropped = 0
                 self.hub.send(SHARDS, ("ready", self.options.process, self.token))
                 for token in self._reset_tokens:
-                    self.hub.send(CONTROLLER, ("reset-done", token, self.options.process))
+                    self.hub.send(
+                        CONTROLLER, ("reset-done", token, self.options.process, self.token)
+                    )
                 self._reset_tokens = []
                 await self._restart.wait()
                 self._restart = trio.Event()

@@ -61,6 +61,9 @@ class _Hub:
     def send(self, target: str, item: tuple[Any, ...]) -> None:
         self.items.append((target, item))
 
+    def uncount(self) -> None:
+        self.received -= 1
+
     def inbound(self, source: str) -> _Link:
         return self.outlinks.setdefault(source, _Link())
 
@@ -374,7 +377,7 @@ def test_a_reset_and_a_connection_during_a_generation_start(
             assert server.generation is not None
             assert server.generation.epoch == server.epoch == 6
             done = [item for _, item in hub.items if item[0] == "reset-done"]
-            assert done == [("reset-done", 4, 1), ("reset-done", 6, 1)]
+            assert done == [("reset-done", 4, 1, 1), ("reset-done", 6, 1, 1)]
             # Taken: no second generation for it.
             assert opened == [4]
             nursery.cancel_scope.cancel()
@@ -494,5 +497,99 @@ def test_a_dial_to_an_address_that_never_answers_gives_up_after_its_patience(
             if peer is not None:
                 assert peer.closed_with == ["no answer from shards within 5s"]
             nursery.cancel_scope.cancel()
+
+    _mock_run(main)
+
+
+def test_items_of_a_replica_that_ended_are_not_counted_by_the_next(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every node's quiescence counts start again at a reset, each at its
+    own moment: an item another process sent its ended replica (an old
+    epoch), or a push of the host for an ended generation's subscription,
+    that arrives after this process's reset was counted as handled while
+    its sender's count of it was gone, and ``settle`` never returned. They
+    are not counted now; items of the replica running (awaiting its reset
+    after a lost peer included) still are."""
+    from replica.procs import _serve
+
+    @contextlib.asynccontextmanager
+    async def fake_generation(
+        options: ServeOptions, hub: Hub, token: int, epoch: int = 0
+    ) -> AsyncIterator[Any]:
+        shards = types.SimpleNamespace(receive=lambda *push: None)
+        yield types.SimpleNamespace(
+            epoch=epoch, end_all=lambda: None, shards=shards, fabrics={}, relays={}
+        )
+
+    monkeypatch.setattr(_serve, "open_generation", fake_generation)
+
+    async def main() -> None:
+        config = ReplicaConfig(processes=2, workers=1, interactive=False)
+        options = ServeOptions(1, config, ("h", 1), (("h", 0), ("h", 1)), ("h", 3), b"s" * 16)
+        async with trio.open_nursery() as nursery:
+            hub = _Hub(name="p1", outlinks={CONTROLLER: _Link()})
+            server = _Server(options, cast(Hub, hub), nursery)
+            nursery.start_soon(server.run)
+            await trio.testing.wait_all_tasks_blocked()
+            exchange = server._current_epoch(lambda generation, *args: None)
+
+            def arrive(handle: Any, *args: Any) -> None:
+                hub.received += 1  # as Hub._serve counts it, before its handler
+                handle("p0", *args)
+
+            # A lost peer: no replica, the same epoch and subscription until
+            # the reset, whose items still count (their senders' do).
+            server._peer_lost("p0", "the connection broke")
+            await trio.testing.wait_all_tasks_blocked()
+            arrive(exchange, 0, "maintenance")
+            arrive(server._shard, 1, "data", 0, [], 1)
+            await server._seq("p0", 0, "maintenance", 7, 0, b"")
+            hub.received += 1
+            assert hub.received == 3
+            server._reset(CONTROLLER, 5)
+            await trio.testing.wait_all_tasks_blocked()
+            assert server.epoch == 5
+            assert hub.received == 0  # counts start again with the replica
+            arrive(exchange, 0, "maintenance")  # the ended replica's epoch
+            arrive(server._shard, 1, "data", 0, [], 1)  # its subscription
+            hub.received += 1
+            await server._seq("p0", 0, "maintenance", 7, 0, b"")
+            assert hub.received == 0
+            arrive(exchange, 5, "maintenance")
+            arrive(server._shard, 2, "data", 0, [], 1)
+            assert hub.received == 2
+            nursery.cancel_scope.cancel()
+
+    trio.run(main)
+
+
+def test_recover_zeroes_the_counts_only_once_the_host_took_every_ready() -> None:
+    """A process says ``ready`` to the host and ``reset-done`` to the
+    controller, on two connections: the host may take its ``ready`` later.
+    Until it does, it pushes to the ended generation's subscription; counted
+    after ``recover`` zeroed the counts, such a push left them apart."""
+
+    async def main() -> None:
+        async with _running() as (cluster, hub, nursery):
+            returned = trio.Event()
+
+            async def recover() -> None:
+                await cluster.recover()
+                returned.set()
+
+            nursery.start_soon(recover)
+            await trio.testing.wait_all_tasks_blocked()
+            ((_, token), _) = hub.resets()
+            cluster._reset_done("p0", token, 0, 3)
+            cluster._reset_done("p1", token, 1, 4)
+            await trio.testing.wait_all_tasks_blocked()
+            assert not returned.is_set()
+            cluster._ready("shards", 0, 3)
+            await trio.testing.wait_all_tasks_blocked()
+            assert not returned.is_set()
+            cluster._ready("shards", 1, 4)
+            await trio.testing.wait_all_tasks_blocked()
+            assert returned.is_set()
 
     _mock_run(main)

@@ -575,3 +575,43 @@ def test_both_processes_killed_and_restarted_concurrently_lose_nothing_written()
             assert await cluster.violations() == []
 
     run_real(main, limit=90)
+
+
+def test_settle_returns_after_a_recover_while_the_driver_writes() -> None:
+    """``recover`` while the driver writes a shard the replica reads (the
+    host pushing to the processes as they reset), then ``settle``: it never
+    returned (5 times out of 5 before the fix, each node's quiescence counts
+    having started again at its own moment with items in flight)."""
+
+    async def main() -> None:
+        config = ReplicaConfig(processes=2, workers=1, interactive=True)
+        async with open_cluster(config, seed=3) as cluster, open_controller(cluster) as controller:
+            session = Session(controller)
+            shard = cluster.shards.shard("data")
+            shard.append(_rows(0, 10), 0, 1)
+            await session.start(index(1000, 1001))
+            await controller.await_frontier(1001, 1)
+            time = 1
+            for _ in range(3):
+                stop = trio.Event()
+
+                async def write(stop: trio.Event = stop) -> None:
+                    nonlocal time
+                    while not stop.is_set():
+                        shard.append(_rows(100 * time, 100, time), time, time + 1)
+                        time += 1
+                        await trio.lowlevel.checkpoint()
+
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(write)
+                    await trio.sleep(0.05)
+                    await cluster.recover()
+                    stop.set()
+                await session.reconnect()
+                with trio.fail_after(20):
+                    await cluster.settle()
+            await controller.await_frontier(1001, time)
+            rows = await controller.peek(1001, time - 1)
+            assert len(rows) == 10 + 100 * (time - 1)
+
+    run_real(main, limit=90)
