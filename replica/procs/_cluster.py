@@ -292,8 +292,14 @@ class Cluster:
     async def settle(self) -> None:
         """Wait until the replica is quiescent: every process idle, and
         nothing in flight between any two nodes (the items put and the items
-        handled agree, twice in a row)."""
+        handled agree, twice in a row).
+
+        Raises :class:`ClusterError`, named, if they stay apart, unchanged,
+        for ``probe_patience`` (items lost with a connection that dropped,
+        say, before a :meth:`recover` started the counts again): it probed
+        for ever before."""
         previous: tuple[int, int] | None = None
+        stuck_since: float | None = None
         while True:
             await trio.testing.wait_all_tasks_blocked(0.001)
             answers = await self.probe()
@@ -306,6 +312,16 @@ class Cluster:
             now = (sent, handled)
             if sent == handled and now == previous:
                 return
+            if now != previous:
+                stuck_since = None
+            elif stuck_since is None:
+                stuck_since = trio.current_time()
+            elif trio.current_time() - stuck_since > self.probe_patience:
+                raise ClusterError(
+                    f"the replica did not settle: the items put ({sent}) and handled "
+                    f"({handled}) stayed apart for {self.probe_patience:g}s (lost with a "
+                    "connection that dropped? Cluster.recover starts the counts again)"
+                )
             previous = now
 
     async def reports(self) -> list[dict[str, Any]]:

@@ -57,9 +57,13 @@ class _Hub:
     sent: int = 0
     received: int = 0
     dropped: int = 0
+    # Called with each item sent (a test playing the processes' answers).
+    on_send: Any = None
 
     def send(self, target: str, item: tuple[Any, ...]) -> None:
         self.items.append((target, item))
+        if self.on_send is not None:
+            self.on_send(target, item)
 
     def uncount(self) -> None:
         self.received -= 1
@@ -591,5 +595,41 @@ def test_recover_zeroes_the_counts_only_once_the_host_took_every_ready() -> None
             cluster._ready("shards", 1, 4)
             await trio.testing.wait_all_tasks_blocked()
             assert returned.is_set()
+
+    _mock_run(main)
+
+
+@pytest.mark.parametrize("apart", [2, -1])
+def test_settle_with_counts_that_stay_apart_fails_named_after_the_patience(apart: int) -> None:
+    """Items put that no node will ever handle (lost with a dropped
+    connection, before a recover): ``settle`` probed for ever. Counts
+    apart and unchanged for ``probe_patience`` are a named error; counts
+    that move on are not."""
+
+    async def main() -> None:
+        async with _running() as (cluster, hub, nursery):
+            cluster.probe_patience = 1.0
+            counts = {0: (10 + apart, 10), 1: (0, 0)}
+
+            async def answer(target: str, token: int) -> None:
+                await trio.sleep(0.01)  # a round trip (mock time)
+                index = int(target[1:])
+                cluster._probed(target, token, index, *counts[index], {})
+
+            def answering(target: str, item: tuple[Any, ...]) -> None:
+                # Each process answers a probe with its counts.
+                if item[0] == "probe":
+                    nursery.start_soon(answer, target, item[1])
+
+            hub.on_send = answering
+            start = trio.current_time()
+            with pytest.raises(ClusterError, match="the replica did not settle") as failure:
+                await cluster.settle()
+            assert f"({10 + apart}) and handled (10) stayed apart for 1s" in str(failure.value)
+            assert 1 < trio.current_time() - start < 1.1
+            # Counts that agree again: settled.
+            counts[0] = (10, 10)
+            with trio.fail_after(1):
+                await cluster.settle()
 
     _mock_run(main)
