@@ -315,6 +315,7 @@ def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
 def _serve(args: argparse.Namespace) -> int:
     """``serve``: one replica process, until a signal stops it."""
     import signal
+    import socket
 
     import trio
 
@@ -333,6 +334,14 @@ def _serve(args: argparse.Namespace) -> int:
         return 2
     if len(secret) < 16:
         print(f"{PROG}: error: --secret-file: a secret is at least 16 bytes", file=sys.stderr)
+        return 2
+    host, port = args.listen
+    try:
+        socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (socket.gaierror, UnicodeError) as error:
+        # Bad input, named, before anything starts (a port in use is exit 1).
+        why = error.strerror if isinstance(error, socket.gaierror) else str(error)
+        print(f"{PROG}: error: --listen: cannot resolve {host!r}: {why}", file=sys.stderr)
         return 2
     config = ReplicaConfig(
         processes=args.processes,

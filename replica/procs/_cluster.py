@@ -39,7 +39,7 @@ from .._shard import ShardCatalog
 from .._sinks import Metrics
 from ..driver._headers import MAX_TIMEOUT_SECS, MIN_PEER_TIMEOUT
 from . import _wire
-from ._links import MAX_FRAME, Hub, codec
+from ._links import CHUNK, MAX_FRAME, Hub, codec
 from ._serve import CONTROLLER, SHARDS, process_node
 from ._shards import ShardHost
 from ._tls import TlsFiles
@@ -48,6 +48,14 @@ logger = logging.getLogger("replica.procs")
 
 
 COMMANDS_PER_ITEM = 256
+COMMAND_BYTES = CHUNK
+"""The most bytes of commands one ``cmds`` item carries (unless one command
+is larger): 256 commands of a MiB each (peeks with many literals) would be
+an item no frame carries, and the driver would stop (``ItemTooLarge``)."""
+MIN_HEARTBEAT = MIN_PEER_TIMEOUT / 4
+"""The shortest ``open_cluster(heartbeat=...)``: the quickest a ``serve``
+process pings (a quarter of the least ``--peer-timeout``). Shorter, the
+driver's heartbeat loop spins, flooding every process with pings."""
 
 
 class ClusterError(Exception):
@@ -128,6 +136,17 @@ class Slot:
 
 
 @attrs.define(eq=False)
+class _Round:
+    """One round of resets (see :meth:`Cluster.recover`): the processes that
+    said they did it, and those that lost a peer after they said so."""
+
+    done: set[int] = attrs.field(factory=set)
+    relost: set[int] = attrs.field(factory=set)
+    # The generation each process said it started for the round.
+    generations: dict[int, int] = attrs.field(factory=dict)
+
+
+@attrs.define(eq=False)
 class Cluster:
     """A replica on OS processes, from the driver's side. ``processes``,
     ``faults``, ``system`` and ``metrics`` are what a controller uses."""
@@ -154,7 +173,8 @@ class Cluster:
     _changed: trio.Event = attrs.field(factory=trio.Event)
     _probes: dict[int, dict[int, tuple[int, int, dict[str, Any]]]] = attrs.field(factory=dict)
     _tokens: itertools.count[int] = attrs.field(factory=lambda: itertools.count(1))
-    _resets: dict[int, set[int]] = attrs.field(factory=dict)
+    # The reset rounds under way, by token (see recover).
+    _resets: dict[int, _Round] = attrs.field(factory=dict)
     _pongs: dict[int, float] = attrs.field(factory=dict)
     # How many times the controller's connections to each process were lost
     # (its link went down, or the process lost another and restarted).
@@ -177,6 +197,7 @@ class Cluster:
         handlers["reset-done"] = self._reset_done
         handlers["pong"] = self._pong
         handlers["lost-peer"] = self._lost_peer
+        handlers["refused"] = self._refused
         self.controller_hub.on_lost.append(self._lost)
         handlers = self.shards_hub.handlers
         handlers["hello"] = lambda source: self.shards_hub.inbound(source).refresh()
@@ -207,9 +228,17 @@ class Cluster:
             # Each command encoded on its own: process 0 forwards these bytes.
             # In items of at most COMMANDS_PER_ITEM, so that process 0 starts on
             # a long burst (and passes it on) before the whole of it arrived.
-            encoded = [_wire.encode(command) for command in commands]
-            for start in range(0, len(encoded), COMMANDS_PER_ITEM):
-                chunk = encoded[start : start + COMMANDS_PER_ITEM]
+            # And of at most COMMAND_BYTES, so that an item fits in a frame.
+            chunk: list[bytes] = []
+            size = 0
+            for command in commands:
+                data = _wire.encode(command)
+                if chunk and (len(chunk) == COMMANDS_PER_ITEM or size + len(data) > COMMAND_BYTES):
+                    self.controller_hub.send(target, ("cmds", server.nonce, chunk))
+                    chunk, size = [], 0
+                chunk.append(data)
+                size += len(data)
+            if chunk:
                 self.controller_hub.send(target, ("cmds", server.nonce, chunk))
         self.controller_hub.send(target, ("end", server.nonce))
         self._servers.pop((process, server.nonce), None)
@@ -250,6 +279,7 @@ class Cluster:
                 self.controller_hub.send(process_node(process.index), ("probe", token, final))
             with trio.move_on_after(self.probe_patience):
                 while len(answers) < len(self.processes):
+                    self._check_running("answer a probe")
                     await self._wait_change()
                 return answers
             silent = [p.index for p in self.processes if p.index not in answers]
@@ -262,8 +292,14 @@ class Cluster:
     async def settle(self) -> None:
         """Wait until the replica is quiescent: every process idle, and
         nothing in flight between any two nodes (the items put and the items
-        handled agree, twice in a row)."""
+        handled agree, twice in a row).
+
+        Raises :class:`ClusterError`, named, if they stay apart, unchanged,
+        for ``probe_patience`` (items lost with a connection that dropped,
+        say, before a :meth:`recover` started the counts again): it probed
+        for ever before."""
         previous: tuple[int, int] | None = None
+        stuck_since: float | None = None
         while True:
             await trio.testing.wait_all_tasks_blocked(0.001)
             answers = await self.probe()
@@ -276,6 +312,16 @@ class Cluster:
             now = (sent, handled)
             if sent == handled and now == previous:
                 return
+            if now != previous:
+                stuck_since = None
+            elif stuck_since is None:
+                stuck_since = trio.current_time()
+            elif trio.current_time() - stuck_since > self.probe_patience:
+                raise ClusterError(
+                    f"the replica did not settle: the items put ({sent}) and handled "
+                    f"({handled}) stayed apart for {self.probe_patience:g}s (lost with a "
+                    "connection that dropped? Cluster.recover starts the counts again)"
+                )
             previous = now
 
     async def reports(self) -> list[dict[str, Any]]:
@@ -322,26 +368,66 @@ class Cluster:
         what follows the loss of a process (a replica whose process died
         restarts whole, as a timely cluster does; a controller then
         reconnects and replays what it wants). Returns once every process
-        said it did; the replica's counters start at zero."""
-        token = next(self._tokens)
-        done = self._resets[token] = set()
-        for process in self.processes:
-            self.controller_hub.send(process_node(process.index), ("reset", token))
+        said it did; the replica's counters start at zero.
+
+        A process that loses a peer again after it said so (its fresh
+        replica ended at once) waits for another reset: a new round goes to
+        every process, so that when this returns each has a replica, all
+        at one epoch. Raises :class:`ClusterError` at once, sending
+        nothing, if a process is not running (killed, or exited: restart
+        it first), and as soon as one exits while it waits; or if the
+        processes did not all reset within ``probe_patience``."""
+        self._check_running("recover")
+        expected = {process.index for process in self.processes}
+        done: set[int] = set()
         with trio.move_on_after(self.probe_patience):
-            while len(done) < len(self.processes):
-                await self._wait_change()
-        if len(done) < len(self.processes):
-            silent = [p.index for p in self.processes if p.index not in done]
+            while True:
+                token = next(self._tokens)
+                round = self._resets[token] = _Round()
+                done = round.done
+                try:
+                    for process in self.processes:
+                        self.controller_hub.send(process_node(process.index), ("reset", token))
+                    while not round.relost and (done != expected or not self._host_ready(round)):
+                        self._check_running("reset")
+                        await self._wait_change()
+                finally:
+                    del self._resets[token]
+                if not round.relost:
+                    break
+                logger.warning(
+                    "replica processes %s lost a peer again while resetting: another round",
+                    sorted(round.relost),
+                )
+        if done != expected:
+            silent = sorted(expected - done)
             raise ClusterError(
                 f"replica processes {silent} did not reset within {self.probe_patience:g}s"
             )
-        del self._resets[token]
         self._servers.clear()
         for scope in self._pumps:
             scope.cancel()
         for hub in (self.controller_hub, self.shards_hub):
             hub.sent = hub.received = hub.dropped = 0
         self.metrics = Metrics()
+
+    def _host_ready(self, round: _Round) -> bool:
+        """Whether the host took every process's ``ready`` for the generation
+        it started for ``round`` (on another connection than its
+        ``reset-done``): only then has it forgotten the ended generations'
+        subscriptions, so that nothing it pushes them comes after the
+        counts start again."""
+        return all(self.ready.get(p, 0) >= g for p, g in round.generations.items())
+
+    def _check_running(self, doing: str) -> None:
+        """A :class:`ClusterError` if a process is not running (killed, or
+        exited): it cannot ``doing``, and waiting for it would only time out."""
+        down = [slot.index for slot in self.slots if slot.expected_exit or slot.exited.is_set()]
+        if down:
+            raise ClusterError(
+                f"replica processes {down} are not running, so they cannot {doing} "
+                "(Cluster.restart starts a killed one again)"
+            )
 
     # Starting and restarting processes.
 
@@ -374,8 +460,18 @@ class Cluster:
         Started again, its first replica is at an epoch of its own (a fresh
         token, ``serve --epoch``): it takes nothing the others' replicas sent
         the one it replaces, and they take nothing from it, until a reset
-        puts them all at the next (:meth:`restart` does)."""
-        slot = self.slots[index]
+        puts them all at the next (:meth:`restart` does).
+
+        Raises :class:`ClusterError` at once if its OS process has not
+        exited (a second one would not get its address, and the first one's
+        exit would pass for the second's), :class:`ValueError` for no such
+        process."""
+        slot = self._slot(index)
+        if slot.process is not None and not slot.exited.is_set():
+            raise ClusterError(
+                f"replica process {index} has not exited: it cannot be started again yet "
+                "(Cluster.restart waits for a killed one to exit)"
+            )
         relaunch = slot.process is not None
         slot.exited = trio.Event()
         slot.expected_exit = False
@@ -386,19 +482,30 @@ class Cluster:
     async def _run_process(
         self, slot: Slot, extra: list[str], *, task_status: trio.TaskStatus[trio.Process]
     ) -> None:
+        # This OS process's: the slot's is a fresh one once it starts again.
+        exited = slot.exited
         try:
             done = await trio.run_process(
                 slot.command + extra, check=False, stdin=b"", task_status=task_status
             )
         finally:
-            slot.exited.set()
+            exited.set()
             self._notify()
         if not slot.expected_exit:
             raise ClusterError(f"replica process {slot.index} exited with status {done.returncode}")
 
+    def _slot(self, index: int) -> Slot:
+        """Process ``index``'s slot; a :class:`ValueError` for no such process
+        (a negative index is not one counted from the end)."""
+        if type(index) is not int or not 0 <= index < len(self.slots):
+            raise ValueError(
+                f"no replica process {index!r}: the processes are 0 to {len(self.slots) - 1}"
+            )
+        return self.slots[index]
+
     def kill(self, index: int) -> None:
         """SIGKILL replica process ``index`` (a fault: it gets no say)."""
-        slot = self.slots[index]
+        slot = self._slot(index)
         slot.expected_exit = True
         if slot.process is not None:
             slot.process.kill()
@@ -407,8 +514,20 @@ class Cluster:
         """Start replica process ``index`` again (after :meth:`kill`), wait
         until it is ready, then :meth:`recover`: every process starts a fresh
         replica at one new epoch (the others ended theirs when they lost it),
-        and the controller reconnects next (docs/processes.md)."""
-        await self.slots[index].exited.wait()
+        and the controller reconnects next (docs/processes.md).
+
+        Raises :class:`ClusterError` at once, changing nothing, if the
+        process is running (it was not killed: it would never exit), and
+        :class:`ValueError` for no such process. Cancelled once the process
+        started, it runs on at its own epoch: :meth:`recover` (not another
+        ``restart``, which finds it running) puts every process at one."""
+        slot = self._slot(index)
+        if not (slot.expected_exit or slot.exited.is_set()):
+            raise ClusterError(
+                f"replica process {index} is running: restart starts one that was killed "
+                "(Cluster.kill) or exited"
+            )
+        await slot.exited.wait()
         self.ready.pop(index, None)
         await self.start(index)
         await self.wait_ready([index], patience=patience)
@@ -418,6 +537,10 @@ class Cluster:
 
     def _ready(self, source: str, process: int, token: int) -> None:
         self.ready[process] = token
+        # Heard from now (through the host): the heartbeat's clock for it
+        # starts again, so one relaunched is not lost for a silence that
+        # was its restart, while its link is still being dialled.
+        self._pongs[process] = trio.current_time()
         self.host.forget(source)
         self.shards_hub.inbound(source).discard()
         self._notify()
@@ -430,10 +553,11 @@ class Cluster:
             answers[process] = (sent, handled, report)
             self._notify()
 
-    def _reset_done(self, source: str, token: int, process: int) -> None:
-        done = self._resets.get(token)
-        if done is not None:
-            done.add(process)
+    def _reset_done(self, source: str, token: int, process: int, generation: int = 0) -> None:
+        round = self._resets.get(token)
+        if round is not None:
+            round.done.add(process)
+            round.generations[process] = generation
             self._notify()
 
     def _pong(self, source: str, sent_at: float) -> None:
@@ -446,11 +570,24 @@ class Cluster:
 
     def _lost_peer(self, source: str, peer: str) -> None:
         index = int(source[1:])
+        # After its reset-done, a lost peer ended the fresh replica too: it
+        # waits for another reset (see recover).
+        for round in self._resets.values():
+            if index in round.done:
+                round.done.discard(index)
+                round.relost.add(index)
         self._connections_lost(
             index,
             f"replica process {index} lost its connection to replica process {peer[1:]} "
             "and restarted (the processes of a replica share fate)",
         )
+
+    def _refused(self, source: str, nonce: int, reason: str) -> None:
+        """Process ``source`` refused connection ``nonce``: it has no replica
+        (see ``_Server._open``). The connection is lost, named."""
+        index = int(source[1:])
+        if (index, nonce) in self._servers:
+            self._connections_lost(index, reason)
 
     def _connections_lost(self, index: int, reason: str) -> None:
         """The controller's connections to process ``index`` are gone: their
@@ -540,12 +677,28 @@ async def open_cluster(
     ``peer_timeout`` (``heartbeat_timeout`` by default).
     Raises :class:`ClusterError` if a process does not start in time, and
     :class:`ValueError` (before anything starts) unless ``heartbeat``,
-    ``heartbeat_timeout`` and ``peer_timeout`` are above 0 (a tiny timeout
-    is raised to the least ``serve`` takes, ``MIN_PEER_TIMEOUT``)."""
+    ``heartbeat_timeout`` and ``peer_timeout`` are above 0 (a tiny
+    ``peer_timeout`` is raised to the least ``serve`` takes,
+    ``MIN_PEER_TIMEOUT``), ``heartbeat`` is at least ``MIN_HEARTBEAT`` (a
+    shorter one spins) and ``heartbeat_timeout`` at least twice
+    ``heartbeat`` (a process answers a ping a heartbeat later at the
+    earliest: a shorter timeout, or one late pong, would make every process
+    lost)."""
     if not (heartbeat > 0 and heartbeat_timeout > 0):
         raise ValueError(
             f"heartbeat ({heartbeat!r}) and heartbeat_timeout ({heartbeat_timeout!r}) "
             "must be above 0"
+        )
+    if heartbeat < MIN_HEARTBEAT:
+        raise ValueError(
+            f"heartbeat ({heartbeat!r}) must be at least {MIN_HEARTBEAT:g}s (shorter, the "
+            "driver's pings would spin)"
+        )
+    if not heartbeat_timeout >= 2 * heartbeat:
+        raise ValueError(
+            f"heartbeat_timeout ({heartbeat_timeout!r}) must be at least twice heartbeat "
+            f"({heartbeat!r}): a process answers a ping a heartbeat later at the earliest, "
+            "so a shorter one makes every process lost"
         )
     if peer_timeout is not None and not peer_timeout > 0:
         raise ValueError(f"peer_timeout ({peer_timeout!r}) must be above 0")

@@ -262,19 +262,35 @@ class Hub:
         async def connect() -> tuple[Peer, ActorRef[Wire]]:
             deadline = trio.current_time() + patience
             pause = 0.01
+            last: Exception | None = None
             while True:
                 peer = None
-                try:
-                    peer = await self.node.connect(address, ssl_context=self.ssl_context)
-                    (ref,) = await peer.find(LINK)
-                except (OSError, HandshakeError, NodeDownError, ValueError) as error:
+                if last is not None and trio.current_time() >= deadline:
+                    # (Past it during the back-off: the last refusal says why.)
+                    raise LinkLost(f"cannot reach {target} at {address}: {last}")
+                # Each attempt within what is left of the patience: one to an
+                # address that never answers (its SYNs dropped, or a node
+                # frozen after its kernel accepted) would otherwise take the
+                # kernel's minutes, or the handshake's timeout, past it.
+                with trio.move_on_at(deadline) as attempt:
+                    try:
+                        peer = await self.node.connect(address, ssl_context=self.ssl_context)
+                        (ref,) = await peer.find(LINK)
+                    except (OSError, HandshakeError, NodeDownError, ValueError) as error:
+                        if peer is not None:
+                            # Connected, but no link there (yet): not left open.
+                            await peer.close(f"no {LINK.name} found on {target}")
+                        if trio.current_time() > deadline:
+                            raise LinkLost(f"cannot reach {target} at {address}: {error}") from None
+                        last = error
+                    else:
+                        return peer, ref
+                if attempt.cancelled_caught:
                     if peer is not None:
-                        # Connected, but no link there (yet): not left open.
-                        await peer.close(f"no {LINK.name} found on {target}")
-                    if trio.current_time() > deadline:
-                        raise LinkLost(f"cannot reach {target} at {address}: {error}") from None
-                else:
-                    return peer, ref
+                        await peer.close(f"no answer from {target} within {patience:g}s")
+                    raise LinkLost(
+                        f"cannot reach {target} at {address}: no answer within {patience:g}s"
+                    )
                 # A back-off between dials of a node still starting (not a poll
                 # of state: the node is across a socket that refuses).
                 await trio.sleep(pause)
@@ -315,6 +331,14 @@ class Hub:
         else:
             link.connect = connect
         return link
+
+    def uncount(self) -> None:
+        """The item being handled belonged to a replica that ended (an epoch
+        or a subscription before this node's last reset): not counted as
+        handled. Its sender's count of it ended with that replica (every
+        node's counts start again at a reset), so counting it here would
+        leave the quiescence sums apart for good. Called by its handler."""
+        self.received -= 1
 
     def connected(self, target: str, peer: Peer) -> None:
         for callback in list(self.on_connected):

@@ -75,6 +75,10 @@ before any replica process starts, and one that went away for good (the
 driver killed) leaves nothing to serve."""
 
 
+class ListenFailed(OSError):
+    """``--listen`` could not be listened on (in use, not this host's)."""
+
+
 class ShardHostLost(Exception):
     """The shard host (the driver) cannot be reached: the process ends
     rather than outlive the driver that started it."""
@@ -132,19 +136,28 @@ class _Encoded:
     forwarded it (so process 0 forwards them as they came instead of encoding
     them again). ``uses`` is the number of runtimes; a command routed to
     fewer of them (a peek, to the interactive runtime only) stays until it
-    is among the oldest when ``limit`` are kept. Keeping only what is still
-    to be forwarded keeps the collector's work down (forwarded commands
-    are not held here)."""
+    is among the oldest when ``limit`` are kept, or their bytes pass
+    ``byte_limit`` (a count alone let 2,000 peeks of 97 KB of literals hold
+    193 MB here). Keeping only what is still to be forwarded keeps the
+    collector's work down (forwarded commands are not held here)."""
 
     uses: int = 1
     limit: int = 1 << 16
+    byte_limit: int = 64 * 2**20
     _by_id: dict[int, list[Any]] = attrs.field(factory=dict)
+    # The bytes of the commands held.
+    size: int = 0
 
     def remember(self, command: object, data: bytes) -> None:
         by_id = self._by_id
-        if len(by_id) >= self.limit:
-            del by_id[next(iter(by_id))]
-        by_id[id(command)] = [command, data, self.uses]
+        key = id(command)
+        old = by_id.pop(key, None)
+        if old is not None:
+            self.size -= len(old[1])
+        while by_id and (len(by_id) >= self.limit or self.size + len(data) > self.byte_limit):
+            self.size -= len(by_id.pop(next(iter(by_id)))[1])
+        by_id[key] = [command, data, self.uses]
+        self.size += len(data)
 
     def take(self, command: object) -> bytes:
         """The bytes ``command`` arrived as (encoded again if forgotten)."""
@@ -153,9 +166,10 @@ class _Encoded:
         if found is None or found[0] is not command:
             return _wire.encode(command)
         found[2] -= 1
+        data: bytes = found[1]
         if not found[2]:
             del self._by_id[key]
-        data: bytes = found[1]
+            self.size -= len(data)
         return data
 
 
@@ -413,6 +427,15 @@ async def serve(
     out of the garbage collector's full collections, which a stream of
     commands otherwise makes scan it again and again)."""
     name = process_node(options.process)
+    host, port = options.listen
+    try:
+        # Named here: the node's own listen would say only the OS's words.
+        for listener in await trio.open_tcp_listeners(port, host=host):
+            await listener.aclose()
+    except OSError as error:
+        raise ListenFailed(
+            f"cannot listen on --listen {host}:{port}: {error.strerror or error}"
+        ) from None
     async with (
         actors.open_system() as system,
         open_node(
@@ -464,6 +487,8 @@ class _Server:
     # Set when the shard host cannot be reached (see SHARDS_PATIENCE).
     host_lost: trio.Event = attrs.field(factory=trio.Event)
     host_error: str = ""
+    # Why the last generation ended for a lost peer (see _open).
+    lost_reason: str = ""
     # The connections to and from other replica processes, by id, with the
     # process's node name; and those written off (their process's loss was
     # handled once, when another of its connections dropped).
@@ -473,7 +498,7 @@ class _Server:
     def install(self) -> None:
         handlers = self.hub.handlers
         handlers["hello"] = self._hello
-        handlers["open"] = self._current(Generation.open)
+        handlers["open"] = self._open
         handlers["cmds"] = self._current(Generation.commands)
         handlers["end"] = self._current(Generation.end)
         handlers["hold"] = self._current(lambda g, runtime: g.process.hold(runtime))
@@ -490,7 +515,7 @@ class _Server:
         handlers["xf"] = self._current_epoch(
             lambda g, runtime, *args: g.fabrics[runtime].heard(*args)
         )
-        handlers["shard"] = self._current(lambda g, *push: g.shards.receive(*push))
+        handlers["shard"] = self._shard
         self.hub.on_lost.append(self._lost)
         self.hub.on_connected.append(self._connected)
         self.hub.on_unreachable.append(self._unreachable)
@@ -510,6 +535,25 @@ class _Server:
 
         return handler
 
+    def _open(self, source: str, nonce: int) -> None:
+        """The controller opened a connection. With no replica here (one
+        ended for a lost peer and the controller's reset has not come, or a
+        fresh one is starting), it is refused, named: dropped, the
+        controller's commands on it would get no answer, and nothing would
+        say why."""
+        if self.generation is not None:
+            self.generation.open(nonce)
+            return
+        process = self.options.process
+        if self.awaiting_reset:
+            reason = (
+                f"replica process {process} has no replica: it {self.lost_reason} and "
+                "waits for the controller's reset (Cluster.recover)"
+            )
+        else:
+            reason = f"replica process {process} was starting a fresh replica (a reset)"
+        self.hub.send(CONTROLLER, ("refused", nonce, reason))
+
     def _current_epoch(self, handle: Callable[..., None]) -> Callable[..., None]:
         """A handler of another replica process's items, applied to the
         current generation if the item carries its epoch: one sent before a
@@ -520,8 +564,19 @@ class _Server:
             generation = self.generation
             if generation is not None and epoch == generation.epoch:
                 handle(generation, *args)
+            elif epoch != self.epoch:
+                self.hub.uncount()  # (see Hub.uncount)
 
         return handler
+
+    def _shard(self, source: str, token: int, *push: Any) -> None:
+        """The host's push to subscription ``token`` (this process's
+        generation token): one for a generation before the last reset is not
+        counted (see :meth:`Hub.uncount`); the mirror ignores it."""
+        if token != self.token:
+            self.hub.uncount()
+        if self.generation is not None:
+            self.generation.shards.receive(token, *push)
 
     def _hello(self, source: str, *rest: object) -> None:
         if source == CONTROLLER:
@@ -621,6 +676,7 @@ class _Server:
         if CONTROLLER in self.hub.outlinks:
             self.hub.send(CONTROLLER, ("lost-peer", peer))
         self.awaiting_reset = True
+        self.lost_reason = f"lost its connection to replica process {peer[1:]} ({reason})"
         self._restart.set()
         self._forget_peer_items()
 
@@ -638,6 +694,8 @@ class _Server:
         self, source: str, epoch: int, runtime: str, nonce: int, position: int, commands: bytes
     ) -> None:
         if self.generation is None or epoch != self.generation.epoch:
+            if epoch != self.epoch:
+                self.hub.uncount()
             return  # for the replica that ended (see _current_epoch)
         relay = self.generation.relays.get(runtime)
         if relay is None:
@@ -710,7 +768,9 @@ class _Server:
                 self.hub.sent = self.hub.received = self.hub.dropped = 0
                 self.hub.send(SHARDS, ("ready", self.options.process, self.token))
                 for token in self._reset_tokens:
-                    self.hub.send(CONTROLLER, ("reset-done", token, self.options.process))
+                    self.hub.send(
+                        CONTROLLER, ("reset-done", token, self.options.process, self.token)
+                    )
                 self._reset_tokens = []
                 await self._restart.wait()
                 self._restart = trio.Event()

@@ -189,10 +189,37 @@ def test_serve_on_an_address_in_use_exits_1_with_the_reason(tmp_path: Path) -> N
             timeout=60,
         )
     assert done.returncode == 1
-    assert (
-        done.stderr.decode()
-        .splitlines()[-1]
-        .startswith("trio-reconcile: error: serve --process 0: [Errno ")
+    # Named: the option and the address, then the OS's reason.
+    assert done.stderr.decode().splitlines()[-1] == (
+        f"trio-reconcile: error: serve --process 0: cannot listen on --listen {address}: "
+        "Address already in use"
+    )
+
+
+def test_serve_on_a_host_that_does_not_resolve_exits_2_named_before_it_starts(
+    tmp_path: Path,
+) -> None:
+    """Bad input (a name no resolver knows: ``.invalid`` is reserved for
+    that): exit 2 and the option named, before any node starts (it was exit
+    1 with only ``[Errno -2] Name or service not known``)."""
+    secret = tmp_path / "secret"
+    secret.write_bytes(b"s" * 32)
+    address = "no-such-host.invalid:40000"
+    done = subprocess.run(
+        [
+            *(sys.executable, "-m", "replica.driver", "serve", "--process", "0"),
+            *("--listen", address, "--peers", address, "--shards", "127.0.0.1:1"),
+            *("--secret-file", str(secret)),
+        ],
+        capture_output=True,
+        check=False,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    # One line, nothing logged: nothing started.
+    (line,) = done.stderr.decode().splitlines()
+    assert line.startswith(
+        "trio-reconcile: error: --listen: cannot resolve 'no-such-host.invalid': "
     )
 
 
@@ -263,6 +290,28 @@ async def test_open_cluster_refuses_a_heartbeat_that_would_spin(
     every, timeout = heartbeat
     config = ReplicaConfig(processes=1, workers=1, interactive=False)
     with pytest.raises(ValueError, match="must be above 0"):
+        async with open_cluster(config, heartbeat=every, heartbeat_timeout=timeout):
+            pass  # pragma: no cover (never reached)
+
+
+@pytest.mark.parametrize(
+    ("heartbeat", "message"),
+    [
+        ((1e-9, 10.0), r"heartbeat \(1e-09\) must be at least 0.025s"),
+        ((1e-300, 1e-300), r"heartbeat \(1e-300\) must be at least 0.025s"),
+        ((0.5, 0.1), r"heartbeat_timeout \(0.1\) must be at least twice heartbeat \(0.5\)"),
+        ((0.5, 0.9), r"heartbeat_timeout \(0.9\) must be at least twice heartbeat"),
+    ],
+)
+async def test_open_cluster_refuses_a_heartbeat_that_spins_or_loses_every_process(
+    heartbeat: tuple[float, float], message: str
+) -> None:
+    """A heartbeat of 1e-9 s pinged every process in a busy loop (over 1,000
+    pings in 0.2 s), and a timeout below the heartbeat made every process
+    lost at every tick: refused, named, before anything starts."""
+    every, timeout = heartbeat
+    config = ReplicaConfig(processes=1, workers=1, interactive=False)
+    with pytest.raises(ValueError, match=message):
         async with open_cluster(config, heartbeat=every, heartbeat_timeout=timeout):
             pass  # pragma: no cover (never reached)
 
