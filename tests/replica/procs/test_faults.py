@@ -526,13 +526,15 @@ def test_a_process_whose_link_never_opens_is_lost_named_after_the_heartbeat_time
                 return hole if process == 1 else address
 
             async with open_cluster(
-                config, seed=3, dial=dial, heartbeat=0.1, heartbeat_timeout=1.0
+                config, seed=3, dial=dial, heartbeat=0.1, heartbeat_timeout=3.0
             ) as cluster:
-                with trio.fail_after(20):
+                with trio.fail_after(30):
                     await cluster.wait_lost(1)
-                assert cluster.reasons == {
-                    1: "no answer from replica process 1 for 1s (its link could not be opened)"
-                }
+                # (Process 0's reason is not asserted: a loaded machine may
+                # keep its pongs late too.)
+                assert cluster.reasons[1] == (
+                    "no answer from replica process 1 for 3s (its link could not be opened)"
+                )
             nursery.cancel_scope.cancel()
 
     run_real(main, limit=60)
