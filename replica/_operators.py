@@ -778,12 +778,14 @@ def table_rows(func: str, values: Sequence[Datum]) -> list[Row]:
         assert isinstance(step, int), "generate_series counts bigints"
         if step == 0:
             raise EvalError(STEP_ZERO)
-        series = range(start, stop + (1 if step > 0 else -1), step)
-        if len(series) > MAX_SERIES:
+        # Its length by arithmetic: len() of a range longer than the
+        # machine's word (-2**63 to 2**63 - 1) raises OverflowError.
+        length = max(0, (stop - start) // step + 1)
+        if length > MAX_SERIES:
             raise EvalError(
                 f"generate_series of more than {MAX_SERIES} rows (this replica's limit)"
             )
-        return [(value,) for value in series]
+        return [(value,) for value in range(start, stop + (1 if step > 0 else -1), step)]
     width = int(func.removeprefix("wrap"))
     return [tuple(values[at : at + width]) for at in range(0, len(values), width)]
 
