@@ -470,6 +470,11 @@ def parse_constant_row(text: str) -> tuple[tuple[Const, ...], int]:
         negative = inner.eat("-")
         diff = inner.integer("a count after `x`")
         diff = -diff if negative else diff
+        # A count is Materialize's Diff, an i64.
+        if diff >= 2**63:
+            raise MirError(f"number too large to fit in target type: {diff}")
+        if diff < -(2**63):
+            raise MirError(f"number too small to fit in target type: {diff}")
         inner.finish()
     else:
         datums = inner

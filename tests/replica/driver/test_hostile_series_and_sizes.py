@@ -3,10 +3,14 @@ Each case failed before its fix."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from replica import _protocol
 from replica._operators import MAX_SERIES, table_rows
 from replica._scalar import INT64_MAX, INT64_MIN, EvalError
+from replica.driver import main
 from replica.driver._spec import parse_spec
 
 from .scripts import TOPOLOGIES, assert_passes
@@ -114,3 +118,83 @@ def test_a_row_whose_series_spans_the_bigints_is_an_error_of_its_collection(
     topology: str,
 ) -> None:
     assert_passes(parse_spec(SPANS, "hostile.spec"), topology)
+
+
+MANY = """\
+create-instance
+----
+ok
+
+initialization-complete
+----
+ok
+
+define-schema name=kv
+  k bigint
+  v bigint
+----
+ok
+
+create-dataflow name=many as-of=0
+  build id=210
+    Constant // { types: "(bigint, bigint)" }
+      - ((1, 2) x 9223372036854775807)
+      - ((1, 3) x -5)
+      - (2, 4)
+  export index=211 on=210 key=[0]
+  export kind=materialized-view sink=212 on=210 shard=out schema=kv
+----
+ok
+
+schedule id=211
+----
+ok
+
+allow-writes id=212
+----
+ok
+
+peek id=211 ts=0 schema=kv
+----
+error: peek error: result exceeds max size of 4000000 rows
+
+peek-count id=211 ts=0 literals=[2]
+----
+1
+
+peek id=212 ts=0 schema=kv
+----
+error: peek error: result exceeds max size of 4000000 rows
+"""
+
+
+@pytest.mark.parametrize("topology", sorted(TOPOLOGIES))
+def test_a_read_of_more_rows_than_the_limit_is_an_error_not_a_hang(topology: str) -> None:
+    # A row counted 2**63 - 1 times was expanded row by row: the replica
+    # hung, its memory growing, on the peek.
+    assert_passes(parse_spec(MANY, "hostile.spec"), topology)
+
+
+@pytest.mark.parametrize(
+    ("count", "message"),
+    [
+        ("9223372036854775808", "number too large to fit in target type"),
+        ("-9223372036854775809", "number too small to fit in target type"),
+    ],
+)
+def test_a_constant_count_past_an_i64_is_bad_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], count: str, message: str
+) -> None:
+    spec = tmp_path / "many.spec"
+    spec.write_text(MANY.replace("x 9223372036854775807", f"x {count}"), encoding="utf-8")
+    assert main(["run", str(spec)]) == 2
+    assert capsys.readouterr() == ("", f"{spec}:18: Constant row: {message}: {count}\n")
+
+
+def test_a_result_at_the_limit_is_read_and_one_past_it_is_not(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(_protocol, "MAX_RESULT_ROWS", 3)
+    assert _protocol.rows_of_counts({(1,): 2, (2,): 1, (3,): -4}) == [(1,), (1,), (2,)]
+    with pytest.raises(_protocol.ResultTooLargeError):
+        _protocol.rows_of_counts({(1,): 2, (2,): 2})
