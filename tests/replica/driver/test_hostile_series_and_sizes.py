@@ -198,3 +198,42 @@ def test_a_result_at_the_limit_is_read_and_one_past_it_is_not(
     assert _protocol.rows_of_counts({(1,): 2, (2,): 1, (3,): -4}) == [(1,), (1,), (2,)]
     with pytest.raises(_protocol.ResultTooLargeError):
         _protocol.rows_of_counts({(1,): 2, (2,): 2})
+
+
+HUGE = "1" * 5000
+SHOWN = "1" * 40 + "... (5000 characters)"
+
+
+@pytest.mark.parametrize(
+    ("plan", "shown"),
+    [
+        (f"Filter #0 = {HUGE}", SHOWN),
+        (f"Filter #0 = -{HUGE}", SHOWN),
+        (f"Filter #0 = 0x{HUGE}", "0x" + "1" * 38 + "... (5002 characters)"),
+        (f"Project (#{HUGE})", SHOWN),
+        (f"TopK order_by=[#0] offset={HUGE}", SHOWN),
+    ],
+)
+def test_an_integer_literal_of_thousands_of_digits_is_bad_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], plan: str, shown: str
+) -> None:
+    # Python refuses to convert more than 4,300 digits: a ValueError of its
+    # own, which ended the command with a traceback instead of exit 2.
+    spec = tmp_path / "huge.spec"
+    spec.write_text(
+        f"""\
+create-dataflow name=m as-of=0
+  import source=100 shard=r upper=1
+  build id=110
+    {plan}
+      Get u100
+  export index=111 on=110 key=[0]
+----
+ok
+""",
+        encoding="utf-8",
+    )
+    assert main(["run", str(spec)]) == 2
+    operator = plan.split(" ", 1)[0]
+    message = f"number too large to fit in target type: `{shown}`"
+    assert capsys.readouterr() == ("", f"{spec}:4: {operator}: {message}\n")
