@@ -284,17 +284,22 @@ class Inbox(Generic[M], metaclass=NoPublicConstructor):
         nothing more or ``batch`` has ``limit`` envelopes. Never blocks."""
         cell = self._cell
         channel = cell.receive_channel
-        data = channel._state.data
+        state = channel._state
+        data = state.data
         links = cell.links
         if (
             data
+            and not state.send_tasks
             and not cell.system_queue
             and not cell.pending
             and cell.tracer is None
             and (links is None or not links.timed)
         ):
             # The usual case, in bulk: no framework message to fit in, no
-            # asker, timer or trace to tell about any of them.
+            # asker, timer or trace to tell about any of them, and no sender
+            # waiting for room (taken one by one, each envelope taken lets
+            # the next waiting sender in, as receive does; clearing the
+            # buffer under them would leave them parked beside free room).
             room = len(data) if limit is None else min(len(data), limit - len(batch))
             if room == len(data):
                 batch.extend(data)

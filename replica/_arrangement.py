@@ -15,11 +15,11 @@ from __future__ import annotations
 import operator
 import zlib
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 
 import attrs
 
-from ._protocol import Datum, Row, Update
+from ._protocol import Datum, Row, Update, rows_of_counts
 
 MASK = 0xFFFFFFFFFFFF
 _NULL = 0x9E3779B9
@@ -211,9 +211,9 @@ class Scan:
                 break
         return self.done
 
-    def rows(self) -> Iterator[Row]:
-        """The rows read (a row with multiplicity k, k times). Once ``done``."""
+    def rows(self) -> list[Row]:
+        """The rows read (a row with multiplicity k, k times). Once ``done``.
+        :class:`~replica._protocol.ResultTooLargeError` past
+        :data:`~replica._protocol.MAX_RESULT_ROWS`."""
         assert self.done, "a scan's rows are known once it is done"
-        for row, count in self.counts.items():
-            for _ in range(count):
-                yield row
+        return rows_of_counts(self.counts)

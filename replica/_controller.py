@@ -26,6 +26,8 @@ from ._faults import Faults
 from ._ids import GlobalId, as_id
 from ._merge import PartitionedState
 from ._protocol import (
+    MAX_RESULT_ROWS,
+    RESULT_TOO_LARGE,
     Canceled,
     CancelPeek,
     Command,
@@ -38,6 +40,7 @@ from ._protocol import (
     PeekResponse,
     PeekResult,
     Response,
+    ResultTooLargeError,
     Row,
     Rows,
     SubscribeBatch,
@@ -267,6 +270,9 @@ class Controller:
         result = pending.result
         match result:
             case Rows(rows):
+                if len(rows) > MAX_RESULT_ROWS:
+                    # Each worker's part was within it; together they are not.
+                    raise PeekFailedError(RESULT_TOO_LARGE)
                 return sorted(rows, key=row_order)
             case PeekError(message):
                 raise PeekFailedError(message)
@@ -285,7 +291,10 @@ class Controller:
             finally:
                 stop()
         await trio.lowlevel.checkpoint()
-        return shard.read_at(ts)
+        try:
+            return shard.read_at(ts)
+        except ResultTooLargeError as error:
+            raise PeekFailedError(str(error)) from None
 
     async def await_metric(self, name: str, minus: str | None, most: int) -> int:
         """Wait until the replica's metric ``name`` (less ``minus``) is at most

@@ -697,6 +697,10 @@ class TopKOperator(_Reduce):
         factory=dict
     )
     outputs: dict[Row, dict[Row, int]] = attrs.field(factory=dict)
+    # The error each group's limit fails with, while it holds a row (the
+    # group's one error in the errors: retracted when the group empties or
+    # its limit no longer fails, as a from-scratch evaluation would have it).
+    failed: dict[Row, str] = attrs.field(factory=dict)
     key: Callable[[Row], tuple[object, ...]] = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
@@ -740,7 +744,7 @@ class TopKOperator(_Reduce):
         if not counts:
             self.groups.pop(group, None)
         old = self.outputs.pop(group, {})
-        limit = self._limit(counts, time)
+        limit = self._limit(group, counts, time)
         new = _first_places((row for _, row in order), counts, limit, self.offset)
         if new:
             self.outputs[group] = new
@@ -749,14 +753,24 @@ class TopKOperator(_Reduce):
             if change:
                 output.append((row, time, change))
 
-    def _limit(self, rows: dict[Row, int], time: int) -> int | None:
-        if self.limit is None or not rows:
-            return None
-        try:
-            limit = evaluate(self.limit, next(iter(rows)))
-        except EvalError as error:
-            self.errors.add(str(error), time, 1)
-            return 0
+    def _limit(self, group: Row, rows: dict[Row, int], time: int) -> int | None:
+        """The group's limit (it reads the group's key only); 0 when it
+        fails, the failure then being the group's error at ``time`` on."""
+        limit: Datum = None
+        error: str | None = None
+        if self.limit is not None and rows:
+            try:
+                limit = evaluate(self.limit, next(iter(rows)))
+            except EvalError as failure:
+                error, limit = str(failure), 0
+        old = self.failed.pop(group, None)
+        if error is not None:
+            self.failed[group] = error
+        if old != error:
+            if old is not None:
+                self.errors.add(old, time, -1)
+            if error is not None:
+                self.errors.add(error, time, 1)
         assert limit is None or isinstance(limit, int), "a TopK's limit is a bigint"
         return limit
 
@@ -778,12 +792,14 @@ def table_rows(func: str, values: Sequence[Datum]) -> list[Row]:
         assert isinstance(step, int), "generate_series counts bigints"
         if step == 0:
             raise EvalError(STEP_ZERO)
-        series = range(start, stop + (1 if step > 0 else -1), step)
-        if len(series) > MAX_SERIES:
+        # Its length by arithmetic: len() of a range longer than the
+        # machine's word (-2**63 to 2**63 - 1) raises OverflowError.
+        length = max(0, (stop - start) // step + 1)
+        if length > MAX_SERIES:
             raise EvalError(
                 f"generate_series of more than {MAX_SERIES} rows (this replica's limit)"
             )
-        return [(value,) for value in series]
+        return [(value,) for value in range(start, stop + (1 if step > 0 else -1), step)]
     width = int(func.removeprefix("wrap"))
     return [tuple(values[at : at + width]) for at in range(0, len(values), width)]
 

@@ -112,7 +112,7 @@ class Constant:
     """Fixed rows, each with its multiplicity (a negative one retracts), of
     ``width`` columns: complete at every time, from the dataflow's as_of."""
 
-    rows: tuple[tuple[Row, int], ...]
+    rows: tuple[tuple[Row, int], ...] = attrs.field(eq=_scalar.exact_rows)
     width: int
 
 

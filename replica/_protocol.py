@@ -21,6 +21,30 @@ Datum = int | str | bool | float | None
 Row = tuple[Datum, ...]
 """A row: a tuple of datums."""
 
+MAX_RESULT_ROWS = 4_000_000
+"""The most rows a read answers with, a row counted k times counting k (as
+many as a spec may write in all): a ``Constant`` row counted 10**18 times, or
+a join that multiplies, would otherwise be expanded row by row until the
+process hangs or runs out of memory. Past it a read is
+:data:`RESULT_TOO_LARGE`, as Materialize's reads past ``max_result_size``."""
+
+RESULT_TOO_LARGE = f"result exceeds max size of {MAX_RESULT_ROWS} rows"
+
+
+class ResultTooLargeError(ValueError):
+    """A read whose rows, with their multiplicities, are more than
+    :data:`MAX_RESULT_ROWS`."""
+
+
+def rows_of_counts(counts: dict[Row, int]) -> list[Row]:
+    """Each row of ``counts`` as many times as its count (none below one);
+    :class:`ResultTooLargeError` when that is more than
+    :data:`MAX_RESULT_ROWS`, before any is expanded."""
+    if sum(count for count in counts.values() if count > 0) > MAX_RESULT_ROWS:
+        raise ResultTooLargeError(RESULT_TOO_LARGE)
+    return [row for row, count in counts.items() for _ in range(count)]
+
+
 Update = tuple[Row, int, int]
 """A change to a collection: ``(row, time, diff)``."""
 

@@ -15,6 +15,7 @@ expressions do.
 from __future__ import annotations
 
 import enum
+import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
@@ -80,15 +81,28 @@ class Column:
     index: int
 
 
-def _typed(value: Datum) -> tuple[type, Datum]:
-    return type(value), value
+def exact(value: Datum) -> tuple[type, Datum, float]:
+    """``value`` as plans compare it: by type and value, and a float by its
+    sign too (``-0.0 == 0.0`` in Python, but the two render as ``-0`` and
+    ``0``: a plan with one must not stand in for a plan with the other when
+    a reconnect compares them)."""
+    return type(value), value, math.copysign(1.0, value) if isinstance(value, float) else 1.0
+
+
+def exact_rows(rows: tuple[tuple[Row, int], ...]) -> tuple[object, ...]:
+    """A ``Constant``'s rows as plans compare them (see :func:`exact`)."""
+    return tuple((tuple(exact(datum) for datum in row), diff) for row, diff in rows)
+
+
+_typed = exact
 
 
 @attrs.frozen
 class Literal:
-    """A constant (``None``: NULL). Literals compare by type and value:
-    Python holds ``1 == True``, SQL does not, and a plan with ``1`` must not
-    stand in for one with ``true`` when a reconnect compares them."""
+    """A constant (``None``: NULL). Literals compare by type and value (and
+    a float's sign, see :func:`exact`): Python holds ``1 == True``, SQL does
+    not, and a plan with ``1`` must not stand in for one with ``true`` when a
+    reconnect compares them."""
 
     value: Datum = attrs.field(eq=_typed)
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Self
 import attrs
 
 from ._errors import UpperMismatchError, UpperRegressionError, WriteBelowUpperError
-from ._protocol import Row, Update
+from ._protocol import Row, Update, rows_of_counts
 
 if TYPE_CHECKING:
     from .persist import ShardStorage
@@ -99,7 +99,7 @@ class Shard:
         for row, time, diff in self.updates:
             if time <= ts:
                 counts[row] += diff
-        return [row for row, count in counts.items() for _ in range(count)]
+        return rows_of_counts(counts)
 
     def listen(self, wake: Callable[[], None]) -> Callable[[], None]:
         """Call ``wake`` after every change; return the function that stops it.

@@ -43,6 +43,7 @@ from ._protocol import (
     PeekError,
     PeekResponse,
     Response,
+    ResultTooLargeError,
     Rows,
     Schedule,
     SubscribeBatch,
@@ -88,6 +89,15 @@ class _Reading:
 
     peek: Peek
     scan: Scan | None = None
+
+
+def _result(scan: Scan) -> Rows | PeekError:
+    """A finished scan's answer: its rows, or the error of a result past
+    :data:`~replica._protocol.MAX_RESULT_ROWS`."""
+    try:
+        return Rows(tuple(scan.rows()))
+    except ResultTooLargeError as error:
+        return PeekError(str(error))
 
 
 def peek_work(configuration: dict[str, str]) -> int | None:
@@ -399,7 +409,7 @@ class ComputeState:
             # Ready and no work budget: answer now.
             scan = collection.scan(command.timestamp, command.literals)
             scan.run()
-            self.outbox.append(PeekResponse(command.uuid, Rows(tuple(scan.rows()))))
+            self.outbox.append(PeekResponse(command.uuid, _result(scan)))
             return
         self.peeks[command.uuid] = reading
         self.wake()
@@ -461,7 +471,7 @@ class ComputeState:
                 reading.scan = collection.scan(peek.timestamp, peek.literals)
             if reading.scan.run(work):
                 del self.peeks[uuid]
-                self.outbox.append(PeekResponse(uuid, Rows(tuple(reading.scan.rows()))))
+                self.outbox.append(PeekResponse(uuid, _result(reading.scan)))
             else:
                 # More to read: step again (after a checkpoint: the loop parks
                 # on an event that is set, which still yields).

@@ -74,6 +74,8 @@ _FLOAT = re.compile(
 )
 _RADIX = {None: 10, "0x": 16, "0o": 8, "0b": 2}
 _DIGITS = {10: "0123456789", 16: "0123456789abcdefABCDEF", 8: "01234567", 2: "01"}
+# The most significant digits of an integer literal: a u128's, in each radix.
+_MOST_DIGITS = {10: 39, 16: 32, 8: 43, 2: 128}
 _STRING_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "0": "\0", "\\": "\\", '"': '"', "'": "'"}
 _CLOSING = {"(": ")", "[": "]", "{": "}"}
 
@@ -164,6 +166,11 @@ class Cursor:
         digits = "" if match is None else match["digits"].replace("_", "")
         if not digits or not all(digit in _DIGITS[radix] for digit in digits):
             raise MirError(f"expected {what}, found {self.describe()}")
+        assert token is not None
+        if len(digits.lstrip("0")) > _MOST_DIGITS[radix]:
+            # Past any type a plan's number has (and past the digits Python
+            # converts: 4,300 decimal ones raise a ValueError of its own).
+            raise MirError(f"number too large to fit in target type: `{_shown(token.text)}`")
         self.at += 1
         return int(digits, radix)
 
@@ -189,6 +196,11 @@ class Cursor:
 
 
 T = TypeVar("T")
+
+
+def _shown(text: str) -> str:
+    """``text``, cut to its first 40 characters when it is longer."""
+    return text if len(text) <= 40 else f"{text[:40]}... ({len(text)} characters)"
 
 
 def comma_separated(cursor: Cursor, parse: Callable[[Cursor], T]) -> list[T]:
@@ -470,6 +482,11 @@ def parse_constant_row(text: str) -> tuple[tuple[Const, ...], int]:
         negative = inner.eat("-")
         diff = inner.integer("a count after `x`")
         diff = -diff if negative else diff
+        # A count is Materialize's Diff, an i64.
+        if diff >= 2**63:
+            raise MirError(f"number too large to fit in target type: {diff}")
+        if diff < -(2**63):
+            raise MirError(f"number too small to fit in target type: {diff}")
         inner.finish()
     else:
         datums = inner

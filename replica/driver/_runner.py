@@ -304,7 +304,8 @@ async def _execute(session: _Session, payload: Payload) -> list[str]:
         case PeekRows(id, ts, timeout, shard):
             with trio.move_on_after(session.wait(timeout)):
                 if shard is not None:
-                    return render_rows(await controller.peek_shard(session.shards.shard(shard), ts))
+                    shard_rows = _peek_shard(controller, session.shards.shard(shard), ts)
+                    return render_rows(await shard_rows)
                 return render_rows(await _peek(controller, id, ts))
             return _timed_out(timeout)
         case PeekCount(id, ts, literals, timeout):
@@ -359,6 +360,13 @@ async def _peek(
         raise _PrintedError(f"peek error: {error}") from None
     except PeekCanceledError:
         raise _PrintedError("peek canceled") from None
+
+
+async def _peek_shard(controller: Controller, shard: Shard, ts: int) -> list[Row]:
+    try:
+        return await controller.peek_shard(shard, ts)
+    except PeekFailedError as error:
+        raise _PrintedError(f"peek error: {error}") from None
 
 
 async def _count(

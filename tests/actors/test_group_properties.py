@@ -57,6 +57,7 @@ membership_programs = st.lists(
     max_size=15,
 )
 capacities = st.lists(st.sampled_from([0, 1, 3, math.inf]), min_size=MEMBERS, max_size=MEMBERS)
+batching = st.lists(st.sampled_from([0, None, 1, 2]), min_size=MEMBERS, max_size=MEMBERS)
 slowness = st.lists(st.sampled_from([0, 0.25, 0.5]), min_size=MEMBERS, max_size=MEMBERS)
 initial = st.sets(members)
 
@@ -70,10 +71,24 @@ class Period:
     end: int | None = None
 
 
-async def slow_member(inbox: Inbox[int], log: list[tuple[int, int]], pause: float) -> None:
-    async for envelope in inbox:
-        log.append((envelope.seq, envelope.message))
-        await trio.sleep(pause)
+async def slow_member(
+    inbox: Inbox[int], log: list[tuple[int, int]], pause: float, batch: int | None = 0
+) -> None:
+    """Log each envelope, pausing after each; ``batch`` 0 receives one at a
+    time, else batches of at most ``batch`` (``None``: no limit)."""
+    if batch == 0:
+        async for envelope in inbox:
+            log.append((envelope.seq, envelope.message))
+            await trio.sleep(pause)
+        return
+    while True:
+        try:
+            envelopes = await inbox.receive_batch(batch)
+        except trio.EndOfChannel:
+            return
+        for envelope in envelopes:
+            log.append((envelope.seq, envelope.message))
+            await trio.sleep(pause)
 
 
 async def play(
@@ -82,12 +97,20 @@ async def play(
     start: set[int],
     leader: list[Send | Pause],
     membership: list[Join | Leave | Stop | Pause],
+    batch: list[int | None] | None = None,
 ) -> tuple[list[list[tuple[int, int]]], list[list[Period]], set[int], int]:
     logs: list[list[tuple[int, int]]] = [[] for _ in range(MEMBERS)]
     periods: list[list[Period]] = [[] for _ in range(MEMBERS)]
     async with actors.open_system() as system:
         refs = [
-            await system.spawn(slow_member, logs[i], pause[i], name=f"m{i}", capacity=capacity[i])
+            await system.spawn(
+                slow_member,
+                logs[i],
+                pause[i],
+                0 if batch is None else batch[i],
+                name=f"m{i}",
+                capacity=capacity[i],
+            )
             for i in range(MEMBERS)
         ]
         sequencer = system.sequencer([refs[i] for i in sorted(start)], name="group")
@@ -146,6 +169,7 @@ async def play(
     start=initial,
     leader=leader_programs,
     membership=membership_programs,
+    batch=batching,
     seed=st.integers(0, 2**32),
 )
 def test_each_member_receives_exactly_the_stamps_of_its_times_in_the_group(
@@ -154,10 +178,13 @@ def test_each_member_receives_exactly_the_stamps_of_its_times_in_the_group(
     start: set[int],
     leader: list[Send | Pause],
     membership: list[Join | Leave | Stop | Pause],
+    batch: list[int | None],
     seed: int,
 ) -> None:
+    # Members receive one at a time or in batches (of at most 1 or 2, or
+    # everything there is), mailboxes of 0 to unbounded room.
     logs, periods, stopped, total = actors.run(
-        play, capacity, pause, start, leader, membership, seed=seed
+        play, capacity, pause, start, leader, membership, batch, seed=seed
     )
     for member, (log, times) in enumerate(zip(logs, periods, strict=True)):
         assert all(seq == message for seq, message in log)  # one message per stamp

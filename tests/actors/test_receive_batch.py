@@ -290,3 +290,39 @@ async def test_receive_batch_skips_the_message_of_a_timer_cancelled_since() -> N
         release.set()
         await ref.wait_stopped()
     assert taken == [["before", "after"]]
+
+
+@pytest.mark.parametrize("queued", [1, 2])
+async def test_receive_batch_lets_a_sender_waiting_for_room_in_once_it_took_some(
+    queued: int,
+) -> None:
+    # A batch cut by its limit still frees room in the mailbox: a sender that
+    # waited for room goes in at once, as receive lets it in (it must not
+    # stay parked while the actor handles the batch, here waiting on the
+    # sender itself: that would be a deadlock).
+    batches = Batches(limit=1)
+    first, second = trio.Event(), trio.Event()
+    sent: list[str] = []
+
+    async def late_sender(ref: actors.ActorRef[object]) -> None:
+        await ref.tell("late")
+        sent.append("late")
+        second.set()
+
+    async with actors.open_system() as system:
+        ref = await system.spawn(batches.behaviour, capacity=queued)
+        ref.tell_nowait(Hold(first))
+        await trio.testing.wait_all_tasks_blocked()  # it holds `first`
+        ref.tell_nowait(Hold(second))
+        for value in range(queued - 1):
+            ref.tell_nowait(value)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(late_sender, ref)
+            await trio.testing.wait_all_tasks_blocked()
+            assert sent == []  # the mailbox is full
+            first.set()
+            await trio.testing.wait_all_tasks_blocked()
+            # The actor took `second` and waits on it: the sender got in.
+            assert sent == ["late"]
+    taken = [message for batch in batches.batches for message, _ in batch]
+    assert taken == [Hold(first), Hold(second), *range(queued - 1), "late"]
