@@ -45,7 +45,7 @@ from replica import (  # noqa: E402 (the project root first, when run as a scrip
 )
 from replica.procs import open_cluster  # noqa: E402
 
-COMMANDS_M = 20_000
+COMMANDS_M = 100_000
 PROCESS_COUNTS = (1, 2)
 
 BenchFn = Callable[[int], tuple[int, float]]
