@@ -29,6 +29,7 @@ import logging
 import random
 import sys
 import time
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
@@ -99,6 +100,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Trio may wrap the KeyboardInterrupt in a group with what it cancelled.
         if isinstance(error, BaseExceptionGroup) and error.subgroup(KeyboardInterrupt) is None:
             raise
+        # Ctrl-C can land in trio's start of a task, between making its
+        # coroutine and running it: the coroutine, dropped with the run, would
+        # warn that it was never awaited. The run is over: one line says so.
+        warnings.filterwarnings("ignore", "coroutine .* was never awaited", RuntimeWarning)
         print(f"{PROG}: interrupted", file=sys.stderr)
         return INTERRUPTED
 
