@@ -335,7 +335,8 @@ class _Reduce(Operator):
     """A reduce per group of ``group_key``, its input exchanged by the key:
     each completed time's updates (in time order) change the groups they
     touch, and a group whose row changed retracts the old row and inserts
-    the new (:meth:`_changes` says which)."""
+    the new (:meth:`_changes` says which; an operator whose output is not a
+    row per group says what a time changes in :meth:`_apply_time` instead)."""
 
     input: Stream
     queue: Queue
@@ -352,13 +353,19 @@ class _Reduce(Operator):
             done, self.pending = _completed(self.pending, frontier)
             output: list[Update] = []
             for time, updates in _by_time(done):
-                for old, new in self._changes(updates):
-                    if old is not None:
-                        output.append((old, time, -1))
-                    if new is not None:
-                        output.append((new, time, 1))
+                self._apply_time(time, updates, output)
             self.out.push(output)
         self.out.frontier = frontier
+
+    def _apply_time(self, time: int, updates: Iterator[Update], output: list[Update]) -> None:
+        """Apply one completed time's ``updates``, adding what the output
+        gains and loses at ``time`` to ``output``: by default each changed
+        group's old row out and new row in (:meth:`_changes`)."""
+        for old, new in self._changes(updates):
+            if old is not None:
+                output.append((old, time, -1))
+            if new is not None:
+                output.append((new, time, 1))
 
     def _changes(self, updates: Iterator[Update]) -> Iterator[tuple[Row | None, Row | None]]:
         """Apply one time's ``updates``; each group's row before and after,
@@ -578,31 +585,21 @@ class ThresholdOperator(_Reduce):
 
     counts: dict[Row, int] = attrs.field(factory=dict)
 
-    def step(self) -> None:
-        self.pending.extend(self.queue.take())
-        frontier = self.input.frontier
-        if frontier is None:
-            return
-        if self.pending:
-            done, self.pending = _completed(self.pending, frontier)
-            output: list[Update] = []
-            counts = self.counts
-            for time, updates in _by_time(done):
-                deltas: dict[Row, int] = defaultdict(int)
-                for row, _, diff in updates:
-                    deltas[row] += diff
-                for row, delta in deltas.items():
-                    old = counts.get(row, 0)
-                    new = old + delta
-                    if new:
-                        counts[row] = new
-                    else:
-                        counts.pop(row, None)
-                    change = threshold_count(new) - threshold_count(old)
-                    if change:
-                        output.append((row, time, change))
-            self.out.push(output)
-        self.out.frontier = frontier
+    def _apply_time(self, time: int, updates: Iterator[Update], output: list[Update]) -> None:
+        counts = self.counts
+        deltas: dict[Row, int] = defaultdict(int)
+        for row, _, diff in updates:
+            deltas[row] += diff
+        for row, delta in deltas.items():
+            old = counts.get(row, 0)
+            new = old + delta
+            if new:
+                counts[row] = new
+            else:
+                counts.pop(row, None)
+            change = threshold_count(new) - threshold_count(old)
+            if change:
+                output.append((row, time, change))
 
 
 def _sort_key(
@@ -706,24 +703,14 @@ class TopKOperator(_Reduce):
     def __attrs_post_init__(self) -> None:
         self.key = _sort_key(self.order_key)
 
-    def step(self) -> None:
-        self.pending.extend(self.queue.take())
-        frontier = self.input.frontier
-        if frontier is None:
-            return
-        if self.pending:
-            done, self.pending = _completed(self.pending, frontier)
-            output: list[Update] = []
-            for time, updates in _by_time(done):
-                touched: set[Row] = set()
-                for row, _, diff in updates:
-                    group = tuple(row[column] for column in self.group_key)
-                    self._count(group, row, diff)
-                    touched.add(group)
-                for group in touched:
-                    self._regroup(group, time, output)
-            self.out.push(output)
-        self.out.frontier = frontier
+    def _apply_time(self, time: int, updates: Iterator[Update], output: list[Update]) -> None:
+        touched: set[Row] = set()
+        for row, _, diff in updates:
+            group = tuple(row[column] for column in self.group_key)
+            self._count(group, row, diff)
+            touched.add(group)
+        for group in touched:
+            self._regroup(group, time, output)
 
     def _count(self, group: Row, row: Row, diff: int) -> None:
         counts, order = self.groups.setdefault(group, ({}, []))
