@@ -561,13 +561,22 @@ class _Server:
         to the replica the reset ended."""
 
         def handler(source: str, epoch: int, *args: Any) -> None:
-            generation = self.generation
-            if generation is not None and epoch == generation.epoch:
+            generation = self._generation_of(epoch)
+            if generation is not None:
                 handle(generation, *args)
-            elif epoch != self.epoch:
-                self.hub.uncount()  # (see Hub.uncount)
 
         return handler
+
+    def _generation_of(self, epoch: int) -> Generation | None:
+        """The current generation, if an item of ``epoch`` from another
+        replica process is for it; ``None`` otherwise (the item of an ended
+        epoch is then not counted: see :meth:`Hub.uncount`)."""
+        generation = self.generation
+        if generation is not None and epoch == generation.epoch:
+            return generation
+        if epoch != self.epoch:
+            self.hub.uncount()
+        return None
 
     def _shard(self, source: str, token: int, *push: Any) -> None:
         """The host's push to subscription ``token`` (this process's
@@ -650,7 +659,8 @@ class _Server:
     def _peer_lost(self, peer: str, reason: str) -> None:
         """A connection to replica process ``peer`` dropped (it died, or only
         the connection did) for ``reason``: the processes of a cluster share
-        fate, so this one starts a fresh replica, and tells the controller,
+        fate, so this one ends its replica, starts the next at the
+        controller's next reset (see :meth:`run`), and tells the controller,
         whose connections to this process ended with the old one (a real
         process halts and restarts: the controller sees its connections
         fail). A warning, unless the other process closed it stopping in
@@ -693,16 +703,13 @@ class _Server:
     async def _seq(
         self, source: str, epoch: int, runtime: str, nonce: int, position: int, commands: bytes
     ) -> None:
-        if self.generation is None or epoch != self.generation.epoch:
-            if epoch != self.epoch:
-                self.hub.uncount()
+        generation = self._generation_of(epoch)
+        if generation is None:
             return  # for the replica that ended (see _current_epoch)
-        relay = self.generation.relays.get(runtime)
+        relay = generation.relays.get(runtime)
         if relay is None:
             raise ProtocolError(f"process {self.options.process} relays no {runtime} runtime")
-        await relay.broadcast_many(
-            [SequencedCommand(nonce, position, command) for command in _wire.split(commands)]
-        )
+        await relay.broadcast_many(SequencedCommand.all_of(nonce, position, _wire.split(commands)))
 
     def _probe(self, source: str, token: int, final: bool) -> None:
         self.nursery.start_soon(self._answer_probe, token, final)
