@@ -214,9 +214,9 @@ def _keeps(old: Running, new: DataflowDescription) -> bool:
         isinstance(sink.connection, Subscribe) for sink in new.sink_exports
     ):
         return False
+    if not old.whole:
+        return False  # an export was dropped on its own: rebuild it all
     description = old.description
-    if len(old.exports) != len(description.exports):
-        return False  # an export was dropped (not whole): rebuild it all
     since = old.since
     if since > new.as_of:
         return False
