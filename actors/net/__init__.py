@@ -31,6 +31,7 @@ from ._events import MessageReceived as MessageReceived
 from ._events import PeerRefused as PeerRefused
 from ._events import StopRequested as StopRequested
 from ._node import Node as Node
+from ._node import NodeStatistics as NodeStatistics
 from ._node import open_node as open_node
 from ._peer import Peer as Peer
 from ._peer import PeerStatistics as PeerStatistics

@@ -8,11 +8,13 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import final
 
+import attrs
 import trio
 
 from .._mailbox import _seconds
 from .._system import ActorSystem
 from .._util import NoPublicConstructor
+from ._admission import Admission, AdmissionStatistics, Admitted, LogBudget, Progress
 from ._codec import Codec
 from ._errors import HandshakeError
 from ._events import Authenticated, ConnectionClosed, Event
@@ -22,9 +24,34 @@ from ._protocol import DEFAULT_MAX_FRAME, DEFAULT_WINDOW, Connection, Role, Stat
 logger = logging.getLogger("actors.net")
 
 MAX_HANDSHAKES = 64
-"""Connections a node's listener lets be in their handshake at once: past
-it, a new connection is closed at once (logged), so peers that connect and
-say nothing cannot pile up tasks and sockets for ``handshake_timeout`` each."""
+"""Connections a node's listener keeps in their handshake at once (by
+default: ``open_node(max_handshakes=...)``). One more is always let in, and a
+stranger that has shown less is evicted to make room (:mod:`._admission`),
+so connections that say nothing can neither pile up tasks and sockets nor
+keep an honest peer out."""
+
+LOG_BURST = 10
+LOG_INTERVAL = 10.0
+"""A node writes at most ``LOG_BURST`` warnings about connections that did
+not authenticate per ``LOG_INTERVAL`` seconds; the next one written says how
+many were held back (and ``Node.statistics().unlogged`` counts them all)."""
+
+
+@final
+@attrs.frozen
+class NodeStatistics:
+    """A snapshot of a node: its peers (authenticated connections), the
+    accepted connections in their handshake now and the most it keeps, how
+    many of those were evicted to make room, how many failed their handshake
+    (refused, lost, timed out or evicted), and how many warnings about them
+    were not logged (past the log budget)."""
+
+    peers: int
+    handshaking: int
+    max_handshakes: int
+    evicted: int
+    failed: int
+    unlogged: int
 
 
 @final
@@ -51,6 +78,7 @@ class Node(metaclass=NoPublicConstructor):
         ssl_context: ssl.SSLContext | None,
         max_buffer: int,
         stall_timeout: float,
+        max_handshakes: int,
     ) -> None:
         self.system = system
         self.name = name
@@ -66,8 +94,10 @@ class Node(metaclass=NoPublicConstructor):
         self._stall_timeout = stall_timeout
         self.address: tuple[str, int] | None = None
         self.peers: list[Peer] = []
-        # Connections in their handshake now (dialled, accepted or served).
-        self._handshaking = 0
+        # The listener's connections in their handshake, and how to end each.
+        self._admission = Admission(max_handshakes)
+        self._evict: dict[Admitted, trio.CancelScope] = {}
+        self._log_budget = LogBudget(LOG_BURST, LOG_INTERVAL)
 
     def __repr__(self) -> str:
         return f"<Node {self.name!r} at {self.address} with {len(self.peers)} peers>"
@@ -112,28 +142,55 @@ class Node(metaclass=NoPublicConstructor):
         peer: Peer = await self._nursery.start(self._run_peer, stream, Role.SERVER)
         return peer
 
+    def statistics(self) -> NodeStatistics:
+        """A snapshot of the node (:class:`NodeStatistics`)."""
+        admission: AdmissionStatistics = self._admission.statistics()
+        return NodeStatistics(
+            peers=len(self.peers),
+            handshaking=admission.handshaking,
+            max_handshakes=admission.limit,
+            evicted=admission.evicted,
+            failed=admission.failed,
+            unlogged=self._log_budget.total_held_back,
+        )
+
     async def _serve(self, stream: trio.abc.Stream) -> None:
         """A listener's handler: serves the connection until it ends (the
-        listener closes the stream when this returns); a refused connection
-        is logged, not raised."""
-        if self._handshaking >= MAX_HANDSHAKES:
-            logger.warning(
-                "node %r refused a connection: %d others are in their handshake",
-                self.name,
-                self._handshaking,
-            )
-            return
+        listener closes the stream when this returns). The connection is
+        admitted at once, evicting a stranger if the listener is full
+        (:mod:`._admission`); a failed handshake is logged (within the
+        log budget), not raised."""
+        admitted, evicted = self._admission.admit(_source_of(stream))
+        if evicted is not None:
+            self._evict.pop(evicted).cancel()
         if self._ssl_context is not None:
-            stream = trio.SSLStream(stream, self._ssl_context, server_side=True)
+            stream = trio.SSLStream(
+                _Watched(stream, self._admission, admitted), self._ssl_context, server_side=True
+            )
         try:
-            await self._run_peer(stream, Role.SERVER, task_status=trio.TASK_STATUS_IGNORED)
+            await self._run_peer(
+                stream, Role.SERVER, task_status=trio.TASK_STATUS_IGNORED, admitted=admitted
+            )
         except HandshakeError as error:
-            logger.warning("node %r refused a connection: %s", self.name, error)
+            self._warn("node %r refused a connection: %s", error)
         except (trio.BrokenResourceError, trio.ClosedResourceError) as error:
-            logger.warning("node %r lost a connection during its handshake: %s", self.name, error)
+            self._warn("node %r lost a connection during its handshake: %s", error)
+
+    def _warn(self, message: str, error: Exception) -> None:
+        held_back = self._log_budget.take(trio.current_time())
+        if held_back is None:
+            return
+        if held_back:
+            message += f" ({held_back} more warnings like it were not logged)"
+        logger.warning(message, self.name, error)
 
     async def _run_peer(
-        self, stream: trio.abc.Stream, role: Role, *, task_status: trio.TaskStatus[Peer]
+        self,
+        stream: trio.abc.Stream,
+        role: Role,
+        *,
+        task_status: trio.TaskStatus[Peer],
+        admitted: Admitted | None = None,
     ) -> None:
         conn = Connection(
             role=role,
@@ -145,11 +202,7 @@ class Node(metaclass=NoPublicConstructor):
         )
         try:
             async with stream:
-                self._handshaking += 1
-                try:
-                    peer, early = await self._handshake(stream, conn)
-                finally:
-                    self._handshaking -= 1
+                peer, early = await self._handshake(stream, conn, admitted)
                 task_status.started(peer)
                 self.peers.append(peer)
                 try:
@@ -174,45 +227,108 @@ class Node(metaclass=NoPublicConstructor):
             raise
 
     async def _handshake(
-        self, stream: trio.abc.Stream, conn: Connection
+        self, stream: trio.abc.Stream, conn: Connection, admitted: Admitted | None
     ) -> tuple[Peer, list[Event]]:
         """Exchange ``Hello`` and ``Proof`` over ``stream``; the peer and the
         events that came behind the proof in the same read (a look-up, say),
-        or :class:`HandshakeError` (after sending our ``Close``)."""
-        with trio.move_on_after(self._handshake_timeout):
-            while True:
-                data = conn.data_to_send()
-                if data:
-                    await stream.send_all(data)
-                events = conn.receive_data(await stream.receive_some(4096))
-                for index, event in enumerate(events):
-                    match event:
-                        case Authenticated():
-                            await stream.send_all(conn.data_to_send())
-                            peer = Peer._create(
-                                self.system,
-                                conn,
-                                stream,
-                                self.codec,
-                                self._close_timeout,
-                                self._max_buffer,
-                                self._stall_timeout,
-                            )
-                            return peer, events[index + 1 :]
-                        case ConnectionClosed(reason=reason, by_peer=by_peer):
-                            data = conn.data_to_send()
-                            if data:
-                                with trio.move_on_after(self._close_timeout):
-                                    await stream.send_all(data)
-                            who = f"node {conn.peer or '?'} closed it: " if by_peer else ""
-                            why = reason.removeprefix("handshake: ")
-                            raise HandshakeError(f"handshake with {role_of(conn)}: {who}{why}")
-                        case _:  # pragma: no cover (nothing else comes before Authenticated)
-                            pass
+        or :class:`HandshakeError` (after sending our ``Close``). An
+        ``admitted`` connection reports its progress to the listener's
+        admission, may be evicted (a :class:`HandshakeError`), and leaves
+        it when this returns or raises."""
+        evicted = trio.CancelScope()
+        if admitted is not None:
+            self._evict[admitted] = evicted
+        failed = True
+        try:
+            with trio.move_on_after(self._handshake_timeout), evicted:
+                while True:
+                    data = conn.data_to_send()
+                    if data:
+                        await stream.send_all(data)
+                    received = await stream.receive_some(4096)
+                    events = conn.receive_data(received)
+                    if admitted is not None and received:
+                        self._admission.advance(
+                            admitted,
+                            Progress.SPOKE if conn.peer is None else Progress.GREETED,
+                        )
+                    for index, event in enumerate(events):
+                        match event:
+                            case Authenticated():
+                                await stream.send_all(conn.data_to_send())
+                                peer = Peer._create(
+                                    self.system,
+                                    conn,
+                                    stream,
+                                    self.codec,
+                                    self._close_timeout,
+                                    self._max_buffer,
+                                    self._stall_timeout,
+                                )
+                                failed = False
+                                return peer, events[index + 1 :]
+                            case ConnectionClosed(reason=reason, by_peer=by_peer):
+                                data = conn.data_to_send()
+                                if data:
+                                    with trio.move_on_after(self._close_timeout):
+                                        await stream.send_all(data)
+                                who = f"node {conn.peer or '?'} closed it: " if by_peer else ""
+                                why = reason.removeprefix("handshake: ")
+                                raise HandshakeError(f"handshake with {role_of(conn)}: {who}{why}")
+                            case _:  # pragma: no cover (nothing else comes before Authenticated)
+                                pass
+        finally:
+            if admitted is not None:
+                self._evict.pop(admitted, None)
+                self._admission.release(admitted, failed=failed)
+        if evicted.cancelled_caught:
+            conn.close("handshake: evicted to make room for a newer connection")
+            raise HandshakeError(
+                f"handshake with {role_of(conn)}: evicted to make room for a newer connection "
+                f"(the listener keeps {self._admission.limit} in their handshake)"
+            )
         conn.close("handshake timed out")
         raise HandshakeError(
             f"handshake with {role_of(conn)}: no proof within {self._handshake_timeout:g}s"
         )
+
+
+def _source_of(stream: trio.abc.Stream) -> str | None:
+    """The host a listener's connection came from (``None`` if not a socket)."""
+    if isinstance(stream, trio.SocketStream):
+        try:
+            host: str = stream.socket.getpeername()[0]
+        except (OSError, IndexError, TypeError):
+            return None
+        return host
+    return None
+
+
+class _Watched(trio.abc.Stream):
+    """The raw stream under an accepted TLS connection: tells the admission
+    when its first bytes arrive (TLS hides them from the handshake loop until
+    its own handshake is done), then only passes calls through."""
+
+    def __init__(self, stream: trio.abc.Stream, admission: Admission, admitted: Admitted) -> None:
+        self.stream = stream
+        self._admission = admission
+        self._admitted: Admitted | None = admitted
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes | bytearray:
+        data = await self.stream.receive_some(max_bytes)
+        if data and self._admitted is not None:
+            self._admission.advance(self._admitted, Progress.SPOKE)
+            self._admitted = None
+        return data
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        await self.stream.send_all(data)
+
+    async def wait_send_all_might_not_block(self) -> None:
+        await self.stream.wait_send_all_might_not_block()
+
+    async def aclose(self) -> None:
+        await self.stream.aclose()
 
 
 def role_of(conn: Connection) -> str:
@@ -236,6 +352,7 @@ async def open_node(
     close_timeout: float = 5.0,
     max_buffer: int | None = None,
     stall_timeout: float = 30.0,
+    max_handshakes: int = MAX_HANDSHAKES,
 ) -> AsyncIterator[Node]:
     """Make ``system`` reachable as the node ``name``.
 
@@ -258,12 +375,19 @@ async def open_node(
     in its own writes) until the output drains; a peer that reads nothing
     for ``stall_timeout`` seconds meanwhile is disconnected with a reason.
 
+    ``max_handshakes`` bounds the listener's connections that have not yet
+    authenticated: one more is always let in, and the stranger that has shown
+    least (said nothing, then no ``Hello``), from the host holding the most,
+    oldest first, is evicted to make room (:mod:`actors.net._admission`).
+    Warnings about such connections are rate-limited (``LOG_BURST`` per
+    ``LOG_INTERVAL`` seconds; :meth:`Node.statistics` counts them all).
+
     Leaving the block closes every connection (peers read ``node closing``)
     and ends the node's tasks; references to remote actors end with
     :class:`~actors.NodeDown`. Raises :class:`ValueError` for a bad
     ``secret``, ``window``, ``max_frame`` or timeout, before
     anything starts (also for a ``max_buffer`` under ``max_frame``, or a
-    bad ``stall_timeout``); :class:`TypeError` for a ``name`` that is not a
+    bad ``stall_timeout`` or ``max_handshakes``); :class:`TypeError` for a ``name`` that is not a
     non-empty str or a ``codec`` that is not a :class:`Codec`."""
     if not (isinstance(name, str) and name):
         raise TypeError(f"a node's name must be a non-empty str, not {name!r}")
@@ -284,6 +408,7 @@ async def open_node(
             f"not {max_buffer!r}"
         )
     Connection(role=Role.CLIENT, node=name, secret=secret, codec=codec, max_frame=max_frame)
+    Admission(max_handshakes)
     async with trio.open_nursery() as nursery:
         node = Node._create(
             system,
@@ -298,6 +423,7 @@ async def open_node(
             ssl_context=ssl_context,
             max_buffer=max_buffer,
             stall_timeout=stall_timeout,
+            max_handshakes=max_handshakes,
         )
         listeners: list[trio.abc.Listener[trio.abc.Stream]] = []
         if isinstance(listen, tuple):

@@ -5,7 +5,6 @@ in-memory streams on the mock clock."""
 
 from __future__ import annotations
 
-import logging
 import re
 import struct
 from typing import cast
@@ -28,7 +27,6 @@ from actors.net import (
     open_node,
 )
 from actors.net._frames import Lookup, Send
-from actors.net._node import MAX_HANDSHAKES
 
 from .messages import SECRET, Add, Echo, codec
 from .nodes import connected, counter
@@ -315,35 +313,6 @@ async def test_bad_buffer_limits_are_refused_before_anything_starts() -> None:
         with pytest.raises(ValueError, match=r"^stall_timeout must be None or a number"):
             async with open_node(system, name="b", secret=SECRET, codec=codec(), stall_timeout=-1):
                 pass
-
-
-async def test_connections_that_say_nothing_cannot_pile_up_past_the_limit(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    caplog.set_level(logging.WARNING, "actors.net")
-    async with (
-        actors.open_system() as system,
-        open_node(
-            system, name="b", secret=SECRET, codec=codec(), listen=None, handshake_timeout=10
-        ) as b,
-    ):
-        silent = []
-        async with trio.open_nursery() as nursery:
-            for _ in range(MAX_HANDSHAKES):
-                ours, theirs = trio.testing.memory_stream_pair()
-                silent.append(ours)
-                nursery.start_soon(b._serve, theirs)
-            await trio.testing.wait_all_tasks_blocked()
-            assert b._handshaking == MAX_HANDSHAKES
-            # One more is closed at once, before any handshake.
-            ours, theirs = trio.testing.memory_stream_pair()
-            start = trio.current_time()
-            await b._serve(theirs)
-            assert trio.current_time() == start
-            assert f"{MAX_HANDSHAKES} others are in their handshake" in caplog.text
-            # The silent ones time out, and the count comes back down.
-        assert b._handshaking == 0
-        assert b.peers == []
 
 
 async def test_two_nodes_flooding_each_other_with_asks_close_rather_than_hang() -> None:
