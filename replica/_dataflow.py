@@ -330,7 +330,7 @@ def render(description: DataflowDescription, number: int, context: Context) -> D
             case Union(inputs):
                 sources = tuple(plan(input) for input in inputs)
                 queues = tuple(source.subscribe() for source in sources)
-                return add(UnionOperator(sources, queues))
+                return add(UnionOperator(sources, queues, errors=fails()))
             case Negate(input):
                 source = plan(input)
                 return add(NegateOperator(source, source.subscribe()))
@@ -389,6 +389,7 @@ def render(description: DataflowDescription, number: int, context: Context) -> D
                     right_in,
                     right_in.subscribe(),
                     tuple(right_key),
+                    errors=fails(),
                 )
             )
         return left

@@ -14,7 +14,9 @@ emit for a time never changes afterwards.
 
 An expression that fails on a row (:class:`~replica._scalar.EvalError`)
 puts the row's update into :class:`Errors` instead, as an error with the
-update's time and diff: a retraction of the row retracts the error.
+update's time and diff: a retraction of the row retracts the error. An
+operator that can multiply rows emits at most :data:`MAX_OPERATOR_ROWS`;
+past it, its collection holds that limit's error (:class:`RowLimit`).
 """
 
 from __future__ import annotations
@@ -101,6 +103,70 @@ def first_error(errors: Sequence[Errors], ts: int) -> str | None:
     """The least message any of ``errors`` holds at ``ts``."""
     found = [message for log in errors if (message := log.at(ts)) is not None]
     return min(found) if found else None
+
+
+MAX_OPERATOR_ROWS = 4_000_000
+"""The most updates (a row in or out: a retraction counts as one) one
+operator that can multiply rows emits at one worker in its dataflow's life:
+a ``Join`` (its inputs' product), a ``FlatMap`` (each row's series, many rows
+adding up), a ``Union`` (of one input read many times) and a ``TopK`` (a row
+counted many times entering a group pushes as many places out). As many as
+a read answers (:data:`~replica._protocol.MAX_RESULT_ROWS`): a run whose
+index holds a cross join of 4,000,000 rows of four columns peaks at about
+730 MB (solo W1 and two runtimes W2P2 alike). Past it the operator is over
+(:class:`RowLimit`): its collection's error, where two writes of 6,000 rows
+joined on a constant (36 million rows) ran the process out of memory."""
+
+
+@attrs.define(eq=False)
+class RowLimit:
+    """What one multiplying operator at one worker has emitted, against
+    :data:`MAX_OPERATOR_ROWS`. The operator asks :meth:`fits` before it
+    builds an output; once one does not fit, the operator is *over* for
+    good: it emits nothing more (and may drop its state), and its collection
+    holds :attr:`message` from the least time of any update it left out
+    (:meth:`leave_out`), so a read at or after that time fails and a read
+    before it is whole. Retractions later do not lift it: the dataflow is
+    dropped and created again."""
+
+    what: str
+    errors: Errors
+    emitted: int = 0
+    # Invariant: None while under the limit; then the least time of the
+    # updates left out, where `errors` holds `message` once.
+    over_at: int | None = None
+    message: str = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self.message = (
+            f"{self.what} produced more than {MAX_OPERATOR_ROWS} rows at one worker "
+            "(this replica's limit)"
+        )
+
+    @property
+    def over(self) -> bool:
+        return self.over_at is not None
+
+    def fits(self, rows: int) -> bool:
+        """Whether the operator may emit ``rows`` more updates (counted if
+        so); never once over, unless ``rows`` is none."""
+        if not rows:
+            return True
+        if self.over_at is None and self.emitted + rows <= MAX_OPERATOR_ROWS:
+            self.emitted += rows
+            return True
+        return False
+
+    def leave_out(self, time: int) -> None:
+        """The operator leaves out updates, the least at ``time``: it is over,
+        its error held from ``time`` on (moved back if it was held later)."""
+        message, over_at = self.message, self.over_at
+        if over_at is not None and over_at <= time:
+            return
+        if over_at is not None:
+            self.errors.add(message, over_at, -1)
+        self.errors.add(message, time, 1)
+        self.over_at = time
 
 
 @attrs.define(eq=False)
@@ -460,7 +526,10 @@ class AggregateReduce(_Reduce):
 class JoinOperator(Operator):
     """The equi-join of two inputs, each exchanged by its join columns: new
     updates of each side meet everything the other side had, once their
-    times are complete; the output's time is the later of the two."""
+    times are complete, a time at a time (what a time emits is all at it).
+    Each time's output is counted before it is built, one look-up a new
+    update: past :data:`MAX_OPERATOR_ROWS` the join is over (:class:`RowLimit`)
+    and forgets both sides."""
 
     left: Stream
     left_queue: Queue
@@ -468,34 +537,69 @@ class JoinOperator(Operator):
     right: Stream
     right_queue: Queue
     right_key: tuple[int, ...]
+    errors: Errors = attrs.field(factory=Errors)
     out: Stream = attrs.field(factory=Stream)
     left_pending: list[Update] = attrs.field(factory=list)
     right_pending: list[Update] = attrs.field(factory=list)
     left_state: dict[Row, list[Update]] = attrs.field(factory=dict)
     right_state: dict[Row, list[Update]] = attrs.field(factory=dict)
+    limit: RowLimit = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self.limit = RowLimit("join", self.errors)
 
     def step(self) -> None:
         self.left_pending.extend(self.left_queue.take())
         self.right_pending.extend(self.right_queue.take())
+        if self.limit.over:
+            self.left_pending, self.right_pending = [], []
         if self.left.frontier is None or self.right.frontier is None:
             return
         frontier = min(self.left.frontier, self.right.frontier)
         new_left, self.left_pending = _completed(self.left_pending, frontier)
         new_right, self.right_pending = _completed(self.right_pending, frontier)
-        output: list[Update] = []
-        # new left x (old right + new right), then old left x new right.
-        _arrange(self.right_state, new_right, self.right_key)
-        for row, time, diff in new_left:
-            for other, other_time, other_diff in self.right_state.get(
-                tuple(row[c] for c in self.left_key), ()
-            ):
-                output.append(((*row, *other), max(time, other_time), diff * other_diff))
-        for other, other_time, other_diff in new_right:
-            for row, time, diff in self.left_state.get(tuple(other[c] for c in self.right_key), ()):
-                output.append(((*row, *other), max(time, other_time), diff * other_diff))
-        _arrange(self.left_state, new_left, self.left_key)
-        self.out.push(output)
+        if new_left or new_right:
+            lefts = {time: list(updates) for time, updates in _by_time(new_left)}
+            rights = {time: list(updates) for time, updates in _by_time(new_right)}
+            output: list[Update] = []
+            for time in sorted(lefts.keys() | rights.keys()):
+                if not self._join_time(time, lefts.get(time, []), rights.get(time, []), output):
+                    break
+            self.out.push(output)
         self.out.frontier = frontier
+
+    def _join_time(
+        self, time: int, new_left: list[Update], new_right: list[Update], output: list[Update]
+    ) -> bool:
+        """Add to ``output`` what one completed time's new updates give: new
+        left x (old right + new right), then old left x new right, all at
+        ``time`` (the state holds earlier times only). False, with nothing
+        added and both sides forgotten, when that does not fit the limit."""
+        left_state, right_state = self.left_state, self.right_state
+        left_key, right_key = self.left_key, self.right_key
+        _arrange(right_state, new_right, right_key)
+        lefts = [
+            (row, diff, right_state.get(tuple(row[c] for c in left_key), []))
+            for row, _, diff in new_left
+        ]
+        rights = [
+            (other, diff, left_state.get(tuple(other[c] for c in right_key), []))
+            for other, _, diff in new_right
+        ]
+        size = sum(len(matches) for _, _, matches in lefts)
+        size += sum(len(matches) for _, _, matches in rights)
+        if not self.limit.fits(size):
+            self.limit.leave_out(time)
+            self.left_state, self.right_state = {}, {}
+            return False
+        for row, diff, others in lefts:
+            output.extend(
+                ((*row, *other), time, diff * other_diff) for other, _, other_diff in others
+            )
+        for other, other_diff, rows in rights:
+            output.extend(((*row, *other), time, diff * other_diff) for row, _, diff in rows)
+        _arrange(left_state, new_left, left_key)
+        return True
 
 
 def _arrange(state: dict[Row, list[Update]], updates: list[Update], key: tuple[int, ...]) -> None:
@@ -546,15 +650,26 @@ class ConstantSource(Operator):
 
 @attrs.define(eq=False)
 class UnionOperator(Operator):
-    """Every update of each input; its frontier is the least of theirs."""
+    """Every update of each input; its frontier is the least of theirs. A
+    step's updates past :data:`MAX_OPERATOR_ROWS` are left out, the union
+    then over (:class:`RowLimit`)."""
 
     inputs: tuple[Stream, ...]
     queues: tuple[Queue, ...]
+    errors: Errors = attrs.field(factory=Errors)
     out: Stream = attrs.field(factory=Stream)
+    limit: RowLimit = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self.limit = RowLimit("union", self.errors)
 
     def step(self) -> None:
-        for queue in self.queues:
-            self.out.push(queue.take())
+        batches = [queue.take() for queue in self.queues]
+        if self.limit.fits(sum(map(len, batches))):
+            for batch in batches:
+                self.out.push(batch)
+        else:
+            self.limit.leave_out(min(update[1] for batch in batches for update in batch))
         frontiers = [input.frontier for input in self.inputs]
         if all(frontier is not None for frontier in frontiers):
             self.out.frontier = min(frontiers)  # type: ignore[type-var]
@@ -682,7 +797,9 @@ class TopKOperator(_Reduce):
     each completed time's updates change their groups' rows, kept in order
     (a row in or out costs a search and a move), and each changed group's
     output moves from its old first places to its new ones, read from the
-    front of its order (work for ``offset + limit`` places, not the group)."""
+    front of its order (work for ``offset + limit`` places, not the group).
+    A time whose changes pass :data:`MAX_OPERATOR_ROWS` emits nothing, the
+    TopK then over (:class:`RowLimit`) and its groups forgotten."""
 
     order_key: tuple[tuple[int, bool, bool], ...] = ()
     limit: Scalar | None = None
@@ -699,11 +816,16 @@ class TopKOperator(_Reduce):
     # its limit no longer fails, as a from-scratch evaluation would have it).
     failed: dict[Row, str] = attrs.field(factory=dict)
     key: Callable[[Row], tuple[object, ...]] = attrs.field(init=False)
+    row_limit: RowLimit = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
         self.key = _sort_key(self.order_key)
+        self.row_limit = RowLimit("top-k", self.errors)
 
     def _apply_time(self, time: int, updates: Iterator[Update], output: list[Update]) -> None:
+        if self.row_limit.over:
+            return
+        start = len(output)
         touched: set[Row] = set()
         for row, _, diff in updates:
             group = tuple(row[column] for column in self.group_key)
@@ -711,6 +833,10 @@ class TopKOperator(_Reduce):
             touched.add(group)
         for group in touched:
             self._regroup(group, time, output)
+        if not self.row_limit.fits(len(output) - start):
+            del output[start:]
+            self.row_limit.leave_out(time)
+            self.groups, self.outputs, self.failed = {}, {}, {}
 
     def _count(self, group: Row, row: Row, diff: int) -> None:
         counts, order = self.groups.setdefault(group, ({}, []))
@@ -794,7 +920,9 @@ def table_rows(func: str, values: Sequence[Datum]) -> list[Row]:
 @attrs.define(eq=False)
 class FlatMapRows(Operator):
     """``FlatMap``: each update's row, followed by each row the table
-    function gives for it, with the update's time and diff."""
+    function gives for it, with the update's time and diff. A row whose rows
+    pass :data:`MAX_OPERATOR_ROWS` is left out, the FlatMap then over
+    (:class:`RowLimit`)."""
 
     input: Stream
     queue: Queue
@@ -802,9 +930,14 @@ class FlatMapRows(Operator):
     exprs: tuple[Scalar, ...]
     errors: Errors
     out: Stream = attrs.field(factory=Stream)
+    limit: RowLimit = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self.limit = RowLimit("flat map", self.errors)
 
     def step(self) -> None:
         output: list[Update] = []
+        limit = self.limit
         for row, time, diff in self.queue.take():
             try:
                 values = [evaluate(expr, row) for expr in self.exprs]
@@ -812,6 +945,9 @@ class FlatMapRows(Operator):
             except EvalError as error:
                 self.errors.add(str(error), time, diff)
                 continue
-            output.extend(((*row, *extra), time, diff) for extra in produced)
+            if limit.fits(len(produced)):
+                output.extend(((*row, *extra), time, diff) for extra in produced)
+            else:
+                limit.leave_out(time)
         self.out.push(output)
         self.out.frontier = self.input.frontier

@@ -2,11 +2,13 @@
 
 Exit status: 0 when every stanza matched, 1 when any did not, 2 on bad input
 or bad arguments (nothing runs then) or an output that cannot be written, 130
-when interrupted (Ctrl-C). Output paths are checked before anything runs;
-``--rewrite`` replaces each spec whole or not at all (:mod:`._paths`), and
-only once every output is written. ``run`` takes folders as well as files
-(:mod:`._inputs`), and ``--topologies`` runs every spec on several
-topologies and prints a table (:mod:`._matrix`).
+when interrupted (Ctrl-C); a command that runs out of memory says so in one
+line, exit 1 (the replica's limits keep a spec from getting there). Output
+paths are checked before anything runs; ``--rewrite`` replaces each spec
+whole or not at all (:mod:`._paths`), and only once every output is
+written. ``run`` takes folders as well as files (:mod:`._inputs`), and
+``--topologies`` runs every spec on several topologies and prints a table
+(:mod:`._matrix`).
 
 Limits on spec files (bad input beyond them, exit 2 before anything runs):
 a regular file of at most 16 MiB; at most 1,000,000 rows a write and
@@ -35,6 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 import attrs
+import trio
 
 import actors
 from actors.testing import ScheduleError
@@ -88,6 +91,31 @@ def main(argv: Sequence[str] | None = None) -> int:
         # without -v (under run --spawn too: the processes share its stderr).
         level = logging.INFO if args.verbose > 1 else logging.WARNING
         logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        return _command(args)
+    except BaseException as error:
+        if not _out_of_memory(error):
+            raise
+    # Past the handler, the error and the run's state its frames held are
+    # gone: there is memory again to say so in one line.
+    print(f"{PROG}: error: out of memory", file=sys.stderr)
+    return 1
+
+
+def _out_of_memory(error: BaseException) -> bool:
+    """Whether ``error`` ended a command for want of memory: a
+    ``MemoryError``, alone, as the cause of the ``TrioInternalError`` Trio
+    raises when its own loop could not allocate, or in a group of them."""
+    if isinstance(error, BaseExceptionGroup):
+        return any(_out_of_memory(inner) for inner in error.exceptions)
+    if isinstance(error, trio.TrioInternalError) and error.__cause__ is not None:
+        return _out_of_memory(error.__cause__)
+    return isinstance(error, MemoryError)
+
+
+def _command(args: argparse.Namespace) -> int:
+    """Run the parsed command: its exit status, or the one of its bad
+    input, bad output or interruption."""
     try:
         return _dispatch(args)
     except OutputError as error:
@@ -321,8 +349,6 @@ def _serve(args: argparse.Namespace) -> int:
     """``serve``: one replica process, until a signal stops it."""
     import signal
     import socket
-
-    import trio
 
     from replica import ReplicaConfig
     from replica.procs import ServeOptions, serve

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import NoReturn
 
 import pytest
+import trio
 
 from replica.driver import _cli, _paths, main
 from replica.driver._parser import build_parser
@@ -382,6 +383,47 @@ def test_an_exception_group_without_ctrl_c_is_not_swallowed(
 
     monkeypatch.setattr(_cli, "run_spec", broken)
     with pytest.raises(ExceptionGroup):
+        main(["run", str(spec)])
+
+
+def trio_out_of_memory() -> BaseException:
+    error = trio.TrioInternalError("internal error in Trio - please file a bug!")
+    error.__cause__ = MemoryError()
+    return error
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        MemoryError(),
+        trio_out_of_memory(),
+        BaseExceptionGroup("run", [BaseExceptionGroup("nursery", [MemoryError()])]),
+    ],
+    ids=["alone", "trio", "group"],
+)
+def test_running_out_of_memory_exits_1_with_one_line(
+    spec: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    error: BaseException,
+) -> None:
+    # It ended the command with MemoryError and TrioInternalError tracebacks.
+    def exhausted(*args: object, **kwargs: object) -> NoReturn:
+        raise error
+
+    monkeypatch.setattr(_cli, "run_spec", exhausted)
+    assert main(["run", str(spec)]) == 1
+    assert capsys.readouterr() == ("", "trio-reconcile: error: out of memory\n")
+
+
+def test_an_internal_error_of_trio_not_for_want_of_memory_is_not_swallowed(
+    spec: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*args: object, **kwargs: object) -> NoReturn:
+        raise trio.TrioInternalError("a bug") from ValueError("a bug")
+
+    monkeypatch.setattr(_cli, "run_spec", broken)
+    with pytest.raises(trio.TrioInternalError):
         main(["run", str(spec)])
 
 

@@ -3,6 +3,7 @@ Each case failed before its fix."""
 
 from __future__ import annotations
 
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -173,6 +174,97 @@ def test_a_read_of_more_rows_than_the_limit_is_an_error_not_a_hang(topology: str
     # A row counted 2**63 - 1 times was expanded row by row: the replica
     # hung, its memory growing, on the peek.
     assert_passes(parse_spec(MANY, "hostile.spec"), topology)
+
+
+JOIN_ERROR = (
+    "error: peek error: Evaluation error: "
+    "join produced more than 4000000 rows at one worker (this replica's limit)"
+)
+
+# Two writes of 6,000 rows joined on a constant: 6,000 rows at time 0, then
+# 36 million at time 1.
+PAIRS = f"""\
+create-instance
+----
+ok
+
+initialization-complete
+----
+ok
+
+write-single-ts shard=a ts=0 count=6000 row-bytes=8
+----
+wrote 6000
+
+write-single-ts shard=b ts=0 count=1 row-bytes=8
+----
+wrote 1
+
+create-dataflow name=pairs as-of=0 optimize
+  import source=100 shard=a upper=1
+  import source=200 shard=b upper=1
+  build id=110
+    Map (1)
+      Get u100
+  build id=210
+    Map (1)
+      Get u200
+  build id=300
+    Join on=(#2 = #5)
+      Get u110
+      Get u210
+  export index=301 on=300 key=[0]
+----
+ok
+
+schedule id=301
+----
+ok
+
+peek-count id=301 ts=0 literals=[7]
+----
+1
+
+write-single-ts shard=a ts=1 count=1 start=6000 row-bytes=8
+----
+wrote 1
+
+write-single-ts shard=b ts=1 count=5999 start=1 row-bytes=8
+----
+wrote 5999
+
+await-frontier id=301 ts=2
+----
+ok
+
+peek-count id=301 ts=1 literals=[7]
+----
+{JOIN_ERROR}
+
+peek id=301 ts=1
+----
+{JOIN_ERROR}
+
+peek-count id=301 ts=0 literals=[7]
+----
+1
+"""
+
+
+@pytest.mark.parametrize("topology", sorted(TOPOLOGIES))
+def test_a_join_past_the_row_limit_is_an_error_of_its_collection_not_out_of_memory(
+    topology: str,
+) -> None:
+    # The join built its 36 million rows (some 6 GB) and the process died
+    # with MemoryError and TrioInternalError tracebacks: now it counts them
+    # first, and the run stays far below what the limit's rows would take.
+    tracemalloc.start()
+    try:
+        assert_passes(parse_spec(PAIRS, "hostile.spec"), topology)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 100 * 2**20
 
 
 @pytest.mark.parametrize(
