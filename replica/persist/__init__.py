@@ -22,4 +22,5 @@ from ._sqlite import SqliteStorage as SqliteStorage
 from ._storage import MemoryStorage as MemoryStorage
 from ._storage import ShardState as ShardState
 from ._storage import ShardStorage as ShardStorage
+from ._storage import StoredBatch as StoredBatch
 from ._storage import open_storage as open_storage

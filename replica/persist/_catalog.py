@@ -14,7 +14,6 @@ or, where the store can push them, by running :meth:`~DurableShardCatalog.follow
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterable, Sequence
 from typing import overload
 
@@ -24,7 +23,8 @@ import trio
 from .._errors import UpperMismatchError, UpperRegressionError, WriteBelowUpperError
 from .._protocol import Row, Update
 from .._shard import Shard, ShardCatalog, checked_batch
-from ._codec import check_name, check_time, decode_batch, encode_batch
+from ._checks import checked_updates
+from ._codec import check_name, check_time, encode_batch
 from ._storage import ShardState, ShardStorage, open_storage
 
 
@@ -81,25 +81,21 @@ class DurableShard(Shard):
 
     def catch_up(self) -> bool:
         """Take in what other writers stored since this shard last looked;
-        wake the listeners if anything changed. Return whether it did."""
+        wake the listeners if anything changed. Return whether it did.
+        Raises :class:`StorageCorruptError`, changing nothing, if what the
+        store holds is damaged."""
         self._check_open()
         return self.take(self._storage.read(self.name, self._batches))
 
     def take(self, state: ShardState) -> bool:
         """Take in ``state``, read from the store with the batches from this
-        shard's batch count on. Return whether anything changed."""
-        assert state.batches == self._batches + len(state.data), (
-            f"shard {self.name!r}: read {len(state.data)} batches from {self._batches}, "
-            f"the store holds {state.batches}"
-        )
-        assert state.upper >= self.upper, (
-            f"shard {self.name!r}: the stored upper {state.upper} is below {self.upper}"
-        )
+        shard's batch count on. Return whether anything changed. Raises
+        :class:`StorageCorruptError`, changing nothing, if what was read is
+        damaged (see :func:`._checks.checked_updates`)."""
+        updates = checked_updates(self.name, self._batches, self.upper, state)
         if state.upper == self.upper and not state.data:
             return False
-        # Every batch decoded before memory changes: a corrupt one changes nothing.
-        batches = [decode_batch(self.name, data) for data in state.data]
-        self._take_in(itertools.chain.from_iterable(batches), state.batches, state.upper)
+        self._take_in(updates, state.batches, state.upper)
         self._notify()
         return True
 
@@ -142,8 +138,10 @@ class DurableShardCatalog(ShardCatalog):
 
     @classmethod
     def load(cls, storage: ShardStorage) -> DurableShardCatalog:
-        """A catalog with every shard ``storage`` holds, rows and uppers.
-        Closes ``storage`` if the load fails."""
+        """A catalog with every shard ``storage`` holds, rows and uppers,
+        each checked as it is read. Raises :class:`StorageCorruptError`,
+        naming the shard, for a damaged store. Closes ``storage`` if the
+        load fails."""
         catalog = cls(storage=storage)
         try:
             catalog.refresh()
@@ -166,7 +164,9 @@ class DurableShardCatalog(ShardCatalog):
         """Catch up with other writers: the shards ``names`` (every stored
         shard if ``None``) take in what was stored since this catalog last
         looked, and their listeners wake. Return the names of the shards that
-        changed. Other writers' changes reach a catalog on SQLite only so."""
+        changed. Other writers' changes reach a catalog on SQLite only so.
+        Raises :class:`StorageCorruptError` if what is read is damaged: the
+        shards taken in before it stay so, the damaged one unchanged."""
         self._check_open()
         if isinstance(names, str):
             raise TypeError(f"refresh takes shard names, not one name: refresh([{names!r}])")
@@ -189,7 +189,7 @@ class DurableShardCatalog(ShardCatalog):
             return shard.catch_up()
         check_name(name)
         state = self.storage.read(name, 0)
-        if state.upper == 0 and state.batches == 0:
+        if state == ShardState(0, 0):
             return False  # nothing stored: no shard to make
         return self.shard(name).take(state)
 

@@ -6,6 +6,7 @@ values)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Annotated
 
 import msgspec
 
@@ -20,7 +21,14 @@ MAX_TIME = 2**64 - 1
 DATUM_TYPES = frozenset({int, str, bool, float, type(None)})
 
 _encoder = msgspec.msgpack.Encoder()
-_decoder = msgspec.msgpack.Decoder(list[tuple[tuple[Datum, ...], int, int]])
+# What decodes is what encode_batch lets through: a time unsigned, a diff
+# signed, both of 64 bits (checked by msgspec as it decodes; a MessagePack
+# integer is at most 2**64 - 1); the loose decoder only finds the update out
+# of range, for the message.
+_Time = Annotated[int, msgspec.Meta(ge=0)]
+_Diff = Annotated[int, msgspec.Meta(ge=MIN_INT, le=2**63 - 1)]
+_decoder = msgspec.msgpack.Decoder(list[tuple[tuple[Datum, ...], _Time, _Diff]])
+_loose_decoder = msgspec.msgpack.Decoder(list[tuple[tuple[Datum, ...], int, int]])
 
 
 def encode_batch(shard: str, updates: Sequence[Update]) -> bytes:
@@ -53,15 +61,39 @@ def encode_batch(shard: str, updates: Sequence[Update]) -> bytes:
     raise AssertionError("an update failed to encode yet every datum is storable")
 
 
-def decode_batch(shard: str, data: bytes) -> list[Update]:
-    """The updates of a stored batch. Raises :class:`StorageCorruptError` if
-    ``data`` is not one."""
+def decode_batch(shard: str, seq: int, data: bytes) -> list[Update]:
+    """The updates of ``data``, stored as batch ``seq`` of ``shard``. Raises
+    :class:`StorageCorruptError` if it does not decode to updates that
+    :func:`encode_batch` could have stored."""
     try:
         return _decoder.decode(data)
+    except msgspec.ValidationError as error:
+        why = _out_of_range(data) or f"does not decode: {error}"
     except msgspec.DecodeError as error:
-        raise StorageCorruptError(
-            f"shard {shard!r}: a stored batch does not decode: {error}"
-        ) from None
+        why = f"does not decode: {error}"
+    raise damaged(shard, f"batch {seq} {why}")
+
+
+def _out_of_range(data: bytes) -> str | None:
+    """What is wrong with the first update of ``data`` whose time or diff is
+    out of range, if it decodes loosely and one is."""
+    try:
+        updates = _loose_decoder.decode(data)
+    except msgspec.DecodeError:
+        return None
+    for update in updates:
+        _, time, diff = update
+        if not 0 <= time <= MAX_TIME:
+            return f"holds update {brief(update)}, whose time is out of [0, 2**64)"
+        if not MIN_INT <= diff < 2**63:
+            return f"holds update {brief(update)}, whose diff is out of signed 64 bits"
+    return None
+
+
+def damaged(shard: str, what: str) -> StorageCorruptError:
+    """The error for shard ``shard`` found damaged in the store; ``what``
+    says what is wrong (``"batch 2 is missing"``)."""
+    return StorageCorruptError(f"shard {brief(shard)} is damaged: {what}")
 
 
 def check_time(shard: str, what: str, time: int) -> None:

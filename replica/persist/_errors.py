@@ -20,8 +20,9 @@ class StorageOpenError(PersistError):
 
 
 class StorageCorruptError(PersistError):
-    """Storage that is not a shard store, or whose stored data cannot be
-    decoded."""
+    """Storage that is not a shard store, or whose stored data is damaged:
+    a batch that does not decode, a value of another type or range than the
+    schema's, batches missing or out of order, an upper below the data."""
 
 
 class SchemaVersionError(PersistError):

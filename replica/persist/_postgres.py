@@ -25,6 +25,15 @@ import psycopg
 import trio
 
 from .._errors import UpperMismatchError
+from ._checks import (
+    beyond_count,
+    stored_count,
+    stored_integer,
+    stored_shards,
+    stored_state,
+    stored_time,
+)
+from ._codec import damaged
 from ._errors import (
     PersistError,
     SchemaVersionError,
@@ -33,7 +42,7 @@ from ._errors import (
     StorageUnavailableError,
     UnstorableError,
 )
-from ._sql import SCHEMA_VERSION, TABLES, from_db, to_db
+from ._sql import SCHEMA_VERSION, SHARDS_QUERY, TABLES, to_db
 from ._storage import Changed, ShardState
 
 NOTIFY_CHANNEL = "trio_reconcile_persist"
@@ -101,39 +110,32 @@ class PostgresStorage:
 
     def uppers(self) -> dict[str, ShardState]:
         try:
-            rows = (
-                self._connection()
-                .execute("SELECT name, upper_ts, batches FROM persist_shards")
-                .fetchall()
-            )
+            rows = self._connection().execute(SHARDS_QUERY).fetchall()
         except psycopg.Error as error:
             raise self._failed(error) from None
-        return {
-            str(name): ShardState(from_db(_int(upper)), _int(batches))
-            for name, upper, batches in rows
-        }
+        return stored_shards(rows)
 
     def read(self, name: str, since: int) -> ShardState:
         try:
-            # One statement: one snapshot of the upper and the batches.
+            # One statement: one snapshot of the upper and the batches. The
+            # one row it starts from is there even with no shard's row, so
+            # batches stored without it are seen.
             rows = (
                 self._connection()
                 .execute(
-                    "SELECT s.upper_ts, s.batches, b.data FROM persist_shards s "
-                    "LEFT JOIN persist_batches b ON b.shard = s.name AND b.seq >= %s "
-                    "WHERE s.name = %s ORDER BY b.seq",
-                    (since, name),
+                    "SELECT s.upper_ts, s.batches, b.seq, b.lower_ts, b.upper_ts, b.data"
+                    " FROM (SELECT 1) one"
+                    " LEFT JOIN persist_shards s ON s.name = %s"
+                    " LEFT JOIN persist_batches b ON b.shard = %s AND b.seq >= %s"
+                    " ORDER BY b.seq",
+                    (name, name, since),
                 )
                 .fetchall()
             )
         except psycopg.Error as error:
             raise self._failed(error) from None
-        if not rows:
-            return ShardState(0, 0)
-        upper, batches = from_db(_int(rows[0][0])), _int(rows[0][1])
-        return ShardState(
-            upper, batches, tuple(_bytes(blob) for _, _, blob in rows if blob is not None)
-        )
+        shard = rows[0][:2] if rows[0][0] is not None else None
+        return stored_state(name, shard, [row[2:] for row in rows if row[2] is not None])
 
     def append(self, name: str, data: bytes, lower: int, upper: int) -> int:
         db = self._connection()
@@ -155,7 +157,7 @@ class PostgresStorage:
                      NOTIFY_CHANNEL, _payload(name)),
                 ).fetchone()  # fmt: skip
                 if moved is not None:
-                    return _int(moved[0])
+                    return stored_integer(name, "a batch's position", moved[0])
                 stored = self._stored_upper(db, name)
                 if stored is None:
                     self._ensure(db, name)
@@ -164,6 +166,10 @@ class PostgresStorage:
                         f"append to shard {name!r} expected upper {lower}, found {stored}"
                     )
                 # Else the upper reached lower since the update: try again.
+        except psycopg.errors.UniqueViolation:
+            # The primary key of persist_batches: the position the batch
+            # count gave is taken.
+            raise damaged(name, beyond_count(self._stored_count(db, name))) from None
         except psycopg.Error as error:
             raise self._failed(error) from None
 
@@ -179,16 +185,16 @@ class PostgresStorage:
                     (to_db(upper), name, to_db(upper), NOTIFY_CHANNEL, _payload(name)),
                 ).fetchone()
                 if moved is not None:
-                    return ShardState(upper, _int(moved[0]))
+                    return ShardState(upper, stored_count(name, moved[0]))
                 found = db.execute(
                     "SELECT upper_ts, batches FROM persist_shards WHERE name = %s", (name,)
                 ).fetchone()
                 if found is None:
                     self._ensure(db, name)
                     continue
-                stored = from_db(_int(found[0]))
+                stored = stored_time(name, "its upper", found[0])
                 if stored >= upper:
-                    return ShardState(stored, _int(found[1]))
+                    return ShardState(stored, stored_count(name, found[1]))
         except psycopg.Error as error:
             raise self._failed(error) from None
 
@@ -251,7 +257,18 @@ class PostgresStorage:
         found = db.execute(
             "SELECT upper_ts FROM persist_shards WHERE name = %s", (name,)
         ).fetchone()
-        return None if found is None else from_db(_int(found[0]))
+        return None if found is None else stored_time(name, "its upper", found[0])
+
+    def _stored_count(self, db: psycopg.Connection[tuple[object, ...]], name: str) -> int:
+        """Shard ``name``'s batch count; :class:`StorageUnavailableError` if it
+        cannot be read."""
+        try:
+            found = db.execute(
+                "SELECT batches FROM persist_shards WHERE name = %s", (name,)
+            ).fetchone()
+        except psycopg.Error as error:
+            raise self._failed(error) from None
+        return 0 if found is None else stored_count(name, found[0])
 
     def _failed(self, error: psycopg.Error) -> PersistError:
         if isinstance(error, psycopg.errors.ProgramLimitExceeded):
@@ -359,13 +376,3 @@ def _payload(name: str) -> str:
 
 def _first_line(error: BaseException) -> str:
     return (str(error).strip().splitlines() or [type(error).__name__])[0]
-
-
-def _int(value: object) -> int:
-    assert isinstance(value, int), f"stored {value!r} where an integer was expected"
-    return value
-
-
-def _bytes(value: object) -> bytes:
-    assert isinstance(value, bytes), f"stored {value!r} where bytes were expected"
-    return value

@@ -28,3 +28,12 @@ def to_db(time: int) -> int:
 def from_db(stored: int) -> int:
     """A stored time as the time it is."""
     return stored + _OFFSET
+
+
+# The shards as persist_shards holds them, and a row (name, NULL, NULL) for
+# each shard of which persist_batches holds batches but persist_shards no row.
+SHARDS_QUERY = (
+    "SELECT name, upper_ts, batches FROM persist_shards UNION ALL "
+    "SELECT DISTINCT b.shard, CAST(NULL AS BIGINT), CAST(NULL AS BIGINT) FROM persist_batches b "
+    "WHERE NOT EXISTS (SELECT 1 FROM persist_shards s WHERE s.name = b.shard)"
+)

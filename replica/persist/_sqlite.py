@@ -25,6 +25,8 @@ import attrs
 import trio
 
 from .._errors import UpperMismatchError
+from ._checks import beyond_count, stored_count, stored_shards, stored_state, stored_time
+from ._codec import damaged
 from ._errors import (
     NotificationsUnsupportedError,
     PersistError,
@@ -34,7 +36,7 @@ from ._errors import (
     StorageUnavailableError,
     UnstorableError,
 )
-from ._sql import SCHEMA_VERSION, TABLES, from_db, to_db
+from ._sql import SCHEMA_VERSION, SHARDS_QUERY, TABLES, to_db
 from ._storage import Changed, ShardState
 
 BUSY_TIMEOUT = 30.0
@@ -86,21 +88,20 @@ class SqliteStorage:
 
     def uppers(self) -> dict[str, ShardState]:
         with self._transaction("BEGIN") as db:
-            rows = db.execute("SELECT name, upper_ts, batches FROM persist_shards").fetchall()
-        return {name: ShardState(from_db(upper), batches) for name, upper, batches in rows}
+            rows = db.execute(SHARDS_QUERY).fetchall()
+        return stored_shards(rows)
 
     def read(self, name: str, since: int) -> ShardState:
         with self._transaction("BEGIN") as db:
             found = db.execute(
                 "SELECT upper_ts, batches FROM persist_shards WHERE name = ?", (name,)
             ).fetchone()
-            data = db.execute(
-                "SELECT data FROM persist_batches WHERE shard = ? AND seq >= ? ORDER BY seq",
+            batches = db.execute(
+                "SELECT seq, lower_ts, upper_ts, data FROM persist_batches"
+                " WHERE shard = ? AND seq >= ? ORDER BY seq",
                 (name, since),
             ).fetchall()
-        if found is None:
-            return ShardState(0, 0)
-        return ShardState(from_db(found[0]), found[1], tuple(blob for (blob,) in data))
+        return stored_state(name, found, batches)
 
     def append(self, name: str, data: bytes, lower: int, upper: int) -> int:
         with self._transaction("BEGIN IMMEDIATE") as db:
@@ -109,10 +110,13 @@ class SqliteStorage:
                 raise UpperMismatchError(
                     f"append to shard {name!r} expected upper {lower}, found {stored}"
                 )
-            db.execute(
-                "INSERT INTO persist_batches VALUES (?, ?, ?, ?, ?)",
-                (name, seq, to_db(lower), to_db(upper), data),
-            )
+            try:
+                db.execute(
+                    "INSERT INTO persist_batches VALUES (?, ?, ?, ?, ?)",
+                    (name, seq, to_db(lower), to_db(upper), data),
+                )
+            except sqlite3.IntegrityError:  # the primary key: (shard, seq) is taken
+                raise damaged(name, beyond_count(seq)) from None
             self._store_upper(db, name, upper, seq + 1)
         return seq
 
@@ -170,7 +174,9 @@ class SqliteStorage:
         found = db.execute(
             "SELECT upper_ts, batches FROM persist_shards WHERE name = ?", (name,)
         ).fetchone()
-        return (0, 0) if found is None else (from_db(found[0]), found[1])
+        if found is None:
+            return (0, 0)
+        return (stored_time(name, "its upper", found[0]), stored_count(name, found[1]))
 
     @staticmethod
     def _store_upper(db: sqlite3.Connection, name: str, upper: int, batches: int) -> None:

@@ -25,13 +25,25 @@ writer changed, or ``None`` when any may have changed."""
 
 
 @attrs.frozen
+class StoredBatch:
+    """One stored append: its position in the shard (0, 1, ...), the
+    ``[lower, upper)`` it covers, and its updates encoded (:mod:`._codec`)."""
+
+    seq: int
+    lower: int
+    upper: int
+    data: bytes
+
+
+@attrs.frozen
 class ShardState:
     """A shard as stored: its upper, how many batches it holds, and the
-    encoded batches from some position on (:meth:`ShardStorage.read`)."""
+    batches from some position on, in order (:meth:`ShardStorage.read`).
+    As read: the catalog checks it before taking it in."""
 
     upper: int
     batches: int
-    data: tuple[bytes, ...] = ()
+    data: tuple[StoredBatch, ...] = ()
 
 
 class ShardStorage(Protocol):
@@ -46,12 +58,16 @@ class ShardStorage(Protocol):
         ...
 
     def uppers(self) -> dict[str, ShardState]:
-        """Every stored shard's upper and batch count (no data)."""
+        """Every stored shard's upper and batch count (no data). Raises
+        :class:`~replica.persist.StorageCorruptError` as :meth:`read` does."""
         ...
 
     def read(self, name: str, since: int) -> ShardState:
         """Shard ``name``'s upper, its batch count, and its batches from
-        position ``since`` on, as of one moment."""
+        position ``since`` on, as of one moment. Raises
+        :class:`~replica.persist.StorageCorruptError` for a stored value of
+        another type than the schema's, or batches stored without their
+        shard."""
         ...
 
     def append(self, name: str, data: bytes, lower: int, upper: int) -> int:
@@ -85,7 +101,7 @@ class ShardStorage(Protocol):
 @attrs.define(eq=False)
 class _StoredShard:
     upper: int = 0
-    batches: list[bytes] = attrs.field(factory=list)
+    batches: list[StoredBatch] = attrs.field(factory=list)
 
 
 @attrs.define(eq=False)
@@ -123,10 +139,11 @@ class MemoryStorage:
             raise UpperMismatchError(
                 f"append to shard {name!r} expected upper {lower}, found {shard.upper}"
             )
-        shard.batches.append(data)
+        seq = len(shard.batches)
+        shard.batches.append(StoredBatch(seq, lower, upper, data))
         shard.upper = upper
         self._changed(name)
-        return len(shard.batches) - 1
+        return seq
 
     def advance(self, name: str, upper: int) -> ShardState:
         shard = self._shards.setdefault(name, _StoredShard())

@@ -27,6 +27,7 @@ PUBLIC = {
     "StorageOpenError",
     "StorageUnavailableError",
     "StorageUrlError",
+    "StoredBatch",
     "UnstorableError",
     "open_catalog",
     "open_storage",

@@ -94,7 +94,9 @@ def test_a_batch_that_does_not_decode_is_corrupt_at_load(tmp_path: Path) -> None
         db.execute("UPDATE persist_batches SET data = x'c1'")
     db.close()
     with pytest.raises(
-        StorageCorruptError, match=r"^shard 'data': a stored batch does not decode: "
+        StorageCorruptError,
+        match=r"^shard 'data' is damaged: batch 0 does not decode: "
+        r"MessagePack data is malformed: invalid opcode '\\xc1' \(byte 0\)$",
     ):
         open_catalog(f"sqlite:{path}")
 
@@ -155,7 +157,9 @@ def test_a_corrupt_batch_met_while_catching_up_changes_nothing(tmp_path: Path) -
         with sqlite3.connect(tmp_path / "shards.db") as db:
             db.execute("UPDATE persist_batches SET data = x'c1' WHERE seq = 2")
         db.close()
-        with pytest.raises(StorageCorruptError, match=r"^shard 'data': a stored batch "):
+        with pytest.raises(
+            StorageCorruptError, match=r"^shard 'data' is damaged: batch 2 does not decode: "
+        ):
             reader.refresh()
         assert (reader.shard("data").upper, reader.shard("data").updates) == (1, [((1,), 0, 1)])
 
