@@ -8,8 +8,9 @@ only once every output is written. ``run`` takes folders as well as files
 (:mod:`._inputs`), and ``--topologies`` runs every spec on several
 topologies and prints a table (:mod:`._matrix`).
 
-Input is shown escaped (:mod:`._escape`) in every line written to stderr (an
-error, a log record).
+Input is shown escaped (:mod:`._escape`): every line written to stderr (an
+error, a log record), and on stdout each line that names a spec or quotes its
+directive; a mismatch's expected and actual blocks are written as they are.
 
 Limits on spec files (bad input beyond them, exit 2 before anything runs):
 a regular file of at most 16 MiB; at most 1,000,000 rows a write and
@@ -44,7 +45,7 @@ from actors.testing import ScheduleError
 
 from ._bundled import BUNDLED_TWO_RUNTIME, bundled_spec
 from ._demo import demo
-from ._escape import EscapingFormatter, print_error
+from ._escape import EscapingFormatter, escaped, print_error
 from ._explore import ExploreOptions, explore_command
 from ._export import write_chrome_trace
 from ._inputs import load_specs, spec_files
@@ -249,7 +250,7 @@ def run_command(
     recording.write()
     for spec, run in rewrites:
         replace_text(spec.path, rewritten(spec, run.outcomes))
-        print(f"rewrote {spec.path} ({len(run.outcomes)} stanzas, {topology})", file=out)
+        print(f"rewrote {escaped(spec.path)} ({len(run.outcomes)} stanzas, {topology})", file=out)
     return 1 if failed else 0
 
 
@@ -439,14 +440,20 @@ def determinism_command(specs: Sequence[Spec], topology: Topology, seed: int, ou
         run_spec(spec, topology, seed=seed, trace=first)
         run_spec(spec, topology, seed=seed, trace=second)
         if first.events == second.events:
-            print(f"deterministic {spec.path}: {len(first)} trace events, seed {seed}", file=out)
+            print(
+                f"deterministic {escaped(spec.path)}: {len(first)} trace events, seed {seed}",
+                file=out,
+            )
             continue
         failed = True
         at = next(
             (i for i, (a, b) in enumerate(zip(first, second, strict=False)) if a != b),
             min(len(first), len(second)),
         )
-        print(f"NONDETERMINISTIC {spec.path}: traces differ at event {at} (seed {seed})", file=out)
+        print(
+            f"NONDETERMINISTIC {escaped(spec.path)}: traces differ at event {at} (seed {seed})",
+            file=out,
+        )
     return 1 if failed else 0
 
 

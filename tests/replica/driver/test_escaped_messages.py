@@ -2,14 +2,17 @@
 file's name or an argument cannot clear the screen, ring the bell or reorder
 a line (``_escape``). Each kind of message gets each kind of character; the
 printed line holds no control character and shows the escape (``repr``'s
-notation, ``\\x1bc``)."""
+notation, ``\\x1bc``), and the expected and actual blocks of a mismatch stay
+as the spec format writes them."""
 
 from __future__ import annotations
 
 import logging
 import os
+import shlex
 import subprocess
 import sys
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -168,6 +171,79 @@ def test_an_argument_error_escapes_the_argument(
     assert out == ""
     assert err.split("\n")[-2].startswith("trio-reconcile")
     assert_escaped(err, raw)
+
+
+@pytest.mark.parametrize("raw", IN_SPECS)
+def test_a_mismatch_escapes_its_directive_line_and_keeps_its_blocks(
+    raw: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = tmp_path / f"r{raw}.spec"
+    spec.write_text(
+        "create-instance\n----\nok\n\ninitialization-complete\n----\nok\n\n"
+        f'write-rows shard="s{raw}" ts=0\n  1 a{raw}\n----\nwrote 2{raw}\n\n'
+        f"define-index source=1 index=2 shard=s{raw} key=[0] as-of=0\n----\nok\n\n"
+        f"schedule id=2\n----\nok\n\n"
+        f"peek id=2 ts=0\n----\n1 a{raw}\n",
+        encoding="utf-8",
+    )
+    assert main(["run", str(spec), "--seed", "3"]) == 1
+    shown = escaped(str(spec))
+    assert capsys.readouterr().out.split("\n") == [
+        f'{shown}:9: write-rows shard="s{escaped(raw)}" ts=0',
+        "  expected:",
+        f"    wrote 2{raw}",  # the spec's text, as it wrote it
+        "  actual:",
+        "    wrote 1",
+        f"{shown}:22: peek id=2 ts=0",
+        "  expected:",
+        f"    1 a{raw}",
+        "  actual:",
+        f"    1 {escaped_json(f'a{raw}')}",  # a row's text, as SPEC_FORMAT.md renders it
+        f"FAIL {shown}: 2 of 6 stanzas differ (P=1 W=1 two runtimes)",
+        "",
+    ]
+
+
+def escaped_json(text: str) -> str:
+    """A text field as SPEC_FORMAT.md's rows write it: JSON escapes for
+    ``"``, ``\\`` and the control characters only."""
+    out = "".join(f"\\u{ord(c):04x}" if unicodedata.category(c) == "Cc" else c for c in text)
+    return f'"{out}"'
+
+
+@pytest.mark.parametrize("raw", IN_NAMES)
+@pytest.mark.parametrize(
+    "options",
+    [
+        pytest.param([], id="run"),
+        pytest.param(["--rewrite"], id="rewrite"),
+        pytest.param(["--check-determinism"], id="check-determinism"),
+        pytest.param(["--topologies", "two-w1"], id="topologies"),
+        pytest.param(["explore", "--budget", "1"], id="explore"),
+    ],
+)
+def test_what_a_run_prints_escapes_the_specs_name(
+    options: list[str], raw: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = tmp_path / f"r6{raw}.spec"
+    spec.write_text("settle\n----\nok\n", encoding="utf-8")
+    command = ["explore", str(spec), *options[1:]] if options[:1] == ["explore"] else []
+    assert main(command or ["run", str(spec), *options]) == 0
+    out, err = capsys.readouterr()
+    assert err == ""
+    assert all(line.isprintable() for line in out.split("\n")), out
+    assert escaped(str(spec)) in out
+
+
+def test_a_failing_exploration_escapes_the_specs_name_in_its_replay_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = tmp_path / "r6\x1bc.spec"
+    spec.write_text("settle\n----\nwrong\n", encoding="utf-8")
+    assert main(["explore", str(spec), "--budget", "1"]) == 1
+    out = capsys.readouterr().out
+    assert all(line.isprintable() for line in out.split("\n")), out
+    assert f"  replay: trio-reconcile explore {shlex.quote(escaped(str(spec)))} " in out
 
 
 # The helper and the log records.
