@@ -10,6 +10,10 @@ written. ``run`` takes folders as well as files (:mod:`._inputs`), and
 ``--topologies`` runs every spec on several topologies and prints a table
 (:mod:`._matrix`).
 
+Input is shown escaped (:mod:`._escape`): every line written to stderr (an
+error, a log record), and on stdout each line that names a spec or quotes its
+directive; a mismatch's expected and actual blocks are written as they are.
+
 Limits on spec files (bad input beyond them, exit 2 before anything runs):
 a regular file of at most 16 MiB; at most 1,000,000 rows a write and
 4,000,000 a spec; ids, times and key columns at most 2^64-1; a key of at
@@ -44,6 +48,7 @@ from actors.testing import ScheduleError
 
 from ._bundled import BUNDLED_TWO_RUNTIME, bundled_spec
 from ._demo import demo
+from ._escape import EscapingFormatter, escaped, print_error
 from ._explore import ExploreOptions, explore_command
 from ._export import write_chrome_trace
 from ._inputs import load_specs, spec_files
@@ -84,13 +89,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exit_.code if isinstance(exit_.code, int) else 2
     if args.command is None:
         parser.print_usage(sys.stderr)
-        print(f"{PROG}: error: a command is required ({command_list(parser)})", file=sys.stderr)
+        print_error(f"{PROG}: error: a command is required ({command_list(parser)})")
         return 2
     if args.verbose or args.command == "serve":
         # A serve process's warnings (a lost peer, the shard host gone) show
         # without -v (under run --spawn too: the processes share its stderr).
         level = logging.INFO if args.verbose > 1 else logging.WARNING
-        logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+        handler = logging.StreamHandler()
+        handler.setFormatter(EscapingFormatter("%(levelname)s %(name)s: %(message)s"))
+        logging.basicConfig(level=level, handlers=[handler])
     try:
         return _command(args)
     except BaseException as error:
@@ -119,10 +126,10 @@ def _command(args: argparse.Namespace) -> int:
     try:
         return _dispatch(args)
     except OutputError as error:
-        print(f"{PROG}: error: {error}", file=sys.stderr)
+        print_error(f"{PROG}: error: {error}")
         return 2
     except SpecError as error:
-        print(error, file=sys.stderr)
+        print_error(str(error))
         return 2
     except (KeyboardInterrupt, BaseExceptionGroup) as error:
         # Trio may wrap the KeyboardInterrupt in a group with what it cancelled.
@@ -132,7 +139,7 @@ def _command(args: argparse.Namespace) -> int:
         # coroutine and running it: the coroutine, dropped with the run, would
         # warn that it was never awaited. The run is over: one line says so.
         warnings.filterwarnings("ignore", "coroutine .* was never awaited", RuntimeWarning)
-        print(f"{PROG}: interrupted", file=sys.stderr)
+        print_error(f"{PROG}: interrupted")
         return INTERRUPTED
 
 
@@ -169,10 +176,7 @@ def _explore(args: argparse.Namespace) -> int:
     """``explore``: read every spec, then explore each."""
     paths = spec_files(args.specs)
     if args.replay is not None and len(paths) > 1:
-        print(
-            f"{PROG}: error: --replay replays one spec, and {len(paths)} are named",
-            file=sys.stderr,
-        )
+        print_error(f"{PROG}: error: --replay replays one spec, and {len(paths)} are named")
         return 2
     specs = load_specs(paths)
     topology = Topology(
@@ -196,7 +200,7 @@ def _explore(args: argparse.Namespace) -> int:
         return explore_command(specs, topology, how, sys.stdout)
     except ScheduleError as error:
         # Only a replayed schedule can fail to fit the spec.
-        print(f"{PROG}: error: --replay: {error}", file=sys.stderr)
+        print_error(f"{PROG}: error: --replay: {error}")
         return 2
 
 
@@ -274,7 +278,7 @@ def run_command(
     recording.write()
     for spec, run in rewrites:
         replace_text(spec.path, rewritten(spec, run.outcomes))
-        print(f"rewrote {spec.path} ({len(run.outcomes)} stanzas, {topology})", file=out)
+        print(f"rewrote {escaped(spec.path)} ({len(run.outcomes)} stanzas, {topology})", file=out)
     return 1 if failed else 0
 
 
@@ -313,7 +317,7 @@ def spawn_command(
         try:
             catalogs = stack.enter_context(spec_catalogs(persist, len(specs)))
         except (ValueError, PersistError) as refused:
-            print(f"{PROG}: error: argument --persist: {refused}", file=sys.stderr)
+            print_error(f"{PROG}: error: argument --persist: {refused}")
             return 2
         try:
             run_spawned(
@@ -331,10 +335,10 @@ def spawn_command(
         except* (ClusterError, ItemTooLarge, HandlerFailed) as group:
             broken.extend(_leaves(group))
     if terminated:
-        print(f"{PROG}: terminated", file=sys.stderr)
+        print_error(f"{PROG}: terminated")
         return TERMINATED
     for error in broken:
-        print(f"{PROG}: error: {error}", file=sys.stderr)
+        print_error(f"{PROG}: error: {error}")
     return 1 if failed or broken else 0
 
 
@@ -359,12 +363,10 @@ def _serve(args: argparse.Namespace) -> int:
         with open(args.secret_file, "rb") as file:
             secret = file.read(1 << 16)
     except OSError as error:
-        print(
-            f"{PROG}: error: --secret-file: {error.strerror}: {args.secret_file}", file=sys.stderr
-        )
+        print_error(f"{PROG}: error: --secret-file: {error.strerror}: {args.secret_file}")
         return 2
     if len(secret) < 16:
-        print(f"{PROG}: error: --secret-file: a secret is at least 16 bytes", file=sys.stderr)
+        print_error(f"{PROG}: error: --secret-file: a secret is at least 16 bytes")
         return 2
     host, port = args.listen
     try:
@@ -372,7 +374,7 @@ def _serve(args: argparse.Namespace) -> int:
     except (socket.gaierror, UnicodeError) as error:
         # Bad input, named, before anything starts (a port in use is exit 1).
         why = error.strerror if isinstance(error, socket.gaierror) else str(error)
-        print(f"{PROG}: error: --listen: cannot resolve {host!r}: {why}", file=sys.stderr)
+        print_error(f"{PROG}: error: --listen: cannot resolve {host!r}: {why}")
         return 2
     config = ReplicaConfig(
         processes=args.processes,
@@ -410,7 +412,7 @@ def _serve(args: argparse.Namespace) -> int:
     except* (OSError, ShardHostLost, HandlerFailed, ItemTooLarge) as group:
         failures += _leaves(group)
     for failure in failures:
-        print(f"{PROG}: error: serve --process {args.process}: {failure}", file=sys.stderr)
+        print_error(f"{PROG}: error: serve --process {args.process}: {failure}")
     return 1 if failures else 0
 
 
@@ -464,14 +466,20 @@ def determinism_command(specs: Sequence[Spec], topology: Topology, seed: int, ou
         run_spec(spec, topology, seed=seed, trace=first)
         run_spec(spec, topology, seed=seed, trace=second)
         if first.events == second.events:
-            print(f"deterministic {spec.path}: {len(first)} trace events, seed {seed}", file=out)
+            print(
+                f"deterministic {escaped(spec.path)}: {len(first)} trace events, seed {seed}",
+                file=out,
+            )
             continue
         failed = True
         at = next(
             (i for i, (a, b) in enumerate(zip(first, second, strict=False)) if a != b),
             min(len(first), len(second)),
         )
-        print(f"NONDETERMINISTIC {spec.path}: traces differ at event {at} (seed {seed})", file=out)
+        print(
+            f"NONDETERMINISTIC {escaped(spec.path)}: traces differ at event {at} (seed {seed})",
+            file=out,
+        )
     return 1 if failed else 0
 
 

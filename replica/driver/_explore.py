@@ -20,6 +20,7 @@ import attrs
 
 from actors.testing import Exploration, NondeterminismError, StrategyName, explore
 
+from ._escape import escaped
 from ._report import report, report_violations
 from ._runner import SpecRun, Topology, _run
 from ._spec import Spec
@@ -67,6 +68,8 @@ def explore_command(
 
 
 def _explore_one(spec: Spec, topology: Topology, how: ExploreOptions, out: TextIO) -> bool:
+    name = escaped(spec.path)
+
     async def main() -> None:
         run = await _run(spec, topology, None)
         if not run.passed:
@@ -75,7 +78,7 @@ def _explore_one(spec: Spec, topology: Topology, how: ExploreOptions, out: TextI
     def progress(runs: int, so_far: Exploration) -> None:
         if runs % PROGRESS_EVERY == 0:
             print(
-                f"[{runs}/{how.budget}] {spec.path}: {so_far.interleavings} interleavings, "
+                f"[{runs}/{how.budget}] {name}: {so_far.interleavings} interleavings, "
                 f"{so_far.choice_points} choice points",
                 file=out,
                 flush=True,
@@ -96,19 +99,19 @@ def _explore_one(spec: Spec, topology: Topology, how: ExploreOptions, out: TextI
         )
     except NondeterminismError as error:
         # The replica is meant to be deterministic for a schedule: a finding.
-        print(f"FAIL {spec.path}: {what}: {error} ({topology})", file=out)
+        print(f"FAIL {name}: {what}: {error} ({topology})", file=out)
         return True
     failure = exploration.failure
     if failure is None:
-        print(f"ok {spec.path}: {what}: {_counts(exploration)} ({topology})", file=out)
+        print(f"ok {name}: {what}: {_counts(exploration)} ({topology})", file=out)
         return False
     if isinstance(failure.error, SpecDiffers):
         report(spec, failure.error.run.outcomes, topology, out)
         report_violations(spec, failure.error.run, out)
     else:
-        print(f"{spec.path}: the run failed: {failure.error!r}", file=out)
+        print(f"{name}: the run failed: {failure.error!r}", file=out)
     print(
-        f"FAIL {spec.path}: {what}: a failing schedule in run {exploration.runs} "
+        f"FAIL {name}: {what}: a failing schedule in run {exploration.runs} "
         f"({_counts(exploration)}) ({topology})",
         file=out,
     )
@@ -122,7 +125,7 @@ def _explore_one(spec: Spec, topology: Topology, how: ExploreOptions, out: TextI
     print(f"  last steps: {' > '.join(failure.trace_tail)}", file=out)
     command = ["trio-reconcile", "explore", spec.path, *how.options]
     command += ["--replay", str(failure.schedule)]
-    print(f"  replay: {shlex.join(command)}", file=out)
+    print(f"  replay: {escaped(shlex.join(command))}", file=out)
     return True
 
 

@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TextIO
 
+from ._escape import escaped
 from ._report import report, report_violations
 from ._runner import SpecRun, Topology
 from ._spec import Spec
@@ -53,7 +54,7 @@ def matrix_command(
     totals. A cell is ``ok`` or ``FAIL (n)``: ``n`` stanzas differed or
     invariants broke. Exit 0 when every run passed, else 1."""
     start = time.perf_counter()
-    width = max(len("spec"), *(len(spec.path) for spec in specs))
+    width = max(len("spec"), *(len(escaped(spec.path)) for spec in specs))
     column = max(len("FAIL (999)"), *(len(name) for name in topologies))
 
     def row(first: str, cells: Sequence[str]) -> None:
@@ -71,9 +72,9 @@ def matrix_command(
             cells.append(f"FAIL ({bad})" if bad else "ok")
             if bad:
                 failed.append((spec, name, topology, result))
-        row(spec.path, cells)
+        row(escaped(spec.path), cells)
     for spec, name, topology, result in failed:
-        print(f"\n{spec.path} on {name}:", file=out)
+        print(f"\n{escaped(spec.path)} on {name}:", file=out)
         report(spec, result.outcomes, topology, out)
         report_violations(spec, result, out)
     runs = len(specs) * len(topologies)

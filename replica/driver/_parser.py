@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import actors
 
+from ._escape import print_error
 from ._headers import MAX_KEY_COLUMNS, MAX_LITERALS, MIN_PEER_TIMEOUT
 from ._matrix import ALL, TOPOLOGIES, topology_names
 from ._spec import MAX_SPEC_BYTES, MAX_TIMEOUT_SECS, ROWS_PER_SPEC, ROWS_PER_WRITE
@@ -52,8 +53,8 @@ if TYPE_CHECKING:
 
 
 class _Parser(argparse.ArgumentParser):
-    """Exits 2 with ``PROG: error: message`` on bad arguments, and knows its
-    commands (by name, in order)."""
+    """Exits 2 with ``PROG: error: message`` on bad arguments (the message
+    :func:`escaped`), and knows its commands (by name, in order)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -65,7 +66,8 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> None:  # type: ignore[override]
         self.print_usage(sys.stderr)
-        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        # argparse quotes some arguments bare (unrecognized arguments: ...).
+        print_error(f"{self.prog}: error: {message}")
         raise SystemExit(2)
 
 

@@ -25,9 +25,15 @@ import tempfile
 from collections.abc import Callable, Sequence
 from typing import TextIO
 
+from ._escape import escaped
+
 
 class OutputError(Exception):
-    """An output the command cannot write: ``--trace out/t.jsonl: reason``."""
+    """An output the command cannot write: ``--trace out/t.jsonl: reason``;
+    the message, which names the path, :func:`escaped`."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(escaped(message))
 
 
 def check_outputs(

@@ -1,10 +1,14 @@
 """What a run of a spec prints: its mismatches and its verdict; and the spec
-text ``--rewrite`` writes."""
+text ``--rewrite`` writes. The spec's name and a mismatch's directive line
+are :func:`escaped`; its expected block is printed as the spec wrote it and
+its actual block as the stanza printed it (rows rendered as SPEC_FORMAT.md's
+Rows say)."""
 
 from __future__ import annotations
 
 from typing import TextIO
 
+from ._escape import escaped
 from ._runner import Outcome, SpecRun, Topology
 from ._spec import Spec
 
@@ -12,9 +16,10 @@ from ._spec import Spec
 def report(spec: Spec, outcomes: list[Outcome], topology: Topology, out: TextIO) -> bool:
     """Print mismatches (and a summary line); return whether any stanza differed."""
     mismatches = [outcome for outcome in outcomes if not outcome.matched]
+    name = escaped(spec.path)
     for outcome in mismatches:
         stanza = outcome.stanza
-        print(f"{spec.path}:{stanza.line}: {spec.lines[stanza.line - 1]}", file=out)
+        print(f"{name}:{stanza.line}: {escaped(spec.lines[stanza.line - 1])}", file=out)
         print("  expected:", file=out)
         for line in stanza.expected or ("(nothing)",):
             print(f"    {line}", file=out)
@@ -23,14 +28,14 @@ def report(spec: Spec, outcomes: list[Outcome], topology: Topology, out: TextIO)
             print(f"    {line}", file=out)
     verdict = "FAIL" if mismatches else "ok"
     detail = f"{len(mismatches)} of {len(outcomes)} stanzas differ" if mismatches else ""
-    print(f"{verdict} {spec.path}: {detail or f'{len(outcomes)} stanzas'} ({topology})", file=out)
+    print(f"{verdict} {name}: {detail or f'{len(outcomes)} stanzas'} ({topology})", file=out)
     return bool(mismatches)
 
 
 def report_violations(spec: Spec, run: SpecRun, out: TextIO) -> bool:
     """Print the invariants ``run`` broke; return whether it broke any."""
     for violation in run.violations:
-        print(f"{spec.path}: invariant broken: {violation}", file=out)
+        print(f"{escaped(spec.path)}: invariant broken: {violation}", file=out)
     return bool(run.violations)
 
 

@@ -37,6 +37,7 @@ import attrs
 from ._catalog import Catalog, Directive
 from ._data import RowError as RowError
 from ._data import parse_int64
+from ._escape import escaped
 from ._headers import DIRECTIVES, InputError, Value, parse_arguments, tokenize
 from ._headers import MAX_TIMEOUT_SECS as MAX_TIMEOUT_SECS
 from ._headers import ROWS_PER_SPEC as ROWS_PER_SPEC
@@ -52,10 +53,13 @@ MAX_SPEC_BYTES = 16 * 1024 * 1024
 
 class SpecError(Exception):
     """Bad input in a spec file: ``FILE:LINE: message``, or ``FILE: message``
-    when ``line`` is None (the file cannot be read at all)."""
+    when ``line`` is None (the file cannot be read at all). The file's name
+    and the message, which may quote the spec's text, are :func:`escaped`
+    (``path`` and ``message`` keep them as given)."""
 
     def __init__(self, path: str, line: int | None, message: str) -> None:
-        super().__init__(f"{path}: {message}" if line is None else f"{path}:{line}: {message}")
+        where = escaped(path) if line is None else f"{escaped(path)}:{line}"
+        super().__init__(f"{where}: {escaped(message)}")
         self.path, self.line, self.message = path, line, message
 
 
