@@ -506,12 +506,21 @@ def _add_serve(commands: Commands) -> None:
         help="turn off the reconcile barrier (unsafe)",
     )
     _add_no_align(serve)
-    serve.add_argument(
+    listen = serve.add_mutually_exclusive_group(required=True)
+    listen.add_argument(
         "--listen",
         type=_address,
-        required=True,
         metavar="HOST:PORT",
-        help="where this process's node listens (the controller and the other processes dial it)",
+        help="where this process's node listens (the controller and the other processes dial "
+        "it); it binds HOST:PORT as it starts",
+    )
+    listen.add_argument(
+        "--listen-fd",
+        type=_up_to(2**31 - 1, least=0),
+        metavar="N",
+        help="listen on the listening TCP socket inherited as file descriptor N instead (what "
+        "run --spawn passes: it binds every process's port before any starts and holds it, so "
+        "no other program can take it meanwhile, nor while a process is started again)",
     )
     serve.add_argument(
         "--peers",

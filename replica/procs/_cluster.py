@@ -85,15 +85,21 @@ def serve_command(
     python: str = sys.executable,
     tls: TlsFiles | None = None,
     peer_timeout: float = 10.0,
+    listen_fd: int | None = None,
 ) -> list[str]:
-    """The command line of one replica process."""
+    """The command line of one replica process: it listens on ``listen``,
+    or, with ``listen_fd``, on the listening socket it inherits as that file
+    descriptor (bound to ``listen`` by the driver: see :func:`open_cluster`)."""
     command = [python, "-m", "replica.driver", "serve"]
     command += ["--process", str(process), "--processes", str(config.processes)]
     command += ["--workers", str(config.workers)]
     command += [] if config.interactive else ["--solo"]
     command += [] if config.barrier else ["--no-barrier"]
     command += [] if config.align else ["--no-align"]
-    command += ["--listen", _address(listen), "--peers", ",".join(map(_address, peers))]
+    command += (
+        ["--listen", _address(listen)] if listen_fd is None else ["--listen-fd", str(listen_fd)]
+    )
+    command += ["--peers", ",".join(map(_address, peers))]
     command += ["--shards", _address(shards), "--secret-file", secret_file]
     # Within what serve takes (a million seconds, never in practice, at the
     # most), so that open_cluster(heartbeat_timeout=math.inf) starts its
@@ -109,18 +115,36 @@ def _address(address: tuple[str, int]) -> str:
     return f"{address[0]}:{address[1]}"
 
 
-def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
-    """``count`` ports free on ``host`` now (the processes bind them next)."""
-    sockets = []
+def listening_socket(host: str = "127.0.0.1") -> socket.socket:
+    """A TCP socket bound to a free port of ``host`` and listening: a replica
+    process's, which the driver holds for the cluster's life and passes to
+    each OS process it starts for it (``serve --listen-fd``). Bound before
+    any process starts, its port is never free for another to take, and a
+    process started again gets it back (what is dialled to it meanwhile
+    waits in its backlog). Raises :class:`OSError` if it cannot be bound."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     try:
-        for _ in range(count):
-            sock = socket.socket()
-            sock.bind((host, 0))
-            sockets.append(sock)
-        return [sock.getsockname()[1] for sock in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()
+        sock.bind((host, 0))
+        sock.listen()
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+def _refuse_waiting(listener: socket.socket) -> None:
+    """Close every connection waiting in ``listener``'s backlog (dialled
+    while its process was down): a dialler that gave up on one meanwhile
+    would have it accepted by the process started next, which would log a
+    broken handshake for each. Those still dialling see theirs close and dial
+    again, at once, the process about to start."""
+    listener.setblocking(False)
+    while True:
+        try:
+            connection, _ = listener.accept()
+        except (BlockingIOError, InterruptedError):
+            return
+        connection.close()
 
 
 @attrs.define(eq=False)
@@ -129,6 +153,9 @@ class Slot:
 
     index: int
     command: list[str]
+    # The socket it listens on (see listening_socket), passed to every OS
+    # process started for it; None: the process binds its own --listen.
+    listener: socket.socket | None = None
     process: trio.Process | None = None
     # Set when the OS process ended (by whatever cause).
     exited: trio.Event = attrs.field(factory=trio.Event)
@@ -473,6 +500,8 @@ class Cluster:
                 "(Cluster.restart waits for a killed one to exit)"
             )
         relaunch = slot.process is not None
+        if relaunch and slot.listener is not None:
+            _refuse_waiting(slot.listener)
         slot.exited = trio.Event()
         slot.expected_exit = False
         slot.process = await self.nursery.start(
@@ -486,7 +515,11 @@ class Cluster:
         exited = slot.exited
         try:
             done = await trio.run_process(
-                slot.command + extra, check=False, stdin=b"", task_status=task_status
+                slot.command + extra,
+                check=False,
+                stdin=b"",
+                pass_fds=() if slot.listener is None else (slot.listener.fileno(),),
+                task_status=task_status,
             )
         finally:
             exited.set()
@@ -663,7 +696,10 @@ async def open_cluster(
 ) -> AsyncIterator[Cluster]:
     """Spawn ``config.processes`` replica processes on loopback and host their
     shards (``catalog``, a fresh in-memory one by default: any
-    :class:`ShardCatalog` works); stop them when the block ends.
+    :class:`ShardCatalog` works); stop them when the block ends. Each
+    process's port is bound and listening, here, before any process starts,
+    and held until the block ends: each OS process started for it inherits
+    the socket (:func:`listening_socket`).
 
     ``dial(index, address)`` says where the controller dials process
     ``index`` (a proxy, for partition tests), ``dial_peer(index, other,
@@ -703,7 +739,10 @@ async def open_cluster(
     if peer_timeout is not None and not peer_timeout > 0:
         raise ValueError(f"peer_timeout ({peer_timeout!r}) must be above 0")
     host_address = "127.0.0.1"
-    with tempfile.TemporaryDirectory(prefix="trio-reconcile-") as folder:
+    with (
+        tempfile.TemporaryDirectory(prefix="trio-reconcile-") as folder,
+        contextlib.ExitStack() as listeners,
+    ):
         secret = os.urandom(32)
         secret_file = Path(folder) / "secret"
         secret_file.touch(mode=0o600)
@@ -751,7 +790,12 @@ async def open_cluster(
                 heartbeat_timeout=heartbeat_timeout,
             )
             cluster.install()
-            addresses = [(host_address, port) for port in free_ports(config.processes)]
+            # Every process's port bound (and listening) before any starts.
+            sockets = [
+                listeners.enter_context(listening_socket(host_address))
+                for _ in range(config.processes)
+            ]
+            addresses = [(host_address, sock.getsockname()[1]) for sock in sockets]
             for index in range(config.processes):
                 cluster.processes.append(RemoteProcess(index, cluster))
                 peers = [
@@ -772,8 +816,9 @@ async def open_cluster(
                     python=python,
                     tls=tls,
                     peer_timeout=heartbeat_timeout if peer_timeout is None else peer_timeout,
+                    listen_fd=sockets[index].fileno(),
                 )
-                cluster.slots.append(Slot(index, command))
+                cluster.slots.append(Slot(index, command, sockets[index]))
             try:
                 for index in range(config.processes):
                     await cluster.start(index)
