@@ -58,6 +58,12 @@ process pings (a quarter of the least ``--peer-timeout``). Shorter, the
 driver's heartbeat loop spins, flooding every process with pings."""
 
 
+STOP_GRACE = 2.0
+"""Seconds a replica process has to stop in order (its connections closed)
+after the driver's SIGTERM, before SIGKILL: one that can takes a few
+hundredths. (Trio's own stop waits 5 s, then warns.)"""
+
+
 class ClusterError(Exception):
     """A replica process did not start, or went away when it must not have."""
 
@@ -160,6 +166,8 @@ class Slot:
     # Set when the OS process ended (by whatever cause).
     exited: trio.Event = attrs.field(factory=trio.Event)
     expected_exit: bool = False
+    # Found silent by the driver's heartbeat, and not heard from since.
+    silent: bool = False
 
 
 @attrs.define(eq=False)
@@ -504,6 +512,7 @@ class Cluster:
             _refuse_waiting(slot.listener)
         slot.exited = trio.Event()
         slot.expected_exit = False
+        slot.silent = False
         slot.process = await self.nursery.start(
             self._run_process, slot, ["--epoch", str(next(self._tokens))] if relaunch else []
         )
@@ -519,6 +528,7 @@ class Cluster:
                 check=False,
                 stdin=b"",
                 pass_fds=() if slot.listener is None else (slot.listener.fileno(),),
+                deliver_cancel=lambda process: self._stop(slot, process),
                 task_status=task_status,
             )
         finally:
@@ -526,6 +536,22 @@ class Cluster:
             self._notify()
         if not slot.expected_exit:
             raise ClusterError(f"replica process {slot.index} exited with status {done.returncode}")
+
+    async def _stop(self, slot: Slot, process: trio.Process) -> None:
+        """Stop ``process`` (the cluster's block ended): SIGTERM, then SIGKILL
+        if it has not exited ``STOP_GRACE`` seconds later; SIGKILL at once if
+        it is silent (found so by the heartbeat, or no answer to the driver's
+        pings for ``STOP_GRACE`` already): frozen, it would sit on SIGTERM.
+        (Not SIGCONT: one thawed warns of the silence it slept through before
+        it acts on SIGTERM.) Trio's run_process calls this, shielded, and
+        cancels it once the process exited."""
+        last = self._pongs.get(slot.index, trio.current_time())
+        if slot.silent or trio.current_time() - last > STOP_GRACE:
+            process.kill()
+            return
+        process.terminate()
+        await trio.sleep(STOP_GRACE)
+        process.kill()
 
     def _slot(self, index: int) -> Slot:
         """Process ``index``'s slot; a :class:`ValueError` for no such process
@@ -594,7 +620,9 @@ class Cluster:
             self._notify()
 
     def _pong(self, source: str, sent_at: float) -> None:
-        self._pongs[int(source[1:])] = trio.current_time()
+        index = int(source[1:])
+        self._pongs[index] = trio.current_time()
+        self.slots[index].silent = False
 
     def _lost(self, target: str) -> None:
         if target.startswith("p"):
@@ -646,6 +674,7 @@ class Cluster:
                 last = self._pongs.setdefault(process.index, now)
                 if now - last > self.heartbeat_timeout:
                     self._pongs[process.index] = now
+                    self.slots[process.index].silent = True
                     peer = link.peer
                     if peer is not None:
                         logger.warning("no answer from process %d: closing its link", process.index)
