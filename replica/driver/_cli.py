@@ -328,15 +328,13 @@ def _serve(args: argparse.Namespace) -> int:
     from replica import ReplicaConfig
     from replica.procs import ServeOptions, serve
     from replica.procs._links import HandlerFailed, ItemTooLarge
+    from replica.procs._secret import SecretFileError, read_secret_file
     from replica.procs._serve import ShardHostLost
 
     try:
-        with open(args.secret_file, "rb") as file:
-            secret = file.read(1 << 16)
-    except OSError as error:
-        print(
-            f"{PROG}: error: --secret-file: {error.strerror}: {args.secret_file}", file=sys.stderr
-        )
+        secret = read_secret_file(args.secret_file)
+    except SecretFileError as error:
+        print(f"{PROG}: error: --secret-file: {error}", file=sys.stderr)
         return 2
     if len(secret) < 16:
         print(f"{PROG}: error: --secret-file: a secret is at least 16 bytes", file=sys.stderr)

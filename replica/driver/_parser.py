@@ -541,7 +541,9 @@ def _add_serve(commands: Commands) -> None:
         "--secret-file",
         required=True,
         metavar="FILE",
-        help="a file holding the nodes' shared secret (at least 16 bytes, used as is)",
+        help="a file holding the nodes' shared secret (at least 16 bytes, used as is; at most "
+        "64 KiB read): a regular file, or a pipe or FIFO (shell process substitution, "
+        "<(...), gives a pipe) read to its end within 5 s, else exit 2, named",
     )
     serve.add_argument(
         "--shards-patience",
@@ -586,7 +588,9 @@ def _add_tls(command: argparse.ArgumentParser, prefix: str) -> None:
             option,
             metavar="FILE",
             help=f"{prefix}{what}: with all three, the nodes' connections are mutual TLS "
-            "(the certificate must name the addresses dialled, e.g. 127.0.0.1)",
+            "(the certificate must name the addresses dialled, e.g. 127.0.0.1); a regular "
+            "file: a FIFO or a pipe is refused, exit 2 (ssl loads the files by path, in every "
+            "process)",
         )
 
 
