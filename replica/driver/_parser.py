@@ -263,7 +263,8 @@ def _add_run(commands: Commands) -> None:
         action="store_true",
         help="run against --processes replica processes started as OS processes "
         "('trio-reconcile serve', the same Python), over loopback TCP on the real clock "
-        "(timeout-secs are real seconds), then stop them; one set of processes serves every "
+        "(timeout-secs are real seconds), then stop them (SIGTERM, then SIGKILL 2 s later, or "
+        "at once for one that stopped answering); one set of processes serves every "
         "spec, reset to a fresh replica before each; not with --topologies, "
         "--check-determinism, --faults, --rewrite, --trace, --timeline or --chrome-trace",
     )
@@ -283,8 +284,10 @@ def _add_run(commands: Commands) -> None:
         metavar="SECONDS",
         help="with --spawn: each replica process's serve --peer-timeout (it pings the other "
         "processes and the shard host, and closes the connections to one silent for SECONDS: "
-        "a partition then behaves as a dropped connection, which ends the run, named); "
-        "the driver's own pings of the processes keep 10 s (default 10)",
+        "a partition then behaves as a dropped connection, which ends the run, named; it "
+        "checks every quarter of SECONDS, so a process frozen is found 0.75 to 1.25 times "
+        "SECONDS after); the driver's own pings of the processes keep 10 s, and find one "
+        "silent that long, if sooner (default 10)",
     )
     _add_tls(run, "with --spawn: ")
     run.add_argument(
