@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
+import os
 import random
 import sys
 import time
@@ -357,25 +358,32 @@ def _serve(args: argparse.Namespace) -> int:
     from replica import ReplicaConfig
     from replica.procs import ServeOptions, serve
     from replica.procs._links import HandlerFailed, ItemTooLarge
+    from replica.procs._secret import SecretFileError, read_secret_file
     from replica.procs._serve import ShardHostLost
 
     try:
-        with open(args.secret_file, "rb") as file:
-            secret = file.read(1 << 16)
-    except OSError as error:
-        print_error(f"{PROG}: error: --secret-file: {error.strerror}: {args.secret_file}")
+        secret = read_secret_file(args.secret_file)
+    except SecretFileError as error:
+        print_error(f"{PROG}: error: --secret-file: {error}")
         return 2
     if len(secret) < 16:
         print_error(f"{PROG}: error: --secret-file: a secret is at least 16 bytes")
         return 2
-    host, port = args.listen
-    try:
-        socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
-    except (socket.gaierror, UnicodeError) as error:
-        # Bad input, named, before anything starts (a port in use is exit 1).
-        why = error.strerror if isinstance(error, socket.gaierror) else str(error)
-        print_error(f"{PROG}: error: --listen: cannot resolve {host!r}: {why}")
-        return 2
+    if args.listen_fd is not None:
+        try:
+            args.listen = _inherited_listener(args.listen_fd)
+        except OSError as error:
+            print_error(f"{PROG}: error: --listen-fd {args.listen_fd}: {error}")
+            return 2
+    else:
+        host, port = args.listen
+        try:
+            socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        except (socket.gaierror, UnicodeError) as error:
+            # Bad input, named, before anything starts (a port in use is exit 1).
+            why = error.strerror if isinstance(error, socket.gaierror) else str(error)
+            print_error(f"{PROG}: error: --listen: cannot resolve {host!r}: {why}")
+            return 2
     config = ReplicaConfig(
         processes=args.processes,
         workers=args.workers,
@@ -394,6 +402,7 @@ def _serve(args: argparse.Namespace) -> int:
         shards_patience=args.shards_patience,
         peer_timeout=args.peer_timeout,
         epoch=args.epoch,
+        listen_fd=args.listen_fd,
     )
 
     async def until_terminated() -> None:
@@ -414,6 +423,34 @@ def _serve(args: argparse.Namespace) -> int:
     for failure in failures:
         print_error(f"{PROG}: error: serve --process {args.process}: {failure}")
     return 1 if failures else 0
+
+
+def _inherited_listener(fd: int) -> tuple[str, int]:
+    """The address of the listening TCP socket open as file descriptor
+    ``fd`` (``serve --listen-fd``), left open for the node. Raises
+    :class:`OSError`, named, for a descriptor that is not one (not open,
+    not a socket, not TCP, or not listening)."""
+    import socket
+
+    try:
+        os.fstat(fd)
+    except OSError as error:
+        raise OSError(f"not an open file descriptor ({error.strerror})") from None
+    try:
+        sock = socket.socket(fileno=fd)
+    except OSError as error:
+        raise OSError(f"not a socket ({error.strerror})") from None
+    try:
+        listening = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN)
+        if sock.family not in (socket.AF_INET, socket.AF_INET6) or sock.type != socket.SOCK_STREAM:
+            raise OSError("not a TCP socket")
+        if not listening:
+            raise OSError("a TCP socket that is not listening")
+        host, port = sock.getsockname()[:2]
+    finally:
+        # The node takes the descriptor over (see serve).
+        sock.detach()
+    return host, port
 
 
 @attrs.define

@@ -265,7 +265,8 @@ def _add_run(commands: Commands) -> None:
         action="store_true",
         help="run against --processes replica processes started as OS processes "
         "('trio-reconcile serve', the same Python), over loopback TCP on the real clock "
-        "(timeout-secs are real seconds), then stop them; one set of processes serves every "
+        "(timeout-secs are real seconds), then stop them (SIGTERM, then SIGKILL 2 s later, or "
+        "at once for one that stopped answering); one set of processes serves every "
         "spec, reset to a fresh replica before each; not with --topologies, "
         "--check-determinism, --faults, --rewrite, --trace, --timeline or --chrome-trace",
     )
@@ -285,8 +286,10 @@ def _add_run(commands: Commands) -> None:
         metavar="SECONDS",
         help="with --spawn: each replica process's serve --peer-timeout (it pings the other "
         "processes and the shard host, and closes the connections to one silent for SECONDS: "
-        "a partition then behaves as a dropped connection, which ends the run, named); "
-        "the driver's own pings of the processes keep 10 s (default 10)",
+        "a partition then behaves as a dropped connection, which ends the run, named; it "
+        "checks every quarter of SECONDS, so a process frozen is found 0.75 to 1.25 times "
+        "SECONDS after); the driver's own pings of the processes keep 10 s, and find one "
+        "silent that long, if sooner (default 10)",
     )
     _add_tls(run, "with --spawn: ")
     run.add_argument(
@@ -508,12 +511,21 @@ def _add_serve(commands: Commands) -> None:
         help="turn off the reconcile barrier (unsafe)",
     )
     _add_no_align(serve)
-    serve.add_argument(
+    listen = serve.add_mutually_exclusive_group(required=True)
+    listen.add_argument(
         "--listen",
         type=_address,
-        required=True,
         metavar="HOST:PORT",
-        help="where this process's node listens (the controller and the other processes dial it)",
+        help="where this process's node listens (the controller and the other processes dial "
+        "it); it binds HOST:PORT as it starts",
+    )
+    listen.add_argument(
+        "--listen-fd",
+        type=_up_to(2**31 - 1, least=0),
+        metavar="N",
+        help="listen on the listening TCP socket inherited as file descriptor N instead (what "
+        "run --spawn passes: it binds every process's port before any starts and holds it, so "
+        "no other program can take it meanwhile, nor while a process is started again)",
     )
     serve.add_argument(
         "--peers",
@@ -534,7 +546,9 @@ def _add_serve(commands: Commands) -> None:
         "--secret-file",
         required=True,
         metavar="FILE",
-        help="a file holding the nodes' shared secret (at least 16 bytes, used as is)",
+        help="a file holding the nodes' shared secret (at least 16 bytes, used as is; at most "
+        "64 KiB read): a regular file, or a pipe or FIFO (shell process substitution, "
+        "<(...), gives a pipe) read to its end within 5 s, else exit 2, named",
     )
     serve.add_argument(
         "--shards-patience",
@@ -579,7 +593,9 @@ def _add_tls(command: argparse.ArgumentParser, prefix: str) -> None:
             option,
             metavar="FILE",
             help=f"{prefix}{what}: with all three, the nodes' connections are mutual TLS "
-            "(the certificate must name the addresses dialled, e.g. 127.0.0.1)",
+            "(the certificate must name the addresses dialled, e.g. 127.0.0.1); a regular "
+            "file: a FIFO or a pipe is refused, exit 2 (ssl loads the files by path, in every "
+            "process)",
         )
 
 

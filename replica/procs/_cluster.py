@@ -58,6 +58,12 @@ process pings (a quarter of the least ``--peer-timeout``). Shorter, the
 driver's heartbeat loop spins, flooding every process with pings."""
 
 
+STOP_GRACE = 2.0
+"""Seconds a replica process has to stop in order (its connections closed)
+after the driver's SIGTERM, before SIGKILL: one that can takes a few
+hundredths. (Trio's own stop waits 5 s, then warns.)"""
+
+
 class ClusterError(Exception):
     """A replica process did not start, or went away when it must not have."""
 
@@ -85,15 +91,21 @@ def serve_command(
     python: str = sys.executable,
     tls: TlsFiles | None = None,
     peer_timeout: float = 10.0,
+    listen_fd: int | None = None,
 ) -> list[str]:
-    """The command line of one replica process."""
+    """The command line of one replica process: it listens on ``listen``,
+    or, with ``listen_fd``, on the listening socket it inherits as that file
+    descriptor (bound to ``listen`` by the driver: see :func:`open_cluster`)."""
     command = [python, "-m", "replica.driver", "serve"]
     command += ["--process", str(process), "--processes", str(config.processes)]
     command += ["--workers", str(config.workers)]
     command += [] if config.interactive else ["--solo"]
     command += [] if config.barrier else ["--no-barrier"]
     command += [] if config.align else ["--no-align"]
-    command += ["--listen", _address(listen), "--peers", ",".join(map(_address, peers))]
+    command += (
+        ["--listen", _address(listen)] if listen_fd is None else ["--listen-fd", str(listen_fd)]
+    )
+    command += ["--peers", ",".join(map(_address, peers))]
     command += ["--shards", _address(shards), "--secret-file", secret_file]
     # Within what serve takes (a million seconds, never in practice, at the
     # most), so that open_cluster(heartbeat_timeout=math.inf) starts its
@@ -109,18 +121,36 @@ def _address(address: tuple[str, int]) -> str:
     return f"{address[0]}:{address[1]}"
 
 
-def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
-    """``count`` ports free on ``host`` now (the processes bind them next)."""
-    sockets = []
+def listening_socket(host: str = "127.0.0.1") -> socket.socket:
+    """A TCP socket bound to a free port of ``host`` and listening: a replica
+    process's, which the driver holds for the cluster's life and passes to
+    each OS process it starts for it (``serve --listen-fd``). Bound before
+    any process starts, its port is never free for another to take, and a
+    process started again gets it back (what is dialled to it meanwhile
+    waits in its backlog). Raises :class:`OSError` if it cannot be bound."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     try:
-        for _ in range(count):
-            sock = socket.socket()
-            sock.bind((host, 0))
-            sockets.append(sock)
-        return [sock.getsockname()[1] for sock in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()
+        sock.bind((host, 0))
+        sock.listen()
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+def _refuse_waiting(listener: socket.socket) -> None:
+    """Close every connection waiting in ``listener``'s backlog (dialled
+    while its process was down): a dialler that gave up on one meanwhile
+    would have it accepted by the process started next, which would log a
+    broken handshake for each. Those still dialling see theirs close and dial
+    again, at once, the process about to start."""
+    listener.setblocking(False)
+    while True:
+        try:
+            connection, _ = listener.accept()
+        except (BlockingIOError, InterruptedError):
+            return
+        connection.close()
 
 
 @attrs.define(eq=False)
@@ -129,10 +159,15 @@ class Slot:
 
     index: int
     command: list[str]
+    # The socket it listens on (see listening_socket), passed to every OS
+    # process started for it; None: the process binds its own --listen.
+    listener: socket.socket | None = None
     process: trio.Process | None = None
     # Set when the OS process ended (by whatever cause).
     exited: trio.Event = attrs.field(factory=trio.Event)
     expected_exit: bool = False
+    # Found silent by the driver's heartbeat, and not heard from since.
+    silent: bool = False
 
 
 @attrs.define(eq=False)
@@ -473,8 +508,11 @@ class Cluster:
                 "(Cluster.restart waits for a killed one to exit)"
             )
         relaunch = slot.process is not None
+        if relaunch and slot.listener is not None:
+            _refuse_waiting(slot.listener)
         slot.exited = trio.Event()
         slot.expected_exit = False
+        slot.silent = False
         slot.process = await self.nursery.start(
             self._run_process, slot, ["--epoch", str(next(self._tokens))] if relaunch else []
         )
@@ -486,13 +524,34 @@ class Cluster:
         exited = slot.exited
         try:
             done = await trio.run_process(
-                slot.command + extra, check=False, stdin=b"", task_status=task_status
+                slot.command + extra,
+                check=False,
+                stdin=b"",
+                pass_fds=() if slot.listener is None else (slot.listener.fileno(),),
+                deliver_cancel=lambda process: self._stop(slot, process),
+                task_status=task_status,
             )
         finally:
             exited.set()
             self._notify()
         if not slot.expected_exit:
             raise ClusterError(f"replica process {slot.index} exited with status {done.returncode}")
+
+    async def _stop(self, slot: Slot, process: trio.Process) -> None:
+        """Stop ``process`` (the cluster's block ended): SIGTERM, then SIGKILL
+        if it has not exited ``STOP_GRACE`` seconds later; SIGKILL at once if
+        it is silent (found so by the heartbeat, or no answer to the driver's
+        pings for ``STOP_GRACE`` already): frozen, it would sit on SIGTERM.
+        (Not SIGCONT: one thawed warns of the silence it slept through before
+        it acts on SIGTERM.) Trio's run_process calls this, shielded, and
+        cancels it once the process exited."""
+        last = self._pongs.get(slot.index, trio.current_time())
+        if slot.silent or trio.current_time() - last > STOP_GRACE:
+            process.kill()
+            return
+        process.terminate()
+        await trio.sleep(STOP_GRACE)
+        process.kill()
 
     def _slot(self, index: int) -> Slot:
         """Process ``index``'s slot; a :class:`ValueError` for no such process
@@ -561,7 +620,9 @@ class Cluster:
             self._notify()
 
     def _pong(self, source: str, sent_at: float) -> None:
-        self._pongs[int(source[1:])] = trio.current_time()
+        index = int(source[1:])
+        self._pongs[index] = trio.current_time()
+        self.slots[index].silent = False
 
     def _lost(self, target: str) -> None:
         if target.startswith("p"):
@@ -613,6 +674,7 @@ class Cluster:
                 last = self._pongs.setdefault(process.index, now)
                 if now - last > self.heartbeat_timeout:
                     self._pongs[process.index] = now
+                    self.slots[process.index].silent = True
                     peer = link.peer
                     if peer is not None:
                         logger.warning("no answer from process %d: closing its link", process.index)
@@ -663,7 +725,10 @@ async def open_cluster(
 ) -> AsyncIterator[Cluster]:
     """Spawn ``config.processes`` replica processes on loopback and host their
     shards (``catalog``, a fresh in-memory one by default: any
-    :class:`ShardCatalog` works); stop them when the block ends.
+    :class:`ShardCatalog` works); stop them when the block ends. Each
+    process's port is bound and listening, here, before any process starts,
+    and held until the block ends: each OS process started for it inherits
+    the socket (:func:`listening_socket`).
 
     ``dial(index, address)`` says where the controller dials process
     ``index`` (a proxy, for partition tests), ``dial_peer(index, other,
@@ -703,7 +768,10 @@ async def open_cluster(
     if peer_timeout is not None and not peer_timeout > 0:
         raise ValueError(f"peer_timeout ({peer_timeout!r}) must be above 0")
     host_address = "127.0.0.1"
-    with tempfile.TemporaryDirectory(prefix="trio-reconcile-") as folder:
+    with (
+        tempfile.TemporaryDirectory(prefix="trio-reconcile-") as folder,
+        contextlib.ExitStack() as listeners,
+    ):
         secret = os.urandom(32)
         secret_file = Path(folder) / "secret"
         secret_file.touch(mode=0o600)
@@ -751,7 +819,12 @@ async def open_cluster(
                 heartbeat_timeout=heartbeat_timeout,
             )
             cluster.install()
-            addresses = [(host_address, port) for port in free_ports(config.processes)]
+            # Every process's port bound (and listening) before any starts.
+            sockets = [
+                listeners.enter_context(listening_socket(host_address))
+                for _ in range(config.processes)
+            ]
+            addresses = [(host_address, sock.getsockname()[1]) for sock in sockets]
             for index in range(config.processes):
                 cluster.processes.append(RemoteProcess(index, cluster))
                 peers = [
@@ -772,8 +845,9 @@ async def open_cluster(
                     python=python,
                     tls=tls,
                     peer_timeout=heartbeat_timeout if peer_timeout is None else peer_timeout,
+                    listen_fd=sockets[index].fileno(),
                 )
-                cluster.slots.append(Slot(index, command))
+                cluster.slots.append(Slot(index, command, sockets[index]))
             try:
                 for index in range(config.processes):
                     await cluster.start(index)

@@ -33,6 +33,7 @@ import gc
 import hashlib
 import logging
 import math
+import socket
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -94,6 +95,7 @@ class ServeOptions:
 
     process: int
     config: ReplicaConfig
+    # Where the node listens: it binds it, unless listen_fd is given.
     listen: tuple[str, int]
     peers: tuple[tuple[str, int], ...]
     shards: tuple[str, int]
@@ -109,6 +111,9 @@ class ServeOptions:
     # reset token, which no other process is at, so nothing meant for the
     # replica it replaces reaches it, nor anything of its own another.
     epoch: int = 0
+    # A listening TCP socket this process inherited, bound to listen (by the
+    # driver, which holds it for the cluster's life: serve --listen-fd).
+    listen_fd: int | None = None
 
 
 @attrs.define(eq=False)
@@ -427,15 +432,6 @@ async def serve(
     out of the garbage collector's full collections, which a stream of
     commands otherwise makes scan it again and again)."""
     name = process_node(options.process)
-    host, port = options.listen
-    try:
-        # Named here: the node's own listen would say only the OS's words.
-        for listener in await trio.open_tcp_listeners(port, host=host):
-            await listener.aclose()
-    except OSError as error:
-        raise ListenFailed(
-            f"cannot listen on --listen {host}:{port}: {error.strerror or error}"
-        ) from None
     async with (
         actors.open_system() as system,
         open_node(
@@ -443,7 +439,7 @@ async def serve(
             name=name,
             secret=options.secret,
             codec=codec(),
-            listen=options.listen,
+            listen=await _listener(options),
             max_frame=MAX_FRAME,
             ssl_context=None if options.tls is None else options.tls.server_context(),
         ) as node,
@@ -464,6 +460,24 @@ async def serve(
         nursery.start_soon(server.heartbeats)
         await server.host_lost.wait()
         raise ShardHostLost(server.host_error)
+
+
+async def _listener(options: ServeOptions) -> trio.SocketListener | tuple[str, int]:
+    """What the node listens on: the socket inherited as ``listen_fd``, or
+    ``listen`` (checked here, so that a failure is :class:`ListenFailed`,
+    named: the node's own listen would say only the OS's words)."""
+    if options.listen_fd is not None:
+        inherited = socket.socket(fileno=options.listen_fd)
+        return trio.SocketListener(trio.socket.from_stdlib_socket(inherited))
+    host, port = options.listen
+    try:
+        for listener in await trio.open_tcp_listeners(port, host=host):
+            await listener.aclose()
+    except OSError as error:
+        raise ListenFailed(
+            f"cannot listen on --listen {host}:{port}: {error.strerror or error}"
+        ) from None
+    return options.listen
 
 
 @attrs.define(eq=False)

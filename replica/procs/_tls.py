@@ -10,7 +10,9 @@ such as ``127.0.0.1`` must be among the certificate's names).
 
 from __future__ import annotations
 
+import os
 import ssl
+import stat
 
 import attrs
 
@@ -45,7 +47,10 @@ class TlsFiles:
 
     def server_context(self) -> ssl.SSLContext:
         """What a listening node wraps each accepted connection in: it
-        presents the certificate and requires the dialler's."""
+        presents the certificate and requires the dialler's. Raises
+        :class:`TlsError` for a file that is not a regular one (see
+        :meth:`_check_regular`)."""
+        self._check_regular()
         context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH, cafile=self.ca)
         context.verify_mode = ssl.CERT_REQUIRED
         self._load_chain(context)
@@ -53,10 +58,35 @@ class TlsFiles:
 
     def client_context(self) -> ssl.SSLContext:
         """What a dialling node wraps its connections in: it checks the
-        other's certificate and name, and presents its own."""
+        other's certificate and name, and presents its own. Raises
+        :class:`TlsError` for a file that is not a regular one."""
+        self._check_regular()
         context = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cafile=self.ca)
         self._load_chain(context)
         return context
+
+    def _check_regular(self) -> None:
+        """A :class:`TlsError` if a file is there but is not a regular file
+        (a FIFO, a pipe such as shell process substitution gives, a device):
+        ssl opens the files by path (the key and chain only so), for every
+        context, and so does every process the driver starts, so a pipe,
+        read once, cannot serve, and opening a FIFO with no writer blocks
+        for ever. Refused before anything opens them; a missing file is
+        left to ssl to name."""
+        for option, path in (
+            ("--tls-cert", self.cert),
+            ("--tls-key", self.key),
+            ("--tls-ca", self.ca),
+        ):
+            try:
+                mode = os.stat(path).st_mode
+            except OSError:
+                continue
+            if not stat.S_ISREG(mode):
+                raise TlsError(
+                    f"the TLS files do not load: {path} ({option}) is not a regular file (ssl "
+                    "loads them by path, in every process: a FIFO or a pipe cannot serve)"
+                )
 
     def _load_chain(self, context: ssl.SSLContext) -> None:
         # A passphrase is refused: OpenSSL would prompt for it on the

@@ -3,7 +3,11 @@
 
 from __future__ import annotations
 
+import itertools
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -139,3 +143,36 @@ def test_an_encrypted_key_is_refused_not_asked_a_passphrase_for(tmp_path: Path) 
     message = rf"^the TLS files do not load: {what} is encrypted \(give it without a passphrase\)$"
     with pytest.raises(TlsError, match=message):
         files.check()
+
+
+@pytest.mark.parametrize(
+    ("command", "option"),
+    [("serve", "--tls-key"), ("serve", "--tls-ca"), ("run", "--tls-cert"), ("run", "--tls-key")],
+)
+def test_a_tls_file_that_is_a_fifo_is_refused_at_once_not_waited_on(
+    tmp_path: Path, command: str, option: str
+) -> None:
+    """ssl opens the files by path, in every process: opening a FIFO no one
+    writes to blocked the command for ever, silent. Exit 2, named, before
+    anything opens it."""
+    tls = _files(tmp_path)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    files = {"--tls-cert": tls.cert, "--tls-key": tls.key, "--tls-ca": tls.ca, option: str(fifo)}
+    secret = tmp_path / "secret"
+    secret.write_bytes(b"s" * 32)
+    serve = ["serve", "--process", "0", "--listen", "127.0.0.1:1", "--peers", "127.0.0.1:1"]
+    serve += ["--shards", "127.0.0.1:2", "--secret-file", str(secret)]
+    arguments = serve if command == "serve" else ["run", "replica/driver/specs/", "--spawn"]
+    done = subprocess.run(
+        [sys.executable, "-m", "replica.driver", *arguments, *itertools.chain(*files.items())],
+        capture_output=True,
+        check=False,
+        timeout=30,
+    )
+    assert done.returncode == 2
+    assert done.stderr.decode().splitlines()[-1] == (
+        f"trio-reconcile {command}: error: argument --tls-cert: the TLS files do not load: "
+        f"{fifo} ({option}) is not a regular file (ssl loads them by path, in every process: "
+        "a FIFO or a pipe cannot serve)"
+    )
