@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator
 
 import trio
 
-from ._envelope import Address, current_address
+from ._core._envelope import Address, current_address
 
 # Modules whose waits something outside the run ends: these are not deadlocks.
 _OUTSIDE_WAITS = ("trio._core._io_", "trio._threads", "trio._subprocess", "trio._signals")
@@ -98,7 +98,7 @@ def _who(task: trio.lowlevel.Task, outermost: types.FrameType) -> str:
     address = task.context.get(current_address)
     if address is None:
         return f"task {task.name!r}"
-    if outermost.f_code.co_qualname == "ActorSystem._run_actor":
+    if outermost.f_code.co_qualname == "Spawner._run_actor":
         return f"actor {address.name!r}"
     return f"task {task.name!r} of actor {address.name!r}"
 

@@ -20,8 +20,8 @@ import trio
 import trio._core._run as _trio_run
 from trio._core._mock_clock import MockClock
 
+from ._core._errors import DeadlockError
 from ._deadlock import DeadlockWatch
-from ._errors import DeadlockError
 
 T = TypeVar("T")
 Ts = TypeVarTuple("Ts")

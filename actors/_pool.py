@@ -21,24 +21,22 @@ from __future__ import annotations
 import enum
 import math
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Generic, Never, TypeVar, TypeVarTuple, Unpack, cast, final
+from typing import Any, Generic, Never, TypeVar, TypeVarTuple, Unpack, cast, final
 
 import attrs
 import trio
 
-from ._cell import ActorState, ActorStatistics, _Cell
-from ._envelope import Address
-from ._errors import ActorStoppedError
-from ._inbox import Inbox
-from ._mailbox import ActorRef
-from ._monitors import ExitReason
-from ._reply import Reply
-from ._strategy import OneForOne
-from ._util import NoPublicConstructor, foreign_thread_error, in_trio_thread
-
-if TYPE_CHECKING:
-    from ._supervision import Supervisor
-    from ._system import ActorSystem
+from ._core._cell import ActorState, ActorStatistics, _Cell
+from ._core._envelope import Address
+from ._core._errors import ActorStoppedError
+from ._core._inbox import Inbox
+from ._core._mailbox import ActorRef
+from ._core._monitors import ExitReason
+from ._core._reply import Reply
+from ._core._util import NoPublicConstructor, foreign_thread_error, in_trio_thread
+from ._restarts import OneForOne
+from ._spawning import Spawner
+from ._supervision import Supervisor, open_supervisor
 
 M = TypeVar("M")
 M_contra = TypeVar("M_contra", contravariant=True)
@@ -75,10 +73,10 @@ class _Host:
 
 
 async def _supervise_members(
-    inbox: Inbox[Never], system: ActorSystem, strategy: OneForOne, host: _Host
+    inbox: Inbox[Never], system: Spawner, strategy: OneForOne, host: _Host
 ) -> None:
     """The pool's own behaviour: supervise the members until stopped."""
-    async with system.open_supervisor(strategy, name=inbox.address.name) as supervisor:
+    async with open_supervisor(system, strategy, inbox.address.name) as supervisor:
         host.supervisor = supervisor
         host.ready.set()
         async for _ in inbox:
@@ -193,7 +191,7 @@ def _load(cell: _Cell[Any]) -> int:
 
 
 async def open_pool(
-    system: ActorSystem,
+    system: Spawner,
     behaviour: Callable[[Inbox[M], Unpack[Ts]], Awaitable[None]],
     args: tuple[*Ts],
     *,

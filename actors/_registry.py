@@ -17,9 +17,9 @@ from typing import Any, Generic, TypeVar, cast, final
 
 import attrs
 
-from ._cell import _Cell
-from ._mailbox import ActorRef
-from ._monitors import ExitReason
+from ._core._cell import _Cell
+from ._core._mailbox import ActorRef
+from ._core._monitors import ExitReason
 
 M = TypeVar("M")
 

@@ -29,11 +29,11 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, final
 import attrs
 import trio
 
-from ._cell import ActorState, _Cell
-from ._envelope import Address, Envelope, stamp_all
-from ._monitors import ExitReason
-from ._trace import EventKind, TraceEvent, Tracer
-from ._util import (
+from ._core._cell import ActorState, _Cell
+from ._core._envelope import Address, Envelope, stamp_all
+from ._core._monitors import ExitReason
+from ._core._trace import EventKind, TraceEvent, Tracer
+from ._core._util import (
     NoPublicConstructor,
     foreign_thread_error,
     has_room,
@@ -42,7 +42,7 @@ from ._util import (
 )
 
 if TYPE_CHECKING:
-    from ._mailbox import ActorRef
+    from ._core._mailbox import ActorRef
 
 M = TypeVar("M")
 

@@ -1,9 +1,9 @@
 """Supervisors: scopes of actors that decide, when a child ends, whether it
-starts again (the strategies and their rules are in :mod:`._strategy`).
+starts again (the strategies and their rules are in :mod:`._restarts`).
 
 A restarted child keeps its address, its mailbox (a closed one is reopened)
 and every reference to it; only its behaviour's state is new. Each child runs
-its own restart loop in its own task (see ``ActorSystem._run_actor``); when
+its own restart loop in its own task (see ``Spawner._run_actor`` in :mod:`._spawning`); when
 one of its behaviour calls ends, the loop asks :meth:`Supervisor._after_end`
 what to do. A one-for-all or rest-for-one restart is a *round*: the child that
 ended cancels the others of the group, last started first, waiting for each;
@@ -20,18 +20,20 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, Never, TypeVar, TypeVarTuple, Unpack, cast, final
+from typing import Any, Never, TypeVar, TypeVarTuple, Unpack, cast, final
 
 import attrs
 import trio
 
-from ._cell import DEFAULT_CAPACITY, ActorState, _Cell, logger, stop_last_first
-from ._envelope import Address, current_address
-from ._errors import ActorError, RestartIntensityError
-from ._inbox import Inbox
-from ._mailbox import ActorRef, _seconds
-from ._monitors import ExitReason, Failed, Stopped
-from ._strategy import (
+from ._core._cell import DEFAULT_CAPACITY, ActorState, _Cell, logger, stop_last_first
+from ._core._envelope import Address, current_address
+from ._core._errors import ActorError, RestartIntensityError
+from ._core._inbox import Inbox
+from ._core._mailbox import ActorRef, _seconds
+from ._core._monitors import ExitReason, Failed, Stopped
+from ._core._trace import EventKind, TraceEvent
+from ._core._util import NoPublicConstructor, foreign_thread_error, in_trio_thread
+from ._restarts import (
     Escalate,
     OneForAll,
     OneForOne,
@@ -39,11 +41,7 @@ from ._strategy import (
     RestartBudget,
     Strategy,
 )
-from ._trace import EventKind, TraceEvent
-from ._util import NoPublicConstructor, foreign_thread_error, in_trio_thread
-
-if TYPE_CHECKING:
-    from ._system import ActorSystem
+from ._spawning import Spawner
 
 M = TypeVar("M")
 Ts = TypeVarTuple("Ts")
@@ -71,6 +69,20 @@ class _Child:
     # The scope of its wait for a round (to begin, or to give it its turn):
     # terminate_child cancels it.
     waiting: trio.CancelScope | None = None
+
+    # What its task tells the supervisor (the Supervised protocol).
+
+    def adopted(self) -> None:
+        self.supervisor._adopt(self)
+
+    def started(self) -> None:
+        self.supervisor._started(self)
+
+    async def ended(self, reason: ExitReason) -> ExitReason | None:
+        return await self.supervisor._after_end(self, reason)
+
+    def forget(self) -> None:
+        self.supervisor._forget(self)
 
 
 @attrs.define(eq=False)
@@ -135,7 +147,7 @@ class Supervisor(metaclass=NoPublicConstructor):
     :meth:`ActorSystem.open_supervisor <actors.ActorSystem.open_supervisor>`."""
 
     def __init__(
-        self, system: ActorSystem, nursery: trio.Nursery, address: Address, strategy: Strategy
+        self, system: Spawner, nursery: trio.Nursery, address: Address, strategy: Strategy
     ) -> None:
         self._system = system
         self._nursery = nursery
@@ -428,7 +440,7 @@ class Supervisor(metaclass=NoPublicConstructor):
 
 @asynccontextmanager
 async def open_supervisor(
-    system: ActorSystem, strategy: Strategy, name: str
+    system: Spawner, strategy: Strategy, name: str
 ) -> AsyncIterator[Supervisor]:
     async with trio.open_nursery() as nursery:
         supervisor = Supervisor._create(system, nursery, system._allocate(name), strategy)

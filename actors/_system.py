@@ -2,36 +2,38 @@
 
 from __future__ import annotations
 
-import itertools
-import random
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Never, TypeVar, TypeVarTuple, Unpack, cast, final
 
 import trio
 
-from ._cell import DEFAULT_CAPACITY, ActorState, _Cell, check_capacity, logger, stop_last_first
+from ._core._cell import (
+    DEFAULT_CAPACITY,
+    ActorState,
+    _Cell,
+    check_capacity,
+    stop_last_first,
+)
+from ._core._envelope import Address
+from ._core._inbox import Inbox
+from ._core._mailbox import ActorRef
+from ._core._trace import Tracer
+from ._core._util import foreign_thread_error, in_trio_thread
 from ._determinism import current_seed
-from ._envelope import Address, current_address
-from ._errors import ActorNameError
-from ._inbox import Inbox
-from ._mailbox import ActorRef
-from ._monitors import KILLED, ExitReason, Failed, Normal, Stopped
 from ._pool import Pool, Routing, open_pool
 from ._registry import Listing, ServiceKey, _Registry
+from ._restarts import Escalate, OneForAll, OneForOne, RestForOne, Strategy
 from ._sequencer import Sequencer
-from ._strategy import Escalate, OneForAll, OneForOne, RestForOne, Strategy
-from ._supervision import Supervisor, _Child, open_supervisor
-from ._timers import Timekeeper
-from ._trace import EventKind, Tracer
-from ._util import NoPublicConstructor, foreign_thread_error, in_trio_thread
+from ._spawning import Spawner
+from ._supervision import Supervisor, open_supervisor
 
 M = TypeVar("M")
 Ts = TypeVarTuple("Ts")
 
 
 @final
-class ActorSystem(metaclass=NoPublicConstructor):
+class ActorSystem(Spawner):
     """The scope of a group of actors: built by :func:`open_system`.
 
     ``seed`` drives every random choice the library makes in this system, through
@@ -39,23 +41,11 @@ class ActorSystem(metaclass=NoPublicConstructor):
     """
 
     def __init__(self, nursery: trio.Nursery, seed: int, tracer: Tracer | None) -> None:
-        self._nursery = nursery
-        self._token = trio.lowlevel.current_trio_token()
-        self.seed = seed
-        self.random = random.Random(seed)
-        self.tracer = tracer
-        self._uids = itertools.count()
-        # Every live actor of the system, by name, in spawn order.
-        self._live: dict[str, _Cell[Any]] = {}
+        super().__init__(nursery, seed, tracer)
         self._registry: _Registry | None = None
-        # The system's one timer task (started with the first deadline).
-        self._timekeeper = Timekeeper(nursery)
 
     def __repr__(self) -> str:
         return f"<ActorSystem seed={self.seed} actors={len(self._live)}>"
-
-    def _allocate(self, name: str) -> Address:
-        return Address(name, next(self._uids))
 
     async def spawn(
         self,
@@ -90,124 +80,6 @@ class ActorSystem(metaclass=NoPublicConstructor):
             capacity=capacity,
             nursery=self._nursery if nursery is None else nursery,
         )
-
-    async def _spawn(
-        self,
-        behaviour: Callable[[Inbox[M], Unpack[Ts]], Awaitable[None]],
-        args: tuple[*Ts],
-        *,
-        name: str | None,
-        capacity: float,
-        nursery: trio.Nursery,
-        child: Callable[[_Cell[M]], _Child] | None = None,
-    ) -> ActorRef[M]:
-        uid = next(self._uids)
-        if name is None:
-            name = f"{getattr(behaviour, '__name__', 'actor')}-{uid}"
-        if name in self._live:
-            raise ActorNameError(f"an actor named {name!r} is already running")
-        cell: _Cell[M] = _Cell.open(Address(name, uid), capacity, self.tracer, self._timekeeper)
-        self._live[name] = cell
-        try:
-            # The task is named as the actor (the name is already held: trio
-            # would otherwise make a string for each task).
-            ref: ActorRef[M] = await nursery.start(
-                self._run_actor,
-                cell,
-                behaviour,
-                args,
-                None if child is None else child(cell),
-                name=name,
-            )
-        except BaseException:
-            self._live.pop(name, None)
-            raise
-        return ref
-
-    async def _run_actor(
-        self,
-        cell: _Cell[M],
-        behaviour: Callable[[Inbox[M], Unpack[Ts]], Awaitable[None]],
-        args: tuple[*Ts],
-        child: _Child | None,
-        *,
-        task_status: trio.TaskStatus[ActorRef[M]],
-    ) -> None:
-        """The actor's task: call its behaviour, and again each time its
-        supervisor restarts it; then end it (see :mod:`._supervision`)."""
-        current_address.set(cell.address)
-        inbox = cast("Inbox[M]", Inbox._create(cell))
-        reason: ExitReason = KILLED
-        restarting = False
-        try:
-            while True:
-                # Killed unless the behaviour call ends otherwise: a cancel
-                # scope swallows the cancellation it was cancelled with.
-                reason = KILLED
-                with cell.scope:
-                    cell.running = True
-                    if child is not None:
-                        child.started_at = trio.current_time()
-                    if restarting:
-                        cell.restarts += 1
-                        logger.info("actor %r restarted (%d)", cell.address.name, cell.restarts)
-                        assert child is not None
-                        cell.record(
-                            EventKind.RESTARTED, detail=f"restart {cell.restarts}: {child.why}"
-                        )
-                        # A behaviour that raises before its first checkpoint
-                        # must not restart in a loop that never yields.
-                        await trio.lowlevel.checkpoint()
-                        child.supervisor._started(child)
-                    else:
-                        task_status.started(cast("ActorRef[M]", ActorRef._create(cell)))
-                        # Held by this frame, it would keep trio's start-up
-                        # nursery (its cancel status and sets) alive for the
-                        # actor's whole life: over a kilobyte an idle actor.
-                        del task_status
-                        cell.record(EventKind.SPAWNED)
-                        if child is not None:
-                            child.supervisor._adopt(child)
-                    try:
-                        await behaviour(inbox, *args)
-                    except Exception as error:
-                        reason = self._failed(cell, error)
-                    else:
-                        reason = Stopped() if cell.stop_requested else Normal()
-                cell.end_incarnation(reason)
-                if child is None:
-                    if isinstance(reason, Failed):
-                        raise reason.error
-                    return
-                child.supervisor._started(child)
-                try:
-                    ended = await child.supervisor._after_end(child, reason)
-                except trio.Cancelled:
-                    reason = KILLED  # cancelled while it waited to restart
-                    raise
-                if ended is not None:
-                    reason = ended
-                    return
-                restarting = True
-                cell.scope = trio.CancelScope()
-                cell.handling = None
-        finally:
-            if child is not None:
-                child.supervisor._started(child)
-                child.supervisor._forget(child)
-            cell.terminate(reason)
-            if self._live.get(cell.address.name) is cell:
-                del self._live[cell.address.name]
-
-    @staticmethod
-    def _failed(cell: _Cell[Any], error: Exception) -> Failed:
-        """The behaviour of ``cell`` raised ``error``: log, trace and name it."""
-        seq = cell.handling
-        logger.warning("actor %r failed: %r", cell.address.name, error)
-        cell.record(EventKind.FAILED, seq, repr(error))
-        handling = "" if seq is None else f" while handling message {seq}"
-        error.add_note(f"raised by actor {cell.address.name!r}{handling}")
-        return Failed(error, seq)
 
     def open_supervisor(
         self, strategy: Strategy | None = None, *, name: str = "supervisor"

@@ -7,18 +7,22 @@ connections in their handshake, and when one more arrives it is *always*
 admitted: to make room, one stranger already waiting is evicted. The one
 evicted is chosen, in this order, as
 
-1. the one that has shown the least (:class:`Progress`: it said nothing, it
-   sent bytes but no complete ``Hello``, or it sent a ``Hello``),
-2. among those, the one from the source (host) that holds the most slots,
+1. one from the source (host) that holds the most slots,
+2. among those, the one that has shown the least (:class:`Progress`: it
+   said nothing, it sent bytes but no complete ``Hello``, or it sent a
+   ``Hello``),
 3. among those, the oldest.
 
-So a flood of idle or slow-drip connections is evicted before any peer that
-has sent its ``Hello`` (an honest peer sends it the moment it connects, and
-is then one round trip from done), and a flood from one host is evicted
-before a lone connection from another. What is left, documented in
-``docs/actors.md`` ("Nodes"): strangers that each complete the unauthenticated
-half of the handshake (a ``Hello``, which needs no secret) faster than
-``limit`` per round trip of an honest peer, from its own host, can still
+So a flood from one host is evicted before a lone connection from another,
+however far each has come; and among one host's connections (all of them,
+when every peer is on one machine), idle and slow-drip ones are evicted
+before any that has sent its ``Hello`` (an honest peer sends it the moment
+it connects, and is then one round trip from done; the node reads an
+accepted connection before it sends anything, so a ``Hello`` already there
+counts at once). What is left, documented in ``docs/actors.md`` ("Nodes"):
+strangers that each complete the unauthenticated half of the handshake (a
+``Hello``, which needs no secret) faster than ``limit`` per round trip of an
+honest peer, from its own host or each from a host of its own, can still
 delay it; nothing a stranger holds outlives ``handshake_timeout``.
 
 This module is sans-I/O: :class:`Admission` decides, the node cancels.
@@ -101,7 +105,7 @@ class Admission:
         return admitted, evicted
 
     def _eviction_order(self, admitted: Admitted) -> tuple[int, int, int]:
-        return (admitted.progress, -self._sources[admitted.source], admitted.order)
+        return (-self._sources[admitted.source], admitted.progress, admitted.order)
 
     def advance(self, admitted: Admitted, progress: Progress) -> None:
         """``admitted`` has come as far as ``progress`` (it never goes back)."""

@@ -21,7 +21,7 @@ import attrs
 import msgspec
 from msgspec import inspect as msgspec_inspect
 
-from .._reply import Reply
+from .._core._reply import Reply
 from ._errors import CodecError
 
 

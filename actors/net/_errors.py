@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import trio
 
-from .._errors import ActorError
+from .._core._errors import ActorError
 
 
 class NetError(ActorError):

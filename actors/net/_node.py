@@ -11,9 +11,9 @@ from typing import final
 import attrs
 import trio
 
-from .._mailbox import _seconds
+from .._core._mailbox import _seconds
+from .._core._util import NoPublicConstructor
 from .._system import ActorSystem
-from .._util import NoPublicConstructor
 from ._admission import Admission, AdmissionStatistics, Admitted, LogBudget, Progress
 from ._codec import Codec
 from ._errors import HandshakeError
@@ -43,8 +43,9 @@ class NodeStatistics:
     """A snapshot of a node: its peers (authenticated connections), the
     accepted connections in their handshake now and the most it keeps, how
     many of those were evicted to make room, how many failed their handshake
-    (refused, lost, timed out or evicted), and how many warnings about them
-    were not logged (past the log budget)."""
+    otherwise (refused, lost or timed out: an evicted one counts in
+    ``evicted`` only), and how many warnings about them were not logged
+    (past the log budget)."""
 
     peers: int
     handshaking: int
@@ -239,12 +240,18 @@ class Node(metaclass=NoPublicConstructor):
         if admitted is not None:
             self._evict[admitted] = evicted
         failed = True
+        # An accepted connection is read before anything is sent to it: its
+        # peer's Hello, already there when an honest peer connects, is taken
+        # in the step that admitted it, so it is never seen as silent (and
+        # evicted as such) while our Hello is being sent.
+        read_first = admitted is not None
         try:
             with trio.move_on_after(self._handshake_timeout), evicted:
                 while True:
-                    data = conn.data_to_send()
+                    data = b"" if read_first else conn.data_to_send()
                     if data:
                         await stream.send_all(data)
+                    read_first = False
                     received = await stream.receive_some(4096)
                     events = conn.receive_data(received)
                     if admitted is not None and received:

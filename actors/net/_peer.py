@@ -25,15 +25,15 @@ import outcome
 import trio
 from trio._core._run import GLOBAL_RUN_CONTEXT
 
-from .._cell import ActorState, _Cell
-from .._envelope import Address, Envelope
-from .._errors import ActorStoppedError
-from .._mailbox import ActorRef
-from .._monitors import ExitReason, Failed, NodeDown
+from .._core._cell import ActorState, _Cell
+from .._core._envelope import Address, Envelope
+from .._core._errors import ActorStoppedError
+from .._core._mailbox import ActorRef
+from .._core._monitors import ExitReason, Failed, NodeDown
+from .._core._reply import Reply
+from .._core._util import NoPublicConstructor
 from .._registry import ServiceKey
-from .._reply import Reply
 from .._system import ActorSystem
-from .._util import NoPublicConstructor
 from ._codec import Codec
 from ._errors import NodeDownError, RemoteError
 from ._events import (

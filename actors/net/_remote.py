@@ -4,20 +4,36 @@ remote actor's end and a remote ask's failure read here."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, final
+from typing import Any, Protocol, final
 
 import attrs
 import trio
 
-from .._cell import _Cell
-from .._envelope import Envelope
-from .._errors import ActorError, ActorFailedError, ActorStoppedError
-from .._monitors import ExitReason, Failed, Killed, NodeDown, Normal, Stopped
+from .._core._cell import _Cell
+from .._core._envelope import Envelope
+from .._core._errors import ActorError, ActorFailedError, ActorStoppedError
+from .._core._monitors import ExitReason, Failed, Killed, NodeDown, Normal, Stopped
+from .._core._reply import Reply
+from ._codec import Codec
 from ._errors import NodeDownError, RemoteError
-from ._protocol import _CLOSED
+from ._protocol import _CLOSED, Connection
 
-if TYPE_CHECKING:
-    from ._peer import Peer
+
+class Sender(Protocol):
+    """What an :class:`Outbox` uses of its :class:`~actors.net.Peer`: its
+    connection, codec, credit and reply table (declared here so that this
+    module does not import the peer that makes outboxes)."""
+
+    reason: str | None
+    _conn: Connection
+    _codec: Codec
+    _writer_lot: trio.lowlevel.ParkingLot
+    _credit_lot: trio.lowlevel.ParkingLot
+    _replies: dict[int, Reply[Any]]
+    _numbers: int
+
+    def _flush(self) -> None:
+        """Write what the connection queued (unless the writer will)."""
 
 
 @final
@@ -44,7 +60,7 @@ class Outbox:
 
     __slots__ = ("_cell", "_closed", "_peer", "_uid")
 
-    def __init__(self, peer: Peer, uid: int, cell: _Cell[Any]) -> None:
+    def __init__(self, peer: Sender, uid: int, cell: _Cell[Any]) -> None:
         self._peer = peer
         self._uid = uid
         self._cell = cell

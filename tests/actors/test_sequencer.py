@@ -9,7 +9,7 @@ import trio.testing
 
 import actors
 from actors import Address, EventKind, Inbox
-from actors._envelope import stamp_all
+from actors._core._envelope import stamp_all
 
 from .messages import Hold
 

@@ -1,6 +1,6 @@
 """The Trio internals the actors read on every message, pinned with the trio
 range in pyproject.toml: if one of these fails, trio moved them (see
-actors/_util.py; the deadlock hook is pinned in test_deadlock.py)."""
+actors/_core/_util.py; the deadlock hook is pinned in test_deadlock.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import trio
 import trio.testing
 from trio._core._run import GLOBAL_RUN_CONTEXT
 
-from actors._util import (
+from actors._core._util import (
     buffered,
     current_time,
     has_queued,

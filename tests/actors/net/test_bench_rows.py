@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-BASELINE = ROOT.parent / "shared" / "bench" / "baseline.py"
+from ...paths import BASELINE, ROOT
 
 
 @pytest.mark.skipif(not BASELINE.is_file(), reason="../shared/bench/baseline.py is not here")

@@ -18,7 +18,7 @@ from ._util import NoPublicConstructor, foreign_thread_error, in_trio_thread
 
 if TYPE_CHECKING:
     from ._envelope import Envelope
-    from ._timers import Timekeeper
+    from ._timekeeper import Timekeeper
     from ._trace import Tracer
 
 logger = logging.getLogger("actors")

@@ -25,7 +25,7 @@ from actors.net import (
 )
 from actors.net._frames import Send
 
-from .messages import SECRET, Add, Echo, Hold, Release, Total, Unregistered, codec
+from ..messages import SECRET, Add, Echo, Release, Total, Unregistered, Withheld, codec
 from .nodes import CounterMessage, connected
 
 
@@ -119,7 +119,7 @@ async def test_a_lost_connection_sends_node_down_exactly_once_and_fails_asks_in_
 
         async def ask_held() -> None:
             try:
-                await ref.ask(Hold, timeout=60)
+                await ref.ask(Withheld, timeout=60)
             except NodeDownError as error:
                 errors.append(error)
 
@@ -167,7 +167,7 @@ async def test_a_cancelled_ask_leaves_nothing_behind() -> None:
     async with connected() as pair:
         ref = await pair.counter_ref()
         with trio.move_on_after(1) as scope:
-            await ref.ask(Hold)
+            await ref.ask(Withheld)
         assert scope.cancelled_caught
         assert pair.peer_a.statistics().asks_in_flight == 0  # forgotten at once
         await ref.tell(Release())
@@ -182,7 +182,7 @@ async def test_asks_that_timed_out_leave_nothing_in_the_reply_table() -> None:
         ref = await pair.counter_ref()
         for _ in range(100):
             with pytest.raises(actors.AskTimeoutError):
-                await ref.ask(Hold, timeout=1)
+                await ref.ask(Withheld, timeout=1)
         assert pair.peer_a.statistics().asks_in_flight == 0
         assert ref.statistics().pending_asks == 0
         await ref.tell(Release())  # the 100 answers come, late
@@ -196,7 +196,7 @@ async def test_an_ask_times_out_by_the_local_clock() -> None:
         ref = await pair.counter_ref()
         start = trio.current_time()
         with pytest.raises(actors.AskTimeoutError, match=r"^ask of actor 'counter@b' got no"):
-            await ref.ask(Hold, timeout=3)
+            await ref.ask(Withheld, timeout=3)
         assert trio.current_time() - start == 3
 
 

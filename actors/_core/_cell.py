@@ -26,7 +26,7 @@ from ._trace import EventKind, TraceEvent
 from ._util import buffered, has_queued
 
 if TYPE_CHECKING:
-    from ._timers import Timekeeper, _Timer
+    from ._timekeeper import Timekeeper, Timer
     from ._trace import Tracer
 
 logger = logging.getLogger("actors")
@@ -88,10 +88,10 @@ class _Links:
     # entries and subscriptions leave this way).
     on_end: list[Callable[[ExitReason], None]] = attrs.field(factory=list)
     # The current incarnation's timers, by key (see ._timers).
-    timers: dict[Hashable, _Timer] | None = None
+    timers: dict[Hashable, Timer] | None = None
     # The messages of timers posted and not yet taken, by stamp: a message
     # whose timer was cancelled since is discarded as it is taken.
-    timed: dict[int, _Timer] | None = None
+    timed: dict[int, Timer] | None = None
 
 
 @attrs.define(eq=False)

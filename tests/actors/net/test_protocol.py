@@ -29,7 +29,7 @@ from actors.net import (
 )
 from actors.net._frames import VERSION, Hello, Send
 
-from .messages import SECRET, Add, Echo, Tagged, Unregistered, codec
+from ..messages import SECRET, Add, Echo, Tagged, Unregistered, codec
 
 
 def pair(

@@ -16,7 +16,7 @@ import trio
 import trio._core._run as _trio_run
 from trio.testing import MockClock
 
-from ._determinism import run as _run_seeded
+from .._determinism import run as _run_seeded
 
 StrategyName = Literal["random", "pct", "dfs"]
 STRATEGIES: tuple[StrategyName, ...] = ("random", "pct", "dfs")

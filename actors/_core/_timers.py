@@ -1,15 +1,9 @@
 """Timers: messages an actor sends itself later, or every so often, under a
 key (Akka's ``TimerScheduler``; OTP's ``erlang:send_after`` and
-``timer:send_interval``); and the :class:`Timekeeper`, the one task per
-system that keeps every deadline, timers' and asks'.
-
-The timekeeper holds a heap of ``(deadline, order, item)`` and sleeps until
-the earliest; no task per timer, none per actor. An item that is no longer
-wanted (a cancelled timer, an ask answered in time) stays in the heap, marked
-``scheduled = False``, until its deadline pops it, or until the dead ones
-outnumber the live ones and the heap is rebuilt without them. A due timer's
-message goes through :meth:`_Cell.post <actors._cell._Cell.post>`: it never
-waits for room, and never overtakes what the mailbox accepted before it.
+``timer:send_interval``), kept by the system's timekeeper
+(:mod:`._timekeeper`). A due timer's message goes through
+:meth:`_Cell.post <actors._core._cell._Cell.post>`: it never waits for room,
+and never overtakes what the mailbox accepted before it.
 
 A timer belongs to the incarnation that set it, as a monitor does: a restart
 or the end of the actor cancels it, and a closed mailbox makes it end without
@@ -19,136 +13,19 @@ discarded when the inbox takes it, so it is never received.
 
 from __future__ import annotations
 
-import itertools
 import math
 import numbers
 from collections.abc import Hashable
-from heapq import heapify, heappop, heappush
-from typing import Any, Generic, Protocol, TypeVar, final
+from typing import Any, Generic, TypeVar, final
 
 import trio
 
 from ._cell import ActorState, _Cell, _Links
-from ._envelope import Envelope, current_address
+from ._envelope import Envelope
+from ._timekeeper import Timekeeper, Timer
 from ._util import NoPublicConstructor, foreign_thread_error, in_trio_thread
 
 M = TypeVar("M")
-
-_COMPACT_AT = 64
-"""The heap is rebuilt once it holds more dead items than this, and more dead
-than live ones: so it never holds more than about twice what is wanted."""
-
-
-class _Item(Protocol):
-    # True while its entry is in the heap and still wanted.
-    scheduled: bool
-
-    def due(self, timekeeper: Timekeeper, when: float) -> None:
-        """Its deadline ``when`` came (``scheduled`` is still True)."""
-
-    def orphaned(self) -> None:
-        """The timekeeper ended before its deadline came."""
-
-
-@final
-class Timekeeper:
-    """A system's timer task and its heap of deadlines. The task starts with
-    the first deadline and ends with the system (:meth:`close`)."""
-
-    def __init__(self, nursery: trio.Nursery) -> None:
-        self._nursery = nursery
-        # Invariant: a heap; each item with scheduled=True is in it exactly once.
-        self._heap: list[tuple[float, int, _Item]] = []
-        self._order = itertools.count()
-        # Items in the heap with scheduled=False.
-        self._dead = 0
-        self._started = False
-        self._closed = False
-        self._scope = trio.CancelScope()
-        # The scope of the task's sleep until the earliest deadline, and that
-        # deadline (its property is slower to read); None while the task is
-        # not sleeping.
-        self._sleep: trio.CancelScope | None = None
-        self._wake_at = math.inf
-
-    def __repr__(self) -> str:
-        return f"<Timekeeper of {len(self._heap) - self._dead} deadlines>"
-
-    def schedule(self, when: float, item: _Item) -> bool:
-        """Call ``item.due`` at ``when`` (Trio time) unless ``item.scheduled``
-        is False by then; False, and nothing scheduled, once the timekeeper
-        ended (the caller keeps its deadline itself)."""
-        if self._closed:
-            return False
-        heappush(self._heap, (when, next(self._order), item))
-        item.scheduled = True
-        if when < self._wake_at:  # rarely: asks with one timeout come due in turn
-            self._wake_by(when)
-        return True
-
-    def _wake_by(self, when: float) -> None:
-        """Make the task wake by ``when``: start it, or bring its sleep's end
-        forward (a task not sleeping looks at the heap before it sleeps)."""
-        sleep = self._sleep
-        if sleep is not None:
-            sleep.deadline = self._wake_at = when
-        elif not self._started:
-            self._started = True
-            self._nursery.start_soon(self._run, name="actors.timekeeper")
-
-    def discard(self, item: _Item) -> None:
-        """``item`` (scheduled) is no longer wanted."""
-        item.scheduled = False
-        heap = self._heap
-        if heap and heap[0][2] is item:
-            # The earliest: what an ask answered in time usually is. Popped
-            # now, with the dead entries under it, so that they do not keep
-            # what they hold alive (the garbage collector would pay for it).
-            heappop(heap)
-            while heap and not heap[0][2].scheduled:
-                heappop(heap)
-                self._dead -= 1
-            return
-        self._dead += 1
-        if self._dead > _COMPACT_AT and 2 * self._dead > len(heap):
-            self._heap = [entry for entry in self._heap if entry[2].scheduled]
-            heapify(self._heap)
-            self._dead = 0
-
-    def close(self) -> None:
-        """End the task: the system ended. Asks still waiting keep their own
-        deadlines from here on."""
-        self._closed = True
-        self._scope.cancel()
-
-    async def _run(self) -> None:
-        """Fire what is due, in deadline order (ties in scheduling order),
-        then sleep until the next deadline; until :meth:`close`."""
-        current_address.set(None)  # not the actor that started it
-        try:
-            with self._scope:
-                while True:
-                    heap = self._heap
-                    now = trio.current_time()
-                    while heap and heap[0][0] <= now:
-                        when, _, item = heappop(heap)
-                        if item.scheduled:
-                            item.due(self, when)
-                        else:
-                            self._dead -= 1
-                        heap = self._heap  # item.due may have rebuilt it
-                    self._wake_at = heap[0][0] if heap else math.inf
-                    with trio.CancelScope(deadline=self._wake_at) as sleep:
-                        self._sleep = sleep
-                        await trio.sleep_forever()
-                    self._sleep = None
-        finally:
-            self._closed = True
-            self._sleep = None
-            heap, self._heap = self._heap, []
-            for _, _, item in heap:
-                if item.scheduled:
-                    item.orphaned()
 
 
 class _Timer:
@@ -343,7 +220,7 @@ class Timers(Generic[M], metaclass=NoPublicConstructor):
         timers = self._timers("is_active", "key")
         return timers is not None and key in timers
 
-    def _timers(self, call: str, args: str) -> dict[Hashable, _Timer] | None:
+    def _timers(self, call: str, args: str) -> dict[Hashable, Timer] | None:
         """The actor's timers (None if it never set one), once the caller's
         thread is checked."""
         cell = self._cell

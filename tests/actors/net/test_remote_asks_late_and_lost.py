@@ -13,7 +13,7 @@ import actors
 from actors import ActorRef, Inbox, Reply
 from actors.net import NodeDownError
 
-from .messages import Add, Echo, Hold, Release, Total
+from ..messages import Add, Echo, Release, Total, Withheld
 from .nodes import connected
 
 
@@ -39,7 +39,7 @@ async def test_the_node_closing_mid_ask_fails_it_and_leaves_nothing() -> None:
 
         async def asker(limit: float | None) -> None:
             try:
-                await ref.ask(Hold, timeout=limit)
+                await ref.ask(Withheld, timeout=limit)
             except NodeDownError as error:
                 errors.append(error)
 
@@ -61,7 +61,7 @@ async def test_an_answer_and_the_actors_end_in_one_read_keep_their_order() -> No
 
         async def asker() -> None:
             try:
-                value: int = await ref.ask(Hold, timeout=10)
+                value: int = await ref.ask(Withheld, timeout=10)
                 got.append(value)
             except actors.ActorError as error:
                 got.append(type(error).__name__)
@@ -82,18 +82,18 @@ async def test_an_answer_and_the_actors_end_in_one_read_keep_their_order() -> No
 async def test_a_reply_relayed_back_over_the_same_connection() -> None:
     # b's actor hands a's ask on to a's actor over the same connection; a's
     # actor answers, and the answer goes back to b and on to a's asker.
-    async def holder(inbox: Inbox[Hold], held: list[Reply[int]]) -> None:
+    async def holder(inbox: Inbox[Withheld], held: list[Reply[int]]) -> None:
         async for envelope in inbox:
             held.append(envelope.message.reply)
 
-    async def relay(inbox: Inbox[Hold], target: list[ActorRef[Hold]]) -> None:
+    async def relay(inbox: Inbox[Withheld], target: list[ActorRef[Withheld]]) -> None:
         async for envelope in inbox:
             await target[0].tell(envelope.message)
 
     async with connected() as pair:
         held: list[Reply[int]] = []
         await pair.system_a.spawn(holder, held, name="holder")
-        target: list[ActorRef[Hold]] = []
+        target: list[ActorRef[Withheld]] = []
         await pair.system_b.spawn(relay, target, name="relay")
         back = await pair.peer_b.lookup("holder")
         assert back is not None
@@ -103,7 +103,7 @@ async def test_a_reply_relayed_back_over_the_same_connection() -> None:
         got: list[int] = []
 
         async def asker() -> None:
-            got.append(await ref.ask(Hold, timeout=10))  # type: ignore[arg-type]
+            got.append(await ref.ask(Withheld, timeout=10))  # type: ignore[arg-type]
 
         async with trio.open_nursery() as nursery:
             nursery.start_soon(asker)
@@ -115,7 +115,7 @@ async def test_a_reply_relayed_back_over_the_same_connection() -> None:
         assert pair.peer_b.statistics().asks_in_flight == 0
         # Relayed again, and the first asker gives up: the answer is late.
         with pytest.raises(actors.AskTimeoutError):
-            await ref.ask(Hold, timeout=1)  # type: ignore[arg-type]
+            await ref.ask(Withheld, timeout=1)  # type: ignore[arg-type]
         held[1].send(1)
         await trio.testing.wait_all_tasks_blocked()
         assert pair.peer_a.statistics().asks_in_flight == 0

@@ -71,7 +71,7 @@ def test_a_choice_puts_another_task_of_the_batch_first() -> None:
 def test_a_run_in_which_trio_never_asked_for_an_order_is_an_error(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import actors._schedule as schedule_module
+    import actors.testing._schedule as schedule_module
 
     # As if trio no longer called _r.shuffle: the chooser is installed where
     # trio never looks.
@@ -114,7 +114,7 @@ def test_dfs_runs_every_schedule_within_the_bound_once() -> None:
 
 
 def _options_of_the_default_run(main: types.FunctionType) -> list[int]:
-    from actors._schedule import _following, _run_once
+    from actors.testing._schedule import _following, _run_once
 
     run = _run_once(main, _following(Schedule(), strict=True), seed=0, max_steps=10**6)
     return list(run.options)
@@ -441,7 +441,7 @@ def test_pct_draws_depth_minus_one_distinct_change_points_or_one_per_step(
 ) -> None:
     import random
 
-    from actors._strategies import _Pct
+    from actors.testing._strategies import _Pct
 
     for seed in range(30):
         pct = _Pct(seed, depth)
@@ -655,7 +655,7 @@ def test_an_explore_from_a_thread_of_a_run_being_explored_is_refused() -> None:
 def _every_schedule_by_brute_force(main: types.FunctionType, bound: int) -> set[tuple[int, ...]]:
     """Every full sequence of picks with at most ``bound`` non-default ones,
     branching on every option at every choice point, one run per node."""
-    from actors._schedule import _following, _run_once
+    from actors.testing._schedule import _following, _run_once
 
     found: set[tuple[int, ...]] = set()
 
@@ -706,11 +706,11 @@ async def uneven() -> None:
 def test_dfs_runs_exactly_the_schedules_a_brute_force_enumeration_finds(
     monkeypatch: pytest.MonkeyPatch, main: types.FunctionType, bound: int
 ) -> None:
-    import actors._explore as explore_module
+    import actors.testing._explore as explore_module
 
     expected = _every_schedule_by_brute_force(main, bound)
     ran: list[tuple[int, ...]] = []
-    from actors._schedule import _run_once as run_once
+    from actors.testing._schedule import _run_once as run_once
 
     def recording(*args: Any, **kwargs: Any) -> Any:
         run = run_once(*args, **kwargs)

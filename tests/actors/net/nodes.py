@@ -14,13 +14,13 @@ import actors
 from actors import ActorRef, Down, Inbox
 from actors.net import Node, Peer, open_node
 
-from .messages import SECRET, Add, Echo, Hold, Release, Total, codec
+from ..messages import SECRET, Add, Echo, Release, Total, Withheld, codec
 
-CounterMessage = Add | Total | Echo | Hold | Release
+CounterMessage = Add | Total | Echo | Withheld | Release
 
 
 async def counter(inbox: Inbox[CounterMessage]) -> None:
-    """Adds what it is told; answers Total and Echo; holds Hold's replies
+    """Adds what it is told; answers Total and Echo; holds Withheld's replies
     until told Release."""
     total = 0
     held = []
@@ -32,7 +32,7 @@ async def counter(inbox: Inbox[CounterMessage]) -> None:
                 reply.send(total)
             case Echo(text, reply):
                 reply.send(text.upper())
-            case Hold(reply):
+            case Withheld(reply):
                 held.append(reply)
             case Release():
                 for reply in held:

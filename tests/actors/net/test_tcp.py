@@ -13,7 +13,7 @@ import actors
 from actors import ActorRef, Down, Inbox, NodeDown
 from actors.net import open_node
 
-from .messages import SECRET, Add, Echo, Total, codec
+from ..messages import SECRET, Add, Echo, Total, codec
 from .nodes import CounterMessage, counter
 
 TIME_LIMIT = 20  # real seconds; a run takes well under one

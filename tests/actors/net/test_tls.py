@@ -12,7 +12,7 @@ import actors
 from actors import NodeDown
 from actors.net import HandshakeError, open_node
 
-from .messages import SECRET, codec
+from ..messages import SECRET, codec
 from .test_tcp import TIME_LIMIT, round_trips
 
 trustme = pytest.importorskip("trustme", reason="trustme makes the TLS tests' certificates")

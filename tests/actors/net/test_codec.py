@@ -11,7 +11,7 @@ import pytest
 from actors import ActorRef, Reply
 from actors.net import Codec, CodecError
 
-from .messages import Add, Echo, Tagged
+from ..messages import Add, Echo, Tagged
 
 
 @attrs.frozen
@@ -32,7 +32,7 @@ class KeywordOnly:
 
 def test_a_class_registers_under_its_qualified_name_by_default() -> None:
     codec = Codec([Add])
-    assert codec.names == ("tests.net.messages.Add",)
+    assert codec.names == ("tests.actors.messages.Add",)
 
 
 def test_registering_again_under_the_same_name_changes_nothing() -> None:

@@ -28,7 +28,7 @@ from actors.net import (
 )
 from actors.net._frames import Lookup, Send
 
-from .messages import SECRET, Add, Echo, codec
+from ..messages import SECRET, Add, Echo, codec
 from .nodes import connected, counter
 
 

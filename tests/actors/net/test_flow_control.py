@@ -11,7 +11,7 @@ import trio.testing
 
 from actors import ActorRef, ActorStoppedError, Inbox
 
-from .messages import Add, Echo, Total
+from ..messages import Add, Echo, Total
 from .nodes import connected
 
 

@@ -28,7 +28,7 @@ from typing import ClassVar
 
 import attrs
 
-from ._monitors import ExitReason
+from ._core._monitors import ExitReason
 
 
 class Restart(enum.StrEnum):

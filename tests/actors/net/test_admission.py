@@ -11,7 +11,6 @@ import logging
 import math
 import re
 import ssl
-from collections.abc import Awaitable, Callable
 from typing import cast
 
 import pytest
@@ -20,12 +19,13 @@ import trio.testing
 
 import actors
 from actors import ActorRef
-from actors.net import open_node
+from actors.net import Connection, Role, open_node
 from actors.net._admission import Admission, LogBudget, Progress
 from actors.net._node import LOG_BURST, LOG_INTERVAL, MAX_HANDSHAKES
 
-from .messages import SECRET, Echo, codec
+from ..messages import SECRET, Echo, codec
 from .nodes import CounterMessage, counter
+from .siege import Siege
 
 # The table on its own.
 
@@ -66,6 +66,20 @@ def test_the_host_holding_the_most_slots_is_evicted_first() -> None:
     _, evicted = admission.admit("flood")
     assert evicted is flood[1]
     assert lone.progress is Progress.SILENT
+
+
+def test_a_flood_of_hellos_from_one_host_evicts_its_own_not_a_silent_newcomer_of_another() -> None:
+    # Strangers from one host that each sent a Hello (no secret needed) do
+    # not push out a connection from another host whose Hello has not been
+    # read yet (an honest peer, just accepted).
+    admission = Admission(3)
+    flood = [admission.admit("flood")[0] for _ in range(2)]
+    for stranger in flood:
+        admission.advance(stranger, Progress.GREETED)
+    honest, _ = admission.admit("honest")
+    _, evicted = admission.admit("flood")
+    assert evicted is flood[0]
+    assert honest.progress is Progress.SILENT
 
 
 def test_progress_never_goes_back_and_release_is_idempotent() -> None:
@@ -113,8 +127,12 @@ class QueueListener(trio.abc.Listener[trio.abc.Stream]):
     def dial(self) -> trio.abc.Stream:
         """Open a connection to the listener: our end (theirs queues to be accepted)."""
         ours, theirs = trio.testing.memory_stream_pair()
-        self._send.send_nowait(theirs)
+        self.queue(theirs)
         return ours
+
+    def queue(self, theirs: trio.abc.Stream) -> None:
+        """Queue ``theirs`` (the listener's end of a connection) to be accepted."""
+        self._send.send_nowait(theirs)
 
     async def accept(self) -> trio.abc.Stream:
         return await self._receive.receive()
@@ -122,56 +140,6 @@ class QueueListener(trio.abc.Listener[trio.abc.Stream]):
     async def aclose(self) -> None:
         self._receive.close()
         await trio.lowlevel.checkpoint()
-
-
-class Siege:
-    """Strangers holding connections to a listener. Each opens a connection
-    with ``dial`` and holds it (sending a byte every ``pause`` seconds if it
-    drips, else nothing), and opens another when it is closed, ``times``
-    times in all (or until cancelled). ``opened`` counts the connections
-    opened, ``reached(n)`` waits until it is ``n``."""
-
-    def __init__(self, dial: Callable[[], Awaitable[trio.abc.Stream]], pause: float) -> None:
-        self._dial = dial
-        self._pause = pause
-        self.opened = 0
-        self.failed: list[OSError] = []
-        self._waiting: list[tuple[int, trio.Event]] = []
-
-    async def reached(self, count: int) -> None:
-        if self.opened < count:
-            event = trio.Event()
-            self._waiting.append((count, event))
-            await event.wait()
-
-    async def hold(self, drip: bool, times: int | None = None) -> None:
-        done = 0
-        while times is None or done < times:
-            done += 1
-            try:
-                stream = await self._dial()
-            except OSError as error:  # a full backlog: not what is tested
-                self.failed.append(error)
-                return
-            self.opened += 1
-            for count, event in self._waiting:
-                if self.opened >= count:
-                    event.set()
-            async with stream:
-                await self._hold_one(stream, drip)
-
-    async def _hold_one(self, stream: trio.abc.Stream, drip: bool) -> None:
-        try:
-            if drip:
-                await stream.send_all(b"\x00\x00\x03")  # a frame length near 1,000 bytes
-            while True:
-                with trio.move_on_after(self._pause) as idle:
-                    if not await stream.receive_some():
-                        return
-                if idle.cancelled_caught and drip:
-                    await stream.send_all(b"\x01")
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            return
 
 
 def memory_siege(listener: QueueListener) -> Siege:
@@ -239,6 +207,49 @@ async def test_a_node_past_its_handshake_limit_still_lets_one_more_in(
             "evicted to make room for a newer connection (the listener keeps 2 in their "
             "handshake)"
         ]
+
+
+async def test_an_honest_peer_is_not_evicted_as_silent_while_the_node_sends_its_hello(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # The honest peer's Hello waits in its stream when it is accepted; a
+    # stranger arrives while the node sends its own Hello. The node read the
+    # peer's Hello first, so the peer has shown more than the strangers that
+    # only greeted before it, and the older of those is evicted, not the peer.
+    listener = QueueListener()
+    async with (
+        actors.open_system() as system,
+        open_node(system, name="a", secret=SECRET, codec=codec(), listen=None) as a,
+        open_node(
+            system, name="b", secret=SECRET, codec=codec(), listen=listener, max_handshakes=2
+        ) as b,
+    ):
+        strangers = []
+        for index in range(2):
+            stranger = listener.dial()
+            hello = Connection(role=Role.CLIENT, node=f"s{index}", secret=b"x" * 16, codec=codec())
+            await stranger.send_all(hello.data_to_send())
+            strangers.append(stranger)
+        await trio.testing.wait_all_tasks_blocked()
+        ours, theirs = trio.testing.memory_stream_pair()
+        pump = theirs.send_stream.send_all_hook
+        assert pump is not None
+
+        async def a_stranger_arrives() -> None:
+            theirs.send_stream.send_all_hook = pump
+            listener.dial()
+            await trio.testing.wait_all_tasks_blocked()
+            await pump()
+
+        theirs.send_stream.send_all_hook = a_stranger_arrives
+        listener.queue(theirs)
+        with trio.fail_after(2):
+            await a.connect(ours)
+        await trio.testing.wait_all_tasks_blocked()
+        stats = b.statistics()
+        assert (stats.peers, stats.evicted) == (1, 2)
+        for stranger in strangers:  # both closed: the older ones went
+            await read_to_end(stranger)
 
 
 async def read_to_end(stream: trio.abc.Stream) -> bytes:

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from actors.net import Authenticated, Connection, Event
 
-from .messages import Add, Tagged
+from ..messages import Add, Tagged
 from .test_protocol import opened, pair, pump
 
 messages = st.lists(
