@@ -3,11 +3,11 @@ every change is one transaction."""
 
 from __future__ import annotations
 
-from .._errors import ComputeError
+from ...model._errors import ComputeError
 
 
 class PersistError(ComputeError):
-    """Base class of the errors of ``replica.persist``."""
+    """Base class of the errors of ``replica.storage.persist``."""
 
 
 class StorageUrlError(PersistError):

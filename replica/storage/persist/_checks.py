@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from operator import itemgetter
 
-from .._protocol import Update
+from ...model._rows import Update
 from ._codec import MAX_TIME, brief, damaged, decode_batch
 from ._errors import StorageCorruptError
 from ._sql import from_db

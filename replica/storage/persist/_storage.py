@@ -17,7 +17,6 @@ import attrs
 import trio
 
 from .._errors import UpperMismatchError
-from ._errors import StorageUrlError
 
 Changed = Callable[[frozenset[str] | None], object]
 """Called by :meth:`ShardStorage.watch` with the names of shards another
@@ -59,13 +58,13 @@ class ShardStorage(Protocol):
 
     def uppers(self) -> dict[str, ShardState]:
         """Every stored shard's upper and batch count (no data). Raises
-        :class:`~replica.persist.StorageCorruptError` as :meth:`read` does."""
+        :class:`~replica.storage.persist.StorageCorruptError` as :meth:`read` does."""
         ...
 
     def read(self, name: str, since: int) -> ShardState:
         """Shard ``name``'s upper, its batch count, and its batches from
         position ``since`` on, as of one moment. Raises
-        :class:`~replica.persist.StorageCorruptError` for a stored value of
+        :class:`~replica.storage.persist.StorageCorruptError` for a stored value of
         another type than the schema's, or batches stored without their
         shard."""
         ...
@@ -89,7 +88,7 @@ class ShardStorage(Protocol):
         change, as the store pushes them (never by polling). Calls
         ``changed(None)`` once it listens, before ``task_status.started()``,
         so nothing between a load and the watch is missed. Raises
-        :class:`~replica.persist.NotificationsUnsupportedError` if the store
+        :class:`~replica.storage.persist.NotificationsUnsupportedError` if the store
         cannot push (SQLite)."""
         ...
 
@@ -176,45 +175,3 @@ class MemoryStorage:
         for watcher in self._watchers:
             watcher.names.add(name)
             watcher.event.set()
-
-
-def open_storage(url: str) -> ShardStorage:
-    """Open the storage ``url`` names:
-
-    * ``memory:`` -- a fresh :class:`MemoryStorage`;
-    * ``sqlite:PATH`` (or ``sqlite:///ABSOLUTE/PATH``) -- a SQLite file,
-      created if missing, in WAL mode (:class:`~replica.persist.SqliteStorage`);
-    * ``postgresql://...`` or ``postgres://...`` -- a PostgreSQL database, the
-      URL as libpq takes it (:class:`~replica.persist.PostgresStorage`).
-
-    Raises :class:`~replica.persist.StorageUrlError` for another scheme, and
-    the storage's own errors if it cannot be opened."""
-    if "\0" in url:  # C libraries would read it up to the NUL: another store
-        raise StorageUrlError(f"storage url {url!r} holds a NUL")
-    try:
-        url.encode("utf-8")
-    except UnicodeEncodeError:
-        if not url.lower().startswith("sqlite:"):  # a path may hold any byte
-            raise StorageUrlError(f"storage url {url!r} is not UTF-8") from None
-    scheme, colon, rest = url.partition(":")
-    if not colon:
-        raise StorageUrlError(f"storage url {url!r} has no scheme (memory:, sqlite:, postgresql:)")
-    match scheme.lower():
-        case "memory":
-            if rest:
-                raise StorageUrlError(f"storage url {url!r}: memory: takes nothing after the colon")
-            return MemoryStorage()
-        case "sqlite":
-            from ._sqlite import SqliteStorage
-
-            path = rest[2:] if rest.startswith("//") else rest
-            if not path:
-                raise StorageUrlError(f"storage url {url!r} names no file (sqlite:PATH)")
-            return SqliteStorage.open(path)
-        case "postgresql" | "postgres":
-            from ._postgres import PostgresStorage
-
-            return PostgresStorage.open(url)
-    raise StorageUrlError(
-        f"storage url {url!r} has an unknown scheme {scheme!r} (memory:, sqlite:, postgresql:)"
-    )

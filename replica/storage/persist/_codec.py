@@ -10,7 +10,7 @@ from typing import Annotated
 
 import msgspec
 
-from .._protocol import Datum, Update
+from ...model._rows import Datum, Update
 from ._errors import StorageCorruptError, UnstorableError
 
 # MessagePack integers, and so times, diffs and int datums.

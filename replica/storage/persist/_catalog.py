@@ -1,4 +1,4 @@
-"""Durable shards: the in-memory shards of :mod:`replica._shard`, written
+"""Durable shards: the in-memory shards of :mod:`replica.storage._shard`, written
 through to a :class:`ShardStorage` before memory changes.
 
 A :class:`DurableShardCatalog` loads every stored shard when it opens. A
@@ -20,12 +20,13 @@ from typing import overload
 import attrs
 import trio
 
+from ...model._rows import Row, Update
 from .._errors import UpperMismatchError, UpperRegressionError, WriteBelowUpperError
-from .._protocol import Row, Update
-from .._shard import Shard, ShardCatalog, checked_batch
+from .._shard import Shard, ShardCatalog, checked_batch, register_opener
 from ._checks import checked_updates
 from ._codec import check_name, check_time, encode_batch
-from ._storage import ShardState, ShardStorage, open_storage
+from ._open import open_storage
+from ._storage import ShardState, ShardStorage
 
 
 @attrs.define(eq=False)
@@ -234,3 +235,6 @@ def open_catalog(storage: str | ShardStorage) -> ShardCatalog:
             return ShardCatalog()
         storage = open_storage(storage)
     return DurableShardCatalog.load(storage)
+
+
+register_opener(open_catalog)

@@ -16,6 +16,7 @@ from ._errors import StorageOpenError as StorageOpenError
 from ._errors import StorageUnavailableError as StorageUnavailableError
 from ._errors import StorageUrlError as StorageUrlError
 from ._errors import UnstorableError as UnstorableError
+from ._open import open_storage as open_storage
 from ._postgres import PostgresStorage as PostgresStorage
 from ._sql import SCHEMA_VERSION as SCHEMA_VERSION
 from ._sqlite import SqliteStorage as SqliteStorage
@@ -23,4 +24,3 @@ from ._storage import MemoryStorage as MemoryStorage
 from ._storage import ShardState as ShardState
 from ._storage import ShardStorage as ShardStorage
 from ._storage import StoredBatch as StoredBatch
-from ._storage import open_storage as open_storage

@@ -1,0 +1,101 @@
+"""Peers: the interactive runtime's view of an index maintenance renders,
+bound through the sharing registry to the part maintenance publishes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import attrs
+
+from sharing import Peer
+
+from ..engine._arrangement import Arrangement, Scan
+from ..engine._exports import IndexPart, Reported, compaction_error
+from ..model._dataflow import DataflowDescription
+from ..model._ids import GlobalId
+from ..model._rows import Row
+
+
+@attrs.define(eq=False)
+class PeerView(Reported):
+    """The interactive runtime's stand-in for a maintenance index: no
+    dataflow of its own, a peer bound (through the sharing registry) to the
+    part maintenance publishes, read at the peer's own compaction frontier.
+
+    Its frontier is the bound part's upper; a peer bound to a dropped
+    publisher keeps that part's last upper forever (a frozen view), and a
+    parked peer reports nothing.
+    """
+
+    id: GlobalId
+    description: DataflowDescription
+    peer: Peer[IndexPart]
+    # Invariant: since >= as_of, and since only moves forward.
+    since: int
+    # The part this view's worker listens to (the bound one, once bound).
+    _following: Arrangement | None = None
+    _stop: Callable[[], None] | None = None
+
+    @classmethod
+    def bind(
+        cls, id: GlobalId, description: DataflowDescription, peer: Peer[IndexPart]
+    ) -> PeerView:
+        return cls(id, description, peer, since=description.as_of)
+
+    @property
+    def arrangement(self) -> Arrangement | None:
+        publisher = self.peer.publisher
+        return None if publisher is None else publisher.value.arrangement
+
+    def provider(self) -> Arrangement | None:
+        return self.arrangement
+
+    @property
+    def upper(self) -> int | None:
+        # What it reads is maintenance's part: it moves once maintenance's
+        # dataflow is scheduled, whether or not this view's Schedule came.
+        part = self.arrangement
+        return None if part is None else part.upper
+
+    def read_error(self, ts: int) -> str | None:
+        publisher = self.peer.publisher
+        if publisher is not None and publisher.value.error is not None:
+            return publisher.value.error
+        error = compaction_error(ts, self.since)
+        if error is None and publisher is not None:
+            return publisher.value.evaluation_error(ts)
+        return error
+
+    def ready(self, ts: int) -> bool:
+        part = self.arrangement
+        return part is not None and part.ready(ts)
+
+    def scan(self, ts: int, literals: tuple[Row, ...] | None) -> Scan:
+        part = self.arrangement
+        assert part is not None, "a parked peer is never ready"
+        return part.scan(ts, literals)
+
+    def follow(self, wake: Callable[[], None]) -> None:
+        """Have ``wake`` called whenever the bound part changes."""
+        part = self.arrangement
+        if part is self._following:
+            return
+        self._unfollow()
+        if part is not None:
+            self._following, self._stop = part, part.listen(wake)
+
+    def _unfollow(self) -> None:
+        if self._stop is not None:
+            self._stop()
+        self._following = self._stop = None
+
+    def rebind(self, peer: Peer[IndexPart]) -> Peer[IndexPart]:
+        """Read through ``peer`` from now on; release the old one and return it."""
+        old, self.peer = self.peer, peer
+        old.release()
+        return old
+
+    def close(self) -> None:
+        self._unfollow()
+        self.peer.release()

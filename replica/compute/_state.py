@@ -1,0 +1,566 @@
+"""A worker's compute state, without Trio (docs/protocol.md).
+
+:class:`ComputeState` applies commands to one worker's dataflows and collects
+the responses they cause; reconciliation is planned in :mod:`._reconcile` and
+carried out here. The worker actor around it only moves messages.
+
+The maintenance runtime (and Solo) renders every dataflow it is given and
+publishes each index export's part in the registry. The interactive runtime
+renders only query dataflows (every export transient); for any other
+dataflow it records a :class:`~replica.compute._peers.PeerView` per index export,
+bound through the registry to maintenance's part, and nothing for its sinks.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+
+import attrs
+
+from sharing import Incarnation, Registry
+
+from ..engine._arrangement import Arrangement, Scan
+from ..engine._exchange import Fabric
+from ..engine._exports import Dataflow, IndexPart, SinkPart
+from ..engine._render import Context, render
+from ..model._dataflow import DataflowDescription
+from ..model._frontier import Frontier
+from ..model._ids import GlobalId
+from ..model._metrics import Metrics
+from ..model._rows import ResultTooLargeError, Update
+from ..protocol import (
+    AllowCompaction,
+    AllowWrites,
+    Canceled,
+    CancelPeek,
+    Command,
+    CommandRejected,
+    CreateDataflow,
+    CreateInstance,
+    Frontiers,
+    Hello,
+    InitializationComplete,
+    InstanceConfig,
+    Peek,
+    PeekError,
+    PeekResponse,
+    Response,
+    Rows,
+    Schedule,
+    SubscribeBatch,
+    UpdateConfiguration,
+)
+from ..storage._shard import ShardCatalog
+from ._peers import PeerView
+from ._reconcile import DIFFERENT_INSTANCE, ReconcilePlan, Running
+
+Readable = IndexPart | PeerView
+Collection = IndexPart | SinkPart | PeerView
+
+
+class Role(enum.StrEnum):
+    """Which runtime a worker belongs to."""
+
+    SOLO = "solo"
+    """The only runtime: runs every dataflow and serves reads."""
+    MAINTENANCE = "maintenance"
+    """Runs every dataflow but query dataflows; publishes each index part."""
+    INTERACTIVE = "interactive"
+    """Runs query dataflows; serves reads of other indexes from peers."""
+
+
+UNKNOWN_COLLECTION = "collection ID does not exist"
+
+
+@attrs.define(eq=False)
+class StandIn:
+    """The interactive runtime's record of a dataflow it does not run: a peer
+    view per index export."""
+
+    description: DataflowDescription
+    views: dict[GlobalId, PeerView]
+
+
+Installed = Dataflow | StandIn
+
+
+@attrs.define(eq=False)
+class _Reading:
+    """A peek in progress: its command, and its scan once the read is ready."""
+
+    peek: Peek
+    scan: Scan | None = None
+
+
+def _result(scan: Scan) -> Rows | PeekError:
+    """A finished scan's answer: its rows, or the error of a result past
+    :data:`~replica.model._rows.MAX_RESULT_ROWS`."""
+    try:
+        return Rows(tuple(scan.rows()))
+    except ResultTooLargeError as error:
+        return PeekError(str(error))
+
+
+def peek_work(configuration: dict[str, str]) -> int | None:
+    """The work budget per step of a peek scan (``peek_yielding`` =
+    ``work:N,time:MS``), or ``None`` for no budget."""
+    setting = configuration.get("peek_yielding")
+    if setting is None:
+        return None
+    for part in setting.split(","):
+        name, _, value = part.partition(":")
+        if name.strip() == "work" and value.strip().isdigit() and int(value) > 0:
+            return int(value)
+    return None
+
+
+@attrs.define(eq=False)
+class ComputeState:
+    """One worker's dataflows, pending peeks and reported frontiers.
+
+    ``apply`` and ``step`` never block; the responses they cause collect in
+    ``outbox`` for the worker to send.
+    """
+
+    worker: int
+    workers: int
+    shards: ShardCatalog
+    wake: Callable[[], None]
+    role: Role = Role.SOLO
+    # The registry of this worker's (process, local ordinal); not for Solo.
+    registry: Registry[IndexPart] | None = None
+    fabric: Fabric = attrs.field(factory=lambda: Fabric(1))
+    metrics: Metrics = attrs.field(factory=Metrics)
+    instance: InstanceConfig | None = None
+    configuration: dict[str, str] = attrs.field(factory=dict)
+    # Every dataflow installed, in the order installed (a dict used as an
+    # ordered set: removal is O(1)), and the one each export belongs to.
+    installed: dict[Installed, None] = attrs.field(factory=dict)
+    _owner: dict[GlobalId, Installed] = attrs.field(factory=dict)
+    collections: dict[GlobalId, Collection] = attrs.field(factory=dict)
+    peeks: dict[int, _Reading] = attrs.field(factory=dict)
+    # What this worker last told the current connection, per collection.
+    reported: dict[GlobalId, int] = attrs.field(factory=dict)
+    # The last report built for each collection, on any connection: one
+    # reported afresh at an unchanged upper (a kept collection, on a
+    # reconnect) sends it again rather than a new one.
+    _reports: dict[GlobalId, Frontiers] = attrs.field(factory=dict)
+    builds: int = 0
+    # How many dataflows this worker rendered: the next one's number.
+    rendered: int = 0
+    outbox: list[Response] = attrs.field(factory=list)
+    # Subscribe batches, held while a connection is being reconciled.
+    batches: list[SubscribeBatch] = attrs.field(factory=list)
+    # Ids the controller dropped on the current connection: ids are not reused
+    # (with two runtimes a reused id would race like a reconnect without the
+    # barrier), so a create of one is rejected. Cleared for each connection.
+    retired: set[GlobalId] = attrs.field(factory=set)
+    # Re-exports waiting for the index they re-export, to be published.
+    unpublished: list[tuple[IndexPart, Incarnation]] = attrs.field(factory=list)
+    # Align incarnations across the runtimes at each reconciliation (see
+    # ``begin_reconcile`` and ``align_peers``); False only as a diagnostic.
+    align: bool = True
+
+    def apply(self, command: Command) -> None:
+        match command:
+            # The commonest first: a replay schedules every dataflow it creates.
+            case Schedule(id):
+                self._schedule(command, id)
+            case CreateDataflow(dataflow):
+                self._create(command, dataflow)
+            case Hello() | InitializationComplete():
+                pass
+            case CreateInstance(config):
+                if self.instance is None:
+                    self.instance = config
+                elif config != self.instance:
+                    self._reject(command, DIFFERENT_INSTANCE)
+            case UpdateConfiguration(params):
+                self.configuration.update(params)
+            case AllowWrites(id):
+                sink = self.collections.get(id)
+                if isinstance(sink, SinkPart):
+                    sink.allow_writes()
+                    self.wake()
+                else:
+                    self._reject(command, f"allow writes of {id}: not a sink here")
+            case AllowCompaction(id, frontier):
+                self._compact(command, id, frontier, report_drop=True)
+            case Peek():
+                self._peek(command)
+            case CancelPeek(uuid):
+                if self.peeks.pop(uuid, None) is not None:
+                    self.outbox.append(PeekResponse(uuid, Canceled()))
+
+    def _reject(self, command: Command, reason: str) -> None:
+        self.outbox.append(CommandRejected(command, reason))
+
+    def running(self) -> list[Running]:
+        """The running dataflows, as reconciliation sees them."""
+        collections = self.collections
+        running: list[Running] = []
+        for installed in self.installed:
+            description = installed.description
+            exports = description.exports
+            # Every export's compaction frontier is at least the as_of.
+            since, whole = description.as_of, True
+            for id in exports:
+                part = collections.get(id)
+                if part is None:
+                    whole = False
+                elif part.since > since:
+                    since = part.since
+            if not whole:
+                exports = tuple(id for id in exports if id in collections)
+            running.append(Running(description, exports, since))
+        return running
+
+    def _create(self, command: CreateDataflow, description: DataflowDescription) -> None:
+        reason = self._refusal(description)
+        if reason is not None:
+            self._reject(command, reason)
+            return
+        self.builds += 1
+        if self.role is Role.INTERACTIVE and not self._runs_here(description):
+            assert self.registry is not None, "an interactive worker has a registry"
+            views = {
+                export.id: PeerView.bind(
+                    export.id,
+                    description,
+                    self.registry.bind(Incarnation(export.id, description.as_of), self.wake),
+                )
+                for export in description.index_exports
+            }
+            self._install(StandIn(description, views))
+            self.collections.update(views)
+            return
+        context = Context(
+            self.worker,
+            self.workers,
+            self.fabric,
+            self.shards,
+            self.metrics,
+            self.wake,
+            self._imported,
+            self._subscribed,
+        )
+        dataflow = render(description, self.rendered, context)
+        error = self._import_error(description)
+        if error is not None:
+            dataflow.fail_reads(error)
+        self.rendered += 1
+        self._install(dataflow)
+        self.collections.update(dataflow.exports)
+        if self.role is Role.MAINTENANCE:
+            for export in dataflow.exports.values():
+                if isinstance(export, IndexPart):
+                    self._publish(export, Incarnation(export.id, description.as_of))
+
+    def _runs_here(self, description: DataflowDescription) -> bool:
+        """(Interactive runtime.) Whether this runtime renders the dataflow:
+        a query dataflow, or one that imports a collection it renders itself
+        (the multiplexer routes such a dataflow here alone)."""
+        return description.is_transient or any(
+            isinstance(self.collections.get(index.id), IndexPart)
+            for index in description.index_imports
+        )
+
+    def _refusal(self, description: DataflowDescription) -> str | None:
+        if self.instance is None:
+            return "create dataflow before create instance"
+        for id in description.exports:
+            if id in self.collections:
+                return f"collection {id} already exists"
+            if id in self.retired:
+                return f"collection {id} was dropped on this connection; ids are not reused"
+        if self.role is Role.MAINTENANCE and description.is_transient:
+            return "a query dataflow belongs to the interactive runtime"
+        return None
+
+    def _subscribed(
+        self, id: GlobalId, lower: int, upper: Frontier, updates: tuple[Update, ...]
+    ) -> None:
+        """A subscribe sink's batch: sent with the next responses."""
+        self.batches.append(SubscribeBatch(id, lower, upper, updates))
+
+    def _imported(self, id: GlobalId) -> Callable[[], Arrangement | None]:
+        """This worker's part of index ``id``, looked up at each step: an
+        import of an index this runtime does not have yet waits for it (a
+        placeholder the index fills once created and published)."""
+        collections = self.collections
+        found: list[Arrangement] = []
+
+        def part() -> Arrangement | None:
+            # Once found, for good: the arrangement is shared, and outlives
+            # the index's own dataflow for whoever still reads it.
+            if found:
+                return found[0]
+            collection = collections.get(id)
+            arrangement = (
+                collection.provider() if isinstance(collection, IndexPart | PeerView) else None
+            )
+            if arrangement is not None:
+                found.append(arrangement)
+            return arrangement
+
+        return part
+
+    def _import_error(self, description: DataflowDescription) -> str | None:
+        """Why the dataflow cannot read an import as of its ``as_of``: the
+        index was compacted past it."""
+        for index in description.index_imports:
+            collection = self.collections.get(index.id)
+            if isinstance(collection, IndexPart | PeerView):
+                error = collection.read_error(description.as_of)
+                if error is not None:
+                    return error
+        return None
+
+    def _publish(self, export: IndexPart, incarnation: Incarnation) -> None:
+        """Publish ``export``'s part as ``incarnation``; a re-export of an index
+        not there yet is published once it is (see :meth:`step`)."""
+        assert self.registry is not None, "a maintenance worker has a registry"
+        if export.arrangement is None:
+            self.unpublished.append((export, incarnation))
+            return
+        export.publishers[incarnation] = self.registry.publish(incarnation, export)
+
+    def _install(self, installed: Installed) -> None:
+        self.installed[installed] = None
+        for id in installed.description.exports:
+            self._owner[id] = installed
+
+    def _installed_of(self, id: GlobalId) -> Installed | None:
+        return self._owner.get(id)
+
+    def _schedule(self, command: Schedule, id: GlobalId) -> None:
+        installed = self._owner.get(id) if id in self.collections else None
+        if installed is None:
+            self._reject(command, f"schedule of collection {id}: {UNKNOWN_COLLECTION}")
+            return
+        # A StandIn has nothing to schedule: a peer reads maintenance's part,
+        # which its own Schedule moves.
+        if isinstance(installed, Dataflow) and not installed.scheduled:
+            installed.scheduled = True
+            self.wake()
+
+    def _compact(
+        self, command: Command, id: GlobalId, frontier: Frontier, *, report_drop: bool
+    ) -> None:
+        collection = self.collections.get(id)
+        if collection is None:
+            self._reject(command, f"allow compaction of collection {id}: {UNKNOWN_COLLECTION}")
+            return
+        if frontier.time is None:
+            self._drop(id, collection)
+            if report_drop:
+                self.outbox.append(Frontiers(id, frontier))
+                self.retired.add(id)
+            return
+        if frontier.time < collection.since:
+            self._reject(
+                command,
+                f"allow compaction of collection {id} to {frontier.time} is before "
+                f"its compaction frontier {collection.since}",
+            )
+            return
+        collection.since = frontier.time
+        if not self.peeks:
+            return
+        for uuid, reading in list(self.peeks.items()):
+            error = (
+                collection.read_error(reading.peek.timestamp)
+                if reading.peek.id == id and not isinstance(collection, SinkPart)
+                else None
+            )
+            if error is not None:
+                del self.peeks[uuid]
+                self.outbox.append(PeekResponse(uuid, PeekError(error)))
+
+    def _drop(self, id: GlobalId, collection: Collection) -> None:
+        del self.collections[id]
+        self.reported.pop(id, None)
+        self._reports.pop(id, None)
+        for uuid in [uuid for uuid, reading in self.peeks.items() if reading.peek.id == id]:
+            del self.peeks[uuid]
+            self.outbox.append(PeekResponse(uuid, PeekError(UNKNOWN_COLLECTION)))
+        installed = self._installed_of(id)
+        if isinstance(collection, PeerView):
+            collection.close()
+        if installed is None or any(
+            export in self.collections for export in installed.description.exports
+        ):
+            return
+        # The last export of its dataflow went: the dataflow goes.
+        del self.installed[installed]
+        for export in installed.description.exports:
+            self._owner.pop(export, None)
+        if isinstance(installed, Dataflow):
+            installed.close(self.fabric, self.worker)
+
+    def _peek(self, command: Peek) -> None:
+        collection = self.collections.get(command.id)
+        if not isinstance(collection, IndexPart | PeerView):
+            self.outbox.append(PeekResponse(command.uuid, PeekError(UNKNOWN_COLLECTION)))
+            return
+        error = collection.read_error(command.timestamp)
+        if error is not None:
+            self.outbox.append(PeekResponse(command.uuid, PeekError(error)))
+            return
+        if command.literals is not None:
+            # The replica sorts and dedupes the literal keys.
+            literals = tuple(sorted(set(command.literals), key=repr))
+            command = attrs.evolve(command, literals=literals)
+        reading = _Reading(command)
+        if peek_work(self.configuration) is None and collection.ready(command.timestamp):
+            # Ready and no work budget: answer now.
+            scan = collection.scan(command.timestamp, command.literals)
+            scan.run()
+            self.outbox.append(PeekResponse(command.uuid, _result(scan)))
+            return
+        self.peeks[command.uuid] = reading
+        self.wake()
+
+    def step(self, *, report: bool = True) -> None:
+        """Step every scheduled dataflow; then, if ``report``, go on with the
+        peeks that are ready (within the work budget), send subscribe batches
+        and report frontiers."""
+        for installed in self.installed:
+            if isinstance(installed, Dataflow):
+                installed.step()
+            else:
+                for view in installed.views.values():
+                    view.follow(self.wake)
+        if self.unpublished:
+            waiting, self.unpublished = self.unpublished, []
+            for export, incarnation in waiting:
+                if self.collections.get(export.id) is export:
+                    self._publish(export, incarnation)
+        if not report:
+            return
+        self._read()
+        if self.batches:
+            for batch in self.batches:
+                if isinstance(self.collections.get(batch.id), SinkPart):
+                    self.outbox.append(batch)
+            self.batches.clear()
+        reported, reports = self.reported, self._reports
+        # Collections at the same upper (most often all) share one frontier.
+        frontier: Frontier | None = None
+        for id, collection in self.collections.items():
+            upper = collection.upper
+            if upper is not None and reported.get(id) != upper:
+                reported[id] = upper
+                last = reports.get(id)
+                if last is None or last.upper.time != upper:
+                    if frontier is None or frontier.time != upper:
+                        frontier = Frontier.at(upper)
+                    last = reports[id] = Frontiers(id, frontier)
+                self.outbox.append(last)
+
+    def _read(self) -> None:
+        if not self.peeks:
+            return
+        work = peek_work(self.configuration)
+        for uuid, reading in list(self.peeks.items()):
+            peek = reading.peek
+            collection = self.collections.get(peek.id)
+            assert isinstance(collection, IndexPart | PeerView), "a pending peek's collection"
+            if reading.scan is None:
+                # What a peer reads may have been bound since the peek came.
+                error = collection.read_error(peek.timestamp)
+                if error is not None:
+                    del self.peeks[uuid]
+                    self.outbox.append(PeekResponse(uuid, PeekError(error)))
+                    continue
+                if not collection.ready(peek.timestamp):
+                    continue
+                reading.scan = collection.scan(peek.timestamp, peek.literals)
+            if reading.scan.run(work):
+                del self.peeks[uuid]
+                self.outbox.append(PeekResponse(uuid, _result(reading.scan)))
+            else:
+                # More to read: step again (after a checkpoint: the loop parks
+                # on an event that is set, which still yields).
+                self.wake()
+
+    def new_connection(self) -> None:
+        """A new connection begins: ids may be used again, and every
+        materialized view is read-only until the connection allows its
+        writes (see :mod:`replica.engine._sinks`)."""
+        self.retired.clear()
+        for collection in self.collections.values():
+            if isinstance(collection, SinkPart):
+                collection.allow_writes(False)
+
+    def begin_reconcile(self, plan: ReconcilePlan) -> None:
+        """The drop phase: forget the old connection's peeks (no response goes
+        to a connection that is gone), make retained collections report afresh,
+        and run the plan's compactions and drops. Waits on nothing.
+
+        A kept dataflow reads as of its new ``as_of`` from now on, and
+        maintenance also publishes each kept index part under its new
+        incarnation ``(id, as_of)``: the incarnation the interactive runtime
+        binds when its own decision for the id differs (see
+        :mod:`replica.compute._reconcile` and :meth:`align_peers`)."""
+        self.peeks.clear()
+        self.outbox.extend(plan.rejected)
+        kept = plan.kept
+        reported = self.reported
+        for id in kept:
+            reported.pop(id, None)
+        collections = self.collections
+        for compaction in plan.compactions:
+            # ``_compact``'s usual case, inline: a kept collection compacted
+            # forward (no peek to fail: they were just forgotten).
+            time = compaction.frontier.time
+            collection = collections.get(compaction.id)
+            if time is not None and collection is not None and time >= collection.since:
+                collection.since = time
+            else:
+                self._compact(compaction, compaction.id, compaction.frontier, report_drop=False)
+        publish = self.align and self.role is Role.MAINTENANCE
+        for installed in self.installed:
+            if not isinstance(installed, Dataflow):
+                continue
+            # The as_of it is kept for: that of any of its exports (all alike).
+            for id in installed.description.exports:
+                as_of = kept.get(id)
+                if as_of is not None:
+                    break
+            else:
+                continue
+            installed.keep(as_of)
+            if not publish:
+                continue
+            for export in installed.exports.values():
+                incarnation = Incarnation(export.id, as_of)
+                if isinstance(export, IndexPart) and incarnation not in export.publishers:
+                    self._publish(export, incarnation)
+
+    def align_peers(self, plan: ReconcilePlan) -> list[str]:
+        """After the barrier, before the creates (interactive runtime only):
+        a kept peer whose publisher maintenance dropped (frozen), or that is
+        parked on another incarnation than ``(id, new as_of)``, is bound
+        afresh to ``(id, new as_of)``. Returns what it rebound, for the trace.
+        Why this makes the runtimes agree: :mod:`replica.compute._reconcile`."""
+        if not self.align or self.role is not Role.INTERACTIVE:
+            return []
+        assert self.registry is not None, "an interactive worker has a registry"
+        rebound: list[str] = []
+        for id, as_of in plan.kept.items():
+            view = self.collections.get(id)
+            if not isinstance(view, PeerView):
+                continue
+            target = Incarnation(id, as_of)
+            peer = view.peer
+            if peer.frozen or (not peer.bound and peer.incarnation != target):
+                why = "frozen" if peer.frozen else "parked"
+                view.rebind(self.registry.bind(target, self.wake))
+                rebound.append(f"rebind kept peer {peer.incarnation} ({why}) to {target}")
+        return rebound
+
+    def drain(self) -> list[Response]:
+        out, self.outbox = self.outbox, []
+        return out

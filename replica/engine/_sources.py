@@ -1,0 +1,118 @@
+"""Sources: a shard read in turns by a runtime's workers (keyed or not),
+this worker's part of an imported index, and a plan's constant rows."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import attrs
+
+from ..model._relational import COMPLETE
+from ..model._rows import Row
+from ..storage._shard import Partitioned, Shard
+from ._arrangement import Arrangement
+from ._stream import Operator, Stream, Times
+
+
+@attrs.define(eq=False)
+class ShardSource(Operator):
+    """Reads a shard: this worker takes every ``workers``-th update."""
+
+    shard: Shard
+    times: Times
+    worker: int
+    workers: int
+    stop_listening: Callable[[], None]
+    out: Stream = attrs.field(factory=Stream)
+    cursor: int = 0
+
+    def step(self) -> None:
+        updates, end = self.shard.updates, len(self.shard.updates)
+        if end > self.cursor:
+            start = self.cursor + (self.worker - self.cursor) % self.workers
+            self.out.push(self.times.admit(updates[start : end : self.workers]))
+            self.cursor = end
+        self.out.frontier = self.times.cap(self.shard.upper)
+
+    def close(self) -> None:
+        self.stop_listening()
+
+
+@attrs.define(eq=False)
+class KeyedShardSource(Operator):
+    """Reads a shard for an index of it: this worker takes the updates whose
+    key routes to it, so the index needs no exchange (the shard routes each
+    update once, for all the workers: :class:`~replica.storage._shard.Partitioned`)."""
+
+    shard: Shard
+    times: Times
+    worker: int
+    # The shard's updates split by the key's route, shared with the other
+    # workers' sources (each update is routed once, not once per worker).
+    partitioned: Partitioned
+    stop_listening: Callable[[], None]
+    out: Stream = attrs.field(factory=Stream)
+    cursor: int = 0
+
+    def step(self) -> None:
+        mine = self.partitioned.part(self.worker)
+        end = len(mine)
+        if end > self.cursor:
+            self.out.push(self.times.admit(mine[self.cursor : end]))
+            self.cursor = end
+        self.out.frontier = self.times.cap(self.shard.upper)
+
+    def close(self) -> None:
+        self.stop_listening()
+
+
+@attrs.define(eq=False)
+class ArrangementSource(Operator):
+    """Reads this worker's part of an imported index, through ``provider``
+    (``None`` while the part is not published yet: the import waits)."""
+
+    provider: Callable[[], Arrangement | None]
+    times: Times
+    wake: Callable[[], None]
+    out: Stream = attrs.field(factory=Stream)
+    cursor: int = 0
+    arrangement: Arrangement | None = None
+    stop_listening: Callable[[], None] | None = None
+
+    def step(self) -> None:
+        arrangement = self.provider()
+        if arrangement is None:
+            return
+        if arrangement is not self.arrangement:
+            assert self.arrangement is None, "an import reads one arrangement for good"
+            self.arrangement = arrangement
+            self.stop_listening = arrangement.listen(self.wake)
+        log = arrangement.log
+        if len(log) > self.cursor:
+            self.out.push(self.times.admit(log[self.cursor :]))
+            self.cursor = len(log)
+        if arrangement.upper is not None:
+            self.out.frontier = self.times.cap(arrangement.upper)
+
+    def close(self) -> None:
+        if self.stop_listening is not None:
+            self.stop_listening()
+
+
+@attrs.define(eq=False)
+class ConstantSource(Operator):
+    """A ``Constant``'s rows, from ``owner`` alone (each worker renders it,
+    one says it), at the dataflow's as_of; complete at every time."""
+
+    rows: tuple[tuple[Row, int], ...]
+    times: Times
+    owner: bool
+    out: Stream = attrs.field(factory=Stream)
+    sent: bool = False
+
+    def step(self) -> None:
+        if not self.sent:
+            self.sent = True
+            if self.owner:
+                self.out.push(self.times.admit([(row, 0, diff) for row, diff in self.rows if diff]))
+        self.out.frontier = self.times.cap(COMPLETE)

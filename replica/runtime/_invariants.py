@@ -1,0 +1,97 @@
+"""What the two runtimes of a replica must agree on, checked from outside.
+
+Each runtime reconciles a connection on its own, and a runtime may apply a
+command of a lost connection that the other dropped with the connection's
+queue (docs/architecture.md). Reconciling the next connection must bring them back
+into agreement: once every worker of both runtimes has reconciled the same
+connection and nothing is held back, the interactive runtime reads exactly the
+indexes maintenance runs, and every one of its peers is bound to the part
+maintenance runs for that id (not parked on an incarnation nobody publishes,
+not frozen on a dropped publisher, unless that part itself waits for the index
+it re-exports). Query dataflows (every export transient) run on the
+interactive runtime alone: maintenance never runs one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from ..compute._peers import PeerView
+from ..engine._exports import IndexPart
+from ..model._ids import GlobalId
+from ._replica import Replica
+from ._worker import Worker
+
+
+def runtimes_agreed(replica: Replica) -> bool:
+    """Whether the runtimes are in a state where they must agree: nothing
+    held, and every worker of both runtimes past the reconciliation of the
+    same connection (not buffering, not waiting at the barrier)."""
+    if any(process.held for process in replica.processes):
+        return False
+    workers = [worker for runtime in replica.runtimes.values() for worker in runtime.workers]
+    positions = {worker.position for worker in workers}
+    return len(positions) == 1 and all(
+        worker.buffer is None and worker.reconciled == worker.position for worker in workers
+    )
+
+
+def runtime_divergence(replica: Replica) -> list[str]:
+    """How the interactive runtime disagrees with maintenance, when they must
+    agree (see :func:`runtimes_agreed`); empty otherwise, and for Solo."""
+    if "interactive" not in replica.runtimes or not runtimes_agreed(replica):
+        return []
+    found: list[str] = []
+    for worker in replica.maintenance.workers:
+        transient = sorted(id for id in worker.state.collections if _transient(worker, id))
+        if transient:
+            found.append(
+                f"maintenance p{worker.process}/w{worker.local} runs query dataflow "
+                f"collections {_ids(transient)}"
+            )
+    for reader in replica.interactive.workers:
+        owner = replica.maintenance.worker(reader.process, reader.local)
+        where = f"p{reader.process}/w{reader.local}"
+        parts = {
+            id: export
+            for id, export in owner.state.collections.items()
+            if isinstance(export, IndexPart)
+        }
+        views = {
+            id: view for id, view in reader.state.collections.items() if isinstance(view, PeerView)
+        }
+        if sorted(parts) != sorted(views):
+            found.append(
+                f"{where}: maintenance runs indexes {_ids(parts)} "
+                f"but interactive reads {_ids(views)}"
+            )
+        for id, view in views.items():
+            peer, part = view.peer, parts.get(id)
+            published = [str(i) for i in part.publishers] if part is not None else []
+            waiting = part is not None and part.arrangement is None
+            if peer.publisher is None and not waiting:
+                found.append(
+                    f"{where}: peer {peer.incarnation} parked on an incarnation nobody "
+                    f"publishes (maintenance publishes {id} as {published or 'nothing'})"
+                )
+            elif peer.publisher is None:
+                pass  # maintenance's part waits for the index it re-exports: so does the peer
+            elif peer.frozen:
+                found.append(
+                    f"{where}: peer {peer.incarnation} bound to dropped publisher "
+                    f"#{peer.publisher.serial}: a frozen view"
+                )
+            elif part is None or peer.publisher.value is not part:
+                found.append(
+                    f"{where}: peer {peer.incarnation} bound to a part maintenance does not run"
+                )
+    return found
+
+
+def _transient(worker: Worker, id: GlobalId) -> bool:
+    collection = worker.state.collections[id]
+    return isinstance(collection, IndexPart) and collection.dataflow.description.is_transient
+
+
+def _ids(ids: Iterable[GlobalId]) -> str:
+    return "[" + ", ".join(str(id) for id in sorted(ids)) + "]"
