@@ -14,11 +14,6 @@ from ._cluster import RemoteProcess as RemoteProcess
 from ._cluster import open_cluster as open_cluster
 from ._cluster import serve_command as serve_command
 from ._links import Wire as Wire
-from ._run import Catalogs as Catalogs
-from ._run import ClusterBackend as ClusterBackend
-from ._run import StoreNotEmptyError as StoreNotEmptyError
-from ._run import run_spawned as run_spawned
-from ._run import spec_catalogs as spec_catalogs
 from ._serve import ServeOptions as ServeOptions
 from ._serve import serve as serve
 from ._shards import MirrorCatalog as MirrorCatalog

@@ -30,15 +30,15 @@ import actors
 from actors import ActorSystem
 from actors.net import open_node
 
-from .._connection import ServerEnd
-from .._errors import ProtocolError
-from .._faults import FaultPlan, Faults
-from .._process import INTERACTIVE, MAINTENANCE
-from .._replica import ReplicaConfig
-from .._shard import ShardCatalog
-from .._sinks import Metrics
-from ..driver._headers import MAX_TIMEOUT_SECS, MIN_PEER_TIMEOUT
+from ..model._metrics import Metrics
+from ..protocol import ProtocolError
+from ..runtime._connection import ServerEnd
+from ..runtime._faults import FaultPlan, Faults
+from ..runtime._process import INTERACTIVE, MAINTENANCE
+from ..runtime._replica import ReplicaConfig
+from ..storage._shard import ShardCatalog
 from . import _wire
+from ._limits import MAX_PEER_TIMEOUT, MIN_PEER_TIMEOUT
 from ._links import CHUNK, MAX_FRAME, Hub, codec
 from ._serve import CONTROLLER, SHARDS, process_node
 from ._shards import ShardHost
@@ -110,7 +110,7 @@ def serve_command(
     # Within what serve takes (a million seconds, never in practice, at the
     # most), so that open_cluster(heartbeat_timeout=math.inf) starts its
     # processes, and so does a heartbeat timeout below serve's least.
-    peer_timeout = max(MIN_PEER_TIMEOUT, min(peer_timeout, MAX_TIMEOUT_SECS))
+    peer_timeout = max(MIN_PEER_TIMEOUT, min(peer_timeout, MAX_PEER_TIMEOUT))
     command += ["--peer-timeout", str(peer_timeout)]
     if tls is not None:
         command += ["--tls-cert", tls.cert, "--tls-key", tls.key, "--tls-ca", tls.ca]

@@ -19,8 +19,8 @@ from typing import Any
 
 import attrs
 
-from .._exchange import CLOSED, Exchange, Fabric
-from .._protocol import Update
+from ..engine._exchange import CLOSED, Exchange, Fabric
+from ..model._rows import Update
 
 
 @attrs.define(eq=False)

@@ -48,19 +48,18 @@ from actors.net import Peer, open_node
 from barrier import ReconcileBarrier, Side
 from sharing import Registry
 
-from .._connection import CommandLine, ResponseLine, RuntimeConnection, ServerEnd
-from .._dataflow import IndexPart
-from .._errors import ProtocolError
-from .._invariants import runtime_divergence
-from .._process import INTERACTIVE, MAINTENANCE, ChannelAdapter, Process
-from .._protocol import Response
-from .._replica import Replica, ReplicaConfig, Runtime
-from .._sinks import Metrics
-from .._state import Role
-from .._worker import SequencedCommand, Worker
-from ..driver._headers import MIN_PEER_TIMEOUT
+from ..compute._state import Role
+from ..engine._exports import IndexPart
+from ..model._metrics import Metrics
+from ..protocol import ProtocolError, Response
+from ..runtime._connection import CommandLine, ResponseLine, RuntimeConnection, ServerEnd
+from ..runtime._invariants import runtime_divergence
+from ..runtime._process import INTERACTIVE, MAINTENANCE, ChannelAdapter, Process
+from ..runtime._replica import Replica, ReplicaConfig, Runtime
+from ..runtime._worker import SequencedCommand, Worker
 from . import _wire
 from ._fabric import NetFabric
+from ._limits import MIN_PEER_TIMEOUT
 from ._links import CHUNK, MAX_FRAME, Hub, codec
 from ._shards import MirrorCatalog
 from ._tls import TlsFiles

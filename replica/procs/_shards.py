@@ -30,9 +30,10 @@ from typing import Any
 
 import attrs
 
-from .._errors import ProtocolError, UpperMismatchError
-from .._protocol import Row, Update
-from .._shard import Shard, ShardCatalog
+from ..model._rows import Row, Update
+from ..protocol import ProtocolError
+from ..storage._errors import UpperMismatchError
+from ..storage._shard import Shard, ShardCatalog
 from . import _wire
 
 logger = logging.getLogger("replica.procs")

@@ -20,9 +20,10 @@ from typing import Any, Final
 import attrs
 import msgspec
 
-from .. import _aggregates, _plan, _protocol, _scalar
-from .._ids import GlobalId
-from .._worker import SequencedCommand
+from .. import protocol as _protocol
+from ..model import _aggregates, _dataflow, _frontier, _plan, _scalar
+from ..model._ids import GlobalId
+from ..runtime._worker import SequencedCommand
 
 
 class WireError(ValueError):
@@ -42,16 +43,16 @@ _INT_MAX: Final = 2**64 - 1
 _PRIMITIVES: Final = frozenset({type(None), bool, int, float, str, bytes})
 
 CLASSES: Final[tuple[type, ...]] = (
-    _protocol.Frontier,
+    _frontier.Frontier,
     _protocol.InstanceConfig,
-    _protocol.SourceImport,
-    _protocol.IndexImport,
-    _protocol.Build,
-    _protocol.IndexExport,
-    _protocol.MaterializedView,
-    _protocol.Subscribe,
-    _protocol.SinkExport,
-    _protocol.DataflowDescription,
+    _dataflow.SourceImport,
+    _dataflow.IndexImport,
+    _dataflow.Build,
+    _dataflow.IndexExport,
+    _dataflow.MaterializedView,
+    _dataflow.Subscribe,
+    _dataflow.SinkExport,
+    _dataflow.DataflowDescription,
     _protocol.Hello,
     _protocol.CreateInstance,
     _protocol.InitializationComplete,

@@ -3,9 +3,9 @@ what did not match."""
 
 from __future__ import annotations
 
-from replica.driver._matrix import TOPOLOGIES
-from replica.driver._runner import run_spec
-from replica.driver._spec import Spec, parse_spec
+from replica.driver.lang._spec import Spec, parse_spec
+from replica.driver.run._matrix import TOPOLOGIES
+from replica.driver.run._runner import run_spec
 
 __all__ = ["TOPOLOGIES", "assert_passes"]
 

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from replica.driver._bundled import BUNDLED_TWO_RUNTIME
-from replica.driver._matrix import TOPOLOGIES
-from replica.driver._parser import DEFAULT_SEED
-from replica.driver._runner import run_spec
-from replica.driver._spec import Spec, read_spec
+from replica.driver.cli._arguments import DEFAULT_SEED
+from replica.driver.lang._spec import Spec, read_spec
+from replica.driver.run._bundled import BUNDLED_TWO_RUNTIME
+from replica.driver.run._matrix import TOPOLOGIES
+from replica.driver.run._runner import run_spec
 
 SPECS = Path(__file__).resolve().parents[3] / "replica" / "driver" / "specs"
 NAMES = sorted(path.name for path in SPECS.glob("*.spec"))

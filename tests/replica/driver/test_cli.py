@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from replica.driver import main
-from replica.driver._parser import build_parser
+from replica.driver.cli._main import build_parser
 
 
 def test_version_prints_the_version(capsys: pytest.CaptureFixture[str]) -> None:

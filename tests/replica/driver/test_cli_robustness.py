@@ -16,8 +16,10 @@ from typing import NoReturn
 import pytest
 import trio
 
-from replica.driver import _cli, _paths, main
-from replica.driver._parser import build_parser
+from replica.driver import main
+from replica.driver.cli import _run
+from replica.driver.cli._main import build_parser
+from replica.driver.run import _paths
 
 SCRIPT = str(Path(sys.executable).parent / "trio-reconcile")
 WRONG = "# a spec whose expected block is wrong\nsettle\n----\nwrong\n"
@@ -358,7 +360,7 @@ def test_ctrl_c_exits_130_with_one_line(
     def interrupted(*args: object, **kwargs: object) -> NoReturn:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(_cli, "run_spec", interrupted)
+    monkeypatch.setattr(_run, "run_spec", interrupted)
     assert main(["run", str(spec)]) == 130
     assert capsys.readouterr() == ("", "trio-reconcile: interrupted\n")
 
@@ -370,7 +372,7 @@ def test_ctrl_c_anywhere_in_an_exception_group_exits_130(
         inner = BaseExceptionGroup("nursery", [KeyboardInterrupt(), RuntimeError("cancelled")])
         raise BaseExceptionGroup("run", [inner])
 
-    monkeypatch.setattr(_cli, "run_spec", interrupted)
+    monkeypatch.setattr(_run, "run_spec", interrupted)
     assert main(["run", str(spec)]) == 130
     assert capsys.readouterr() == ("", "trio-reconcile: interrupted\n")
 
@@ -381,7 +383,7 @@ def test_an_exception_group_without_ctrl_c_is_not_swallowed(
     def broken(*args: object, **kwargs: object) -> NoReturn:
         raise ExceptionGroup("run", [ValueError("a bug")])
 
-    monkeypatch.setattr(_cli, "run_spec", broken)
+    monkeypatch.setattr(_run, "run_spec", broken)
     with pytest.raises(ExceptionGroup):
         main(["run", str(spec)])
 
@@ -411,7 +413,7 @@ def test_running_out_of_memory_exits_1_with_one_line(
     def exhausted(*args: object, **kwargs: object) -> NoReturn:
         raise error
 
-    monkeypatch.setattr(_cli, "run_spec", exhausted)
+    monkeypatch.setattr(_run, "run_spec", exhausted)
     assert main(["run", str(spec)]) == 1
     assert capsys.readouterr() == ("", "trio-reconcile: error: out of memory\n")
 
@@ -422,7 +424,7 @@ def test_an_internal_error_of_trio_not_for_want_of_memory_is_not_swallowed(
     def broken(*args: object, **kwargs: object) -> NoReturn:
         raise trio.TrioInternalError("a bug") from ValueError("a bug")
 
-    monkeypatch.setattr(_cli, "run_spec", broken)
+    monkeypatch.setattr(_run, "run_spec", broken)
     with pytest.raises(trio.TrioInternalError):
         main(["run", str(spec)])
 

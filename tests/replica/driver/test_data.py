@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from replica._protocol import Datum
-from replica.driver._data import (
+from replica.driver.lang._data import (
     SAMPLE_SCHEMA,
     Column,
     ColumnType,
@@ -25,6 +24,7 @@ from replica.driver._data import (
     scalar_type,
     split_values,
 )
+from replica.model._rows import Datum
 
 BIGINT = ColumnType(ScalarType.BIGINT)
 INTEGER = ColumnType(ScalarType.INTEGER)

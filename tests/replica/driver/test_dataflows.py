@@ -10,11 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from replica._ids import GlobalId
-from replica._plan import Aggregate, Get, Join, Project, Reduce
-from replica._protocol import (
+from replica.driver.lang._payloads import CountRows, Fail, Payload, PeekRows, Print, Send
+from replica.driver.lang._spec import SpecError, parse_spec, read_spec
+from replica.model._dataflow import (
     Build,
-    CreateDataflow,
     DataflowDescription,
     IndexExport,
     IndexImport,
@@ -22,10 +21,10 @@ from replica._protocol import (
     SinkExport,
     SourceImport,
     Subscribe,
-    UpdateConfiguration,
 )
-from replica.driver._payloads import CountRows, Fail, Payload, PeekRows, Print, Send
-from replica.driver._spec import SpecError, parse_spec, read_spec
+from replica.model._ids import GlobalId
+from replica.model._plan import Aggregate, Get, Join, Project, Reduce
+from replica.protocol import CreateDataflow, UpdateConfiguration
 
 SCRIPTS = Path(__file__).resolve().parents[4] / "shared" / "external" / "driver-scripts"
 needs_scripts = pytest.mark.skipif(

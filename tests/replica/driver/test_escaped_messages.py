@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from replica.driver import main
-from replica.driver._escape import EscapingFormatter, escaped
+from replica.driver.lang._escape import EscapingFormatter, escaped
 
 # Characters that reach a message from a spec's text: not whitespace to the
 # header's tokenizer, no bracket (a list) and no quote (a string).

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from replica.driver import main
-from replica.driver._runner import SpecRun, Topology, _run
-from replica.driver._spec import Spec
+from replica.driver.lang._spec import Spec
+from replica.driver.run._runner import SpecRun, Topology, _run
 
 SPECS = Path(__file__).resolve().parents[3] / "replica" / "driver" / "specs"
 RECREATE = str(SPECS / "two_runtime_recreate_index.spec")
@@ -113,7 +113,7 @@ def test_a_bad_spec_exits_2_before_anything_runs(
 def test_a_spec_that_runs_differently_under_one_schedule_fails_with_no_replay(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import replica.driver._explore as explore_module
+    import replica.driver.run._explore as explore_module
 
     calls: list[int] = []
 
@@ -141,7 +141,7 @@ def test_ctrl_c_during_an_exploration_exits_130_with_one_line(
 ) -> None:
     import trio._core._run as trio_run
 
-    import replica.driver._explore as explore_module
+    import replica.driver.run._explore as explore_module
 
     before = (trio_run._r, trio_run._ALLOW_DETERMINISTIC_SCHEDULING)
     calls: list[int] = []

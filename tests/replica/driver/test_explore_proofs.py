@@ -13,10 +13,10 @@ from collections.abc import Awaitable, Callable
 import pytest
 
 from actors.testing import explore
-from replica.driver._bundled import bundled_spec
-from replica.driver._explore import SpecDiffers
-from replica.driver._runner import Topology, _run
-from replica.driver._spec import Spec, read_spec
+from replica.driver.lang._spec import Spec, read_spec
+from replica.driver.run._bundled import bundled_spec
+from replica.driver.run._explore import SpecFailedError
+from replica.driver.run._runner import Topology, _run
 
 
 def bundled(name: str) -> Spec:
@@ -28,7 +28,7 @@ def exploring(spec: Spec, topology: Topology) -> Callable[[], Awaitable[None]]:
     async def main() -> None:
         run = await _run(spec, topology, None)
         if not run.passed:
-            raise SpecDiffers(run)
+            raise SpecFailedError(run)
 
     return main
 
@@ -73,7 +73,7 @@ def test_without_the_barrier_dfs_finds_the_frozen_read_in_one_reordering(
     exploration = explore(main, strategy="dfs", bound=1, budget=100_000, raise_on_failure=False)
     failure = exploration.failure
     assert failure is not None
-    assert isinstance(failure.error, SpecDiffers)
+    assert isinstance(failure.error, SpecFailedError)
     assert any(v.endswith("a frozen view") for v in failure.error.run.violations)
     assert len(failure.schedule) == 1
     # The one reordering: an interactive worker before a maintenance worker.

@@ -9,7 +9,7 @@ import pytest
 
 from actors import EventKind, Trace, TraceEvent
 from replica.driver import main
-from replica.driver._export import chrome_events
+from replica.driver.pictures._chrome_trace import chrome_events
 
 SPECS = Path(__file__).resolve().parents[3] / "replica" / "driver" / "specs"
 

@@ -9,12 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from replica._scalar import Literal, ScalarFunc
 from replica.driver import main
-from replica.driver._data import ColumnType, ScalarType
-from replica.driver._mir import Apply, Const, Cursor, MirError, Ref, lex, parse_expr
-from replica.driver._model import ReferenceModel
-from replica.driver._spec import parse_spec
+from replica.driver.lang._data import ColumnType, ScalarType
+from replica.driver.lang._expressions import Apply, Const, Ref, parse_expr
+from replica.driver.lang._spec import parse_spec
+from replica.driver.lang._tokens import Cursor, MirError, lex
+from replica.driver.oracle._model import ReferenceModel
+from replica.model._scalar import Literal, ScalarFunc
 
 from .scripts import TOPOLOGIES, assert_passes
 

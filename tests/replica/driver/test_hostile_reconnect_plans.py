@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from replica._plan import Constant
-from replica._scalar import Literal
-from replica.driver._spec import parse_spec
+from replica.driver.lang._spec import parse_spec
+from replica.model._plan import Constant
+from replica.model._scalar import Literal
 
 from .scripts import TOPOLOGIES, assert_passes
 

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from replica import _protocol
-from replica._operators import MAX_SERIES, table_rows
-from replica._scalar import INT64_MAX, INT64_MIN, EvalError
 from replica.driver import main
-from replica.driver._spec import parse_spec
+from replica.driver.lang._spec import parse_spec
+from replica.model import _rows
+from replica.model._relational import MAX_SERIES, table_rows
+from replica.model._scalar import INT64_MAX, INT64_MIN, EvalError
 
 from .scripts import TOPOLOGIES, assert_passes
 
@@ -286,10 +286,10 @@ def test_a_constant_count_past_an_i64_is_bad_input(
 def test_a_result_at_the_limit_is_read_and_one_past_it_is_not(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(_protocol, "MAX_RESULT_ROWS", 3)
-    assert _protocol.rows_of_counts({(1,): 2, (2,): 1, (3,): -4}) == [(1,), (1,), (2,)]
-    with pytest.raises(_protocol.ResultTooLargeError):
-        _protocol.rows_of_counts({(1,): 2, (2,): 2})
+    monkeypatch.setattr(_rows, "MAX_RESULT_ROWS", 3)
+    assert _rows.rows_of_counts({(1,): 2, (2,): 1, (3,): -4}) == [(1,), (1,), (2,)]
+    with pytest.raises(_rows.ResultTooLargeError):
+        _rows.rows_of_counts({(1,): 2, (2,): 2})
 
 
 HUGE = "1" * 5000

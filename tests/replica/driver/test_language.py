@@ -8,16 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from replica._ids import GlobalId
-from replica._protocol import (
-    AllowCompaction,
-    CreateInstance,
-    Frontier,
-    InstanceConfig,
-    UpdateConfiguration,
-)
-from replica.driver._data import SAMPLE_SCHEMA, Synthetic
-from replica.driver._payloads import (
+from replica.driver.lang._data import SAMPLE_SCHEMA, Synthetic
+from replica.driver.lang._payloads import (
     Advance,
     AwaitFrontier,
     AwaitSubscribe,
@@ -34,7 +26,10 @@ from replica.driver._payloads import (
     Timeout,
     Write,
 )
-from replica.driver._spec import Spec, SpecError, Stanza, parse_spec, read_spec, rewrite
+from replica.driver.lang._spec import Spec, SpecError, Stanza, parse_spec, read_spec, rewrite
+from replica.model._frontier import Frontier
+from replica.model._ids import GlobalId
+from replica.protocol import AllowCompaction, CreateInstance, InstanceConfig, UpdateConfiguration
 
 ROOT = Path(__file__).resolve().parents[3]
 SCRIPTS = ROOT.parent / "shared" / "external" / "driver-scripts"

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from replica.driver._runner import run_spec
-from replica.driver._spec import SpecError, parse_spec
+from replica.driver.lang._spec import SpecError, parse_spec
+from replica.driver.run._runner import run_spec
 
 from .scripts import TOPOLOGIES, assert_passes
 

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from replica._ids import GlobalId
-from replica._plan import (
+from replica.driver.lang._payloads import Send
+from replica.driver.lang._spec import SpecError, parse_spec
+from replica.model._ids import GlobalId
+from replica.model._plan import (
     Aggregate,
     Constant,
     FlatMap,
@@ -20,10 +22,8 @@ from replica._plan import (
     TopK,
     Union,
 )
-from replica._protocol import CreateDataflow
-from replica._scalar import Call, Column, Literal, ScalarFunc
-from replica.driver._payloads import Send
-from replica.driver._spec import SpecError, parse_spec
+from replica.model._scalar import Call, Column, Literal, ScalarFunc
+from replica.protocol import CreateDataflow
 
 SOURCE = "  import source=1000 shard=r upper=1\n"
 U1000 = Get(GlobalId.parse("u1000"))

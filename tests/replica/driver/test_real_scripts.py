@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from replica.driver._spec import read_spec
+from replica.driver.lang._spec import read_spec
 
 from .scripts import TOPOLOGIES, assert_passes
 

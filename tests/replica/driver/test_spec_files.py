@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from replica.driver import main
-from replica.driver._data import render_datum as format_field
-from replica.driver._data import render_rows as format_rows
-from replica.driver._spec import parse_row, parse_spec, rewrite
+from replica.driver.lang._data import render_datum as format_field
+from replica.driver.lang._data import render_rows as format_rows
+from replica.driver.lang._spec import parse_row, parse_spec, rewrite
 
 GOOD = "create-instance\n----\nok\n"
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from replica.driver._spec import parse_spec
+from replica.driver.lang._spec import parse_spec
 
 from .scripts import TOPOLOGIES, assert_passes
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from replica._ids import GlobalId
 from replica.driver import main
-from replica.driver._spec import RowError, SpecError, parse_row, parse_spec
+from replica.driver.lang._spec import RowError, SpecError, parse_row, parse_spec
+from replica.model._ids import GlobalId
 
 SETUP = "create-instance\n----\nok\n\ninitialization-complete\n----\nok\n\n"
 TOO_LARGE = "number too large to fit in target type"

@@ -9,7 +9,7 @@ import pytest
 
 from actors import EventKind, Trace, TraceEvent
 from replica.driver import main
-from replica.driver._timeline import Panel, render
+from replica.driver.pictures._timeline import Panel, render
 
 SPECS = Path(__file__).resolve().parents[3] / "replica" / "driver" / "specs"
 

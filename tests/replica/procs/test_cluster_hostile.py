@@ -26,11 +26,11 @@ import trio
 import trio.testing
 
 from replica import Peek, ReplicaConfig
-from replica._connection import open_connection
 from replica.procs import ClusterError
 from replica.procs._cluster import Cluster, RemoteProcess, Slot
 from replica.procs._links import Hub
 from replica.procs._serve import CONTROLLER, ServeOptions, _Server
+from replica.runtime._connection import open_connection
 
 
 @attrs.define(eq=False)

@@ -18,7 +18,7 @@ import pytest
 import trio
 
 from replica import ReplicaConfig
-from replica.driver._parser import build_parser, parse
+from replica.driver.cli._main import build_parser, parse
 from replica.procs import open_cluster
 from replica.procs._cluster import serve_command
 

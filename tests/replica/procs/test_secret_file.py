@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from replica.driver._parser import build_parser
+from replica.driver.cli._main import build_parser
 from replica.procs._secret import (
     SECRET_LIMIT,
     SECRET_PATIENCE,

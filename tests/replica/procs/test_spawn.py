@@ -15,14 +15,15 @@ import pytest
 
 from replica import ReplicaConfig
 from replica.driver import main
-from replica.driver._bundled import bundled_spec
-from replica.driver._cli import Recording, run_command, spawn_command
-from replica.driver._headers import MAX_TIMEOUT_SECS, MIN_PEER_TIMEOUT
-from replica.driver._parser import build_parser, parse
-from replica.driver._runner import Topology
-from replica.driver._spec import read_spec
+from replica.driver.cli._main import build_parser, parse
+from replica.driver.cli._run import Recording, run_command
+from replica.driver.cli._spawn import spawn_command
+from replica.driver.lang._spec import read_spec
+from replica.driver.run._bundled import bundled_spec
+from replica.driver.run._runner import Topology
 from replica.procs import ClusterError, open_cluster
 from replica.procs._cluster import serve_command
+from replica.procs._limits import MAX_PEER_TIMEOUT, MIN_PEER_TIMEOUT
 
 from .helpers import run_real
 
@@ -265,7 +266,7 @@ def test_a_heartbeat_timeout_past_what_serve_takes_reaches_the_processes_as_its_
         config, 0, local, [local, ("127.0.0.1", 3)], ("127.0.0.1", 2), "s", peer_timeout=timeout
     )
     args = parse(build_parser(), command[3:])
-    assert args.peer_timeout == MAX_TIMEOUT_SECS
+    assert args.peer_timeout == MAX_PEER_TIMEOUT
 
 
 def test_a_peer_timeout_too_short_to_ping_is_refused_and_a_cluster_lifts_its_own() -> None:

@@ -31,11 +31,12 @@ from replica import (
     ShardCatalog,
     SubscribeBatch,
     UpperMismatchError,
-    _plan,
 )
-from replica._aggregates import AggregateExpr, AggregateFunc
-from replica._exchange import CLOSED
-from replica._plan import (
+from replica.engine._exchange import CLOSED
+from replica.model import _plan
+from replica.model._aggregates import AggregateExpr, AggregateFunc
+from replica.model._dataflow import Build, IndexExport, IndexImport
+from replica.model._plan import (
     Aggregate,
     Constant,
     Filter,
@@ -50,13 +51,12 @@ from replica._plan import (
     TopK,
     Union,
 )
-from replica._protocol import Build, IndexExport, IndexImport
-from replica._scalar import Call, Column, Literal, ScalarFunc
-from replica._worker import SequencedCommand
+from replica.model._scalar import Call, Column, Literal, ScalarFunc
 from replica.procs import MirrorCatalog, ShardHost, WireError, _wire
 from replica.procs._fabric import NetFabric
 from replica.procs._links import Hub
 from replica.procs._serve import CONTROLLER, Generation, ServeOptions, _Encoded, _Fanout, _Server
+from replica.runtime._worker import SequencedCommand
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,139 @@
+"""``trio-reconcile explore``: its options, and each spec run under
+schedules chosen on purpose (:mod:`replica.driver.run._explore`)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING
+
+from actors.testing import ScheduleError
+
+from ..lang._escape import print_error
+from ..lang._inputs import load_specs, spec_files
+from ..run._explore import ExploreOptions, explore_command
+from ..run._runner import Topology
+from ._arguments import MAX_PROGRAMS, PROG, add_no_align, add_seed, add_shape, new_command, up_to
+
+if TYPE_CHECKING:
+    from ._arguments import Commands
+
+
+MAX_BOUND = 100
+MAX_SCHEDULE = 1_000_000
+
+
+def add_arguments(commands: Commands) -> None:
+    """The ``explore`` command and its options."""
+    explore = new_command(
+        commands,
+        "explore",
+        "run specs under schedules chosen on purpose (actors.testing.explore)",
+        "no schedule made a stanza differ, an invariant break or the run deadlock",
+        "a schedule did; it is printed minimised, with the command that replays it\n"
+        "       (or a spec ran differently under one schedule: no replay then)",
+        "A choice point is a pick among the tasks Trio runs in one batch; a schedule is\n"
+        "the list of picks other than the default (creation order), as '1:12=1,40=2'.\n"
+        "dfs runs every schedule with at most --bound such picks (then says complete);\n"
+        "pct and random run --budget schedules. See docs/protocol.md, Exploring schedules.",
+    )
+    explore.add_argument(
+        "specs",
+        nargs="+",
+        metavar="SPEC",
+        help="spec files or folders, as for run; each is explored on its own",
+    )
+    explore.add_argument(
+        "--strategy",
+        choices=["dfs", "pct", "random"],
+        default="pct",
+        help="dfs: depth-first over every schedule within --bound; pct: probabilistic "
+        "concurrency testing of bug depth --depth; random: uniform picks (default pct)",
+    )
+    explore.add_argument(
+        "--budget",
+        type=up_to(MAX_PROGRAMS),
+        default=1000,
+        metavar="N",
+        help="at most N schedules a spec (default 1000)",
+    )
+    explore.add_argument(
+        "--bound",
+        type=up_to(MAX_BOUND, least=0),
+        default=2,
+        metavar="B",
+        help=f"dfs: at most B non-default picks a schedule, 0 to {MAX_BOUND} (default 2)",
+    )
+    explore.add_argument(
+        "--depth",
+        type=up_to(MAX_BOUND),
+        default=3,
+        metavar="D",
+        help=f"pct: the bug depth targeted, 1 to {MAX_BOUND} (default 3)",
+    )
+    add_shape(explore, default=1)
+    explore.add_argument(
+        "--solo",
+        dest="interactive",
+        action="store_false",
+        default=True,
+        help="one runtime that does everything (default: two runtimes)",
+    )
+    explore.add_argument(
+        "--no-barrier",
+        dest="barrier",
+        action="store_false",
+        default=True,
+        help="turn off the reconcile barrier (unsafe: the race is there to be found)",
+    )
+    add_no_align(explore)
+    add_seed(explore, "the seed of each run and of the pct and random strategies")
+    explore.add_argument(
+        "--replay",
+        type=_schedule,
+        metavar="SCHEDULE",
+        help="run this one schedule (as printed by a failure) instead of exploring",
+    )
+
+
+def _schedule(text: str) -> str:
+    from actors.testing import Schedule, ScheduleError
+
+    if len(text) > MAX_SCHEDULE:
+        raise argparse.ArgumentTypeError(f"a schedule is at most {MAX_SCHEDULE:,} characters")
+    try:
+        return str(Schedule.parse(text))
+    except ScheduleError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def execute(args: argparse.Namespace) -> int:
+    """``explore``: read every spec, then explore each."""
+    paths = spec_files(args.specs)
+    if args.replay is not None and len(paths) > 1:
+        print_error(f"{PROG}: error: --replay replays one spec, and {len(paths)} are named")
+        return 2
+    specs = load_specs(paths)
+    topology = Topology(
+        args.processes, args.workers, args.interactive, barrier=args.barrier, align=args.align
+    )
+    options = [f"--workers={args.workers}", f"--processes={args.processes}"]
+    options += [] if args.interactive else ["--solo"]
+    options += [] if args.barrier else ["--no-barrier"]
+    options += [] if args.align else ["--no-align"]
+    options += [f"--seed={args.seed}"]
+    how = ExploreOptions(
+        strategy=args.strategy,
+        budget=args.budget,
+        bound=args.bound,
+        depth=args.depth,
+        seed=args.seed,
+        replay=args.replay,
+        options=tuple(options),
+    )
+    try:
+        return explore_command(specs, topology, how, sys.stdout)
+    except ScheduleError as error:
+        # Only a replayed schedule can fail to fit the spec.
+        print_error(f"{PROG}: error: --replay: {error}")
+        return 2

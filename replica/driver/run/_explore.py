@@ -1,0 +1,147 @@
+"""``trio-reconcile explore``: run specs under schedules chosen on purpose.
+
+Each spec runs as one program under :func:`actors.testing.explore`: a schedule
+fails when any stanza differs from its expected block (a read that hangs
+prints its timeout error, so it differs too), when the replica breaks an
+invariant, or when the run deadlocks. The first failing schedule is
+minimised and printed with the spec's mismatches and the command that
+replays it (``--replay``); the exploration of that spec stops there. A spec
+that runs differently under the same schedule (``NondeterminismError``)
+fails too, with no replay to print.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+from typing import TextIO
+
+import attrs
+
+from actors.testing import Exploration, NondeterminismError, StrategyName, explore
+
+from ..lang._escape import escaped
+from ..lang._spec import Spec
+from ._report import report, report_violations
+from ._runner import SpecRun, Topology, _run
+
+# A progress line every this many runs.
+PROGRESS_EVERY = 100
+
+
+class SpecFailedError(Exception):
+    """A run in which a stanza differed or an invariant broke."""
+
+    def __init__(self, run: SpecRun) -> None:
+        differing = [outcome.stanza.line for outcome in run.outcomes if not outcome.matched]
+        parts = []
+        if differing:
+            parts.append(f"stanzas at lines {', '.join(map(str, differing[:5]))} differ")
+        if run.violations:
+            parts.append(f"{len(run.violations)} invariants broke: {run.violations[0]}")
+        super().__init__("; ".join(parts))
+        self.run = run
+
+
+@attrs.frozen
+class ExploreOptions:
+    """How ``explore`` explores each spec, and the options that replay it."""
+
+    strategy: StrategyName
+    budget: int
+    bound: int
+    depth: int
+    seed: int
+    replay: str | None
+    # The command-line options that give the same replica and seed.
+    options: tuple[str, ...]
+
+
+def explore_command(
+    specs: Sequence[Spec], topology: Topology, how: ExploreOptions, out: TextIO
+) -> int:
+    """Explore each spec on ``topology``; 1 if any schedule failed."""
+    failed = False
+    for spec in specs:
+        failed |= _explore_one(spec, topology, how, out)
+    return 1 if failed else 0
+
+
+def _explore_one(spec: Spec, topology: Topology, how: ExploreOptions, out: TextIO) -> bool:
+    name = escaped(spec.path)
+
+    async def main() -> None:
+        run = await _run(spec, topology, None)
+        if not run.passed:
+            raise SpecFailedError(run)
+
+    def progress(runs: int, so_far: Exploration) -> None:
+        if runs % PROGRESS_EVERY == 0:
+            print(
+                f"[{runs}/{how.budget}] {name}: {so_far.interleavings} interleavings, "
+                f"{so_far.choice_points} choice points",
+                file=out,
+                flush=True,
+            )
+
+    what = _strategy_text(how)
+    try:
+        exploration = explore(
+            main,
+            strategy=how.strategy,
+            budget=how.budget,
+            seed=how.seed,
+            bound=how.bound,
+            depth=how.depth,
+            replay=how.replay,
+            raise_on_failure=False,
+            progress=progress,
+        )
+    except NondeterminismError as error:
+        # The replica is meant to be deterministic for a schedule: a finding.
+        print(f"FAIL {name}: {what}: {error} ({topology})", file=out)
+        return True
+    failure = exploration.failure
+    if failure is None:
+        print(f"ok {name}: {what}: {_counts(exploration)} ({topology})", file=out)
+        return False
+    if isinstance(failure.error, SpecFailedError):
+        report(spec, failure.error.run.outcomes, topology, out)
+        report_violations(spec, failure.error.run, out)
+    else:
+        print(f"{name}: the run failed: {failure.error!r}", file=out)
+    print(
+        f"FAIL {name}: {what}: a failing schedule in run {exploration.runs} "
+        f"({_counts(exploration)}) ({topology})",
+        file=out,
+    )
+    print(
+        f"  schedule: {failure.schedule} ({len(failure.schedule)} non-default choices; "
+        f"minimised from {len(failure.found)} in {failure.minimise_runs} runs)",
+        file=out,
+    )
+    for deviation in failure.deviations:
+        print(f"  choice {deviation}", file=out)
+    print(f"  last steps: {' > '.join(failure.trace_tail)}", file=out)
+    command = ["trio-reconcile", "explore", spec.path, *how.options]
+    command += ["--replay", str(failure.schedule)]
+    print(f"  replay: {escaped(shlex.join(command))}", file=out)
+    return True
+
+
+def _strategy_text(how: ExploreOptions) -> str:
+    if how.replay is not None:
+        return f"replay {how.replay}"
+    if how.strategy == "dfs":
+        return f"dfs bound {how.bound}"
+    if how.strategy == "pct":
+        return f"pct depth {how.depth}"
+    return "random"
+
+
+def _counts(exploration: Exploration) -> str:
+    complete = ", complete" if exploration.complete else ""
+    return (
+        f"{exploration.runs} runs{complete}, {exploration.interleavings} interleavings, "
+        f"{exploration.choice_points} choice points"
+    )
