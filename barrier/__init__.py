@@ -1,4 +1,4 @@
-"""The reconcile barrier between a replica's two runtimes (DESIGN.md §2.7).
+"""The reconcile barrier between a replica's two runtimes (docs/protocol.md).
 
 A worker of each runtime reconciles a reconnecting controller on its own. Its
 drop phase waits on no other worker. Before its create phase, it arrives at
@@ -27,7 +27,7 @@ to bind are no longer the ones the other side is about to drop.
 Reason 2 has a consequence the barrier alone does not cover: the runtimes
 may have applied different commands of the lost connection, and so reconcile
 the next one from different states. The replica's reconciliation aligns their
-incarnations past the barrier (the argument is in ``replica._state``).
+incarnations past the barrier (the argument is in ``replica.compute._state``).
 
 A waiter parks on an event of its side's generation, which the other side's
 arrival sets; woken, it rechecks the other side's latest arrival (never

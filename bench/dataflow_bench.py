@@ -131,8 +131,8 @@ def index_writes(n: int) -> tuple[int, float]:
 def scripts_wall_time() -> tuple[int, float] | None:
     """Every real driver script on the five topologies: (runs, seconds), or
     ``None`` when ``../shared/external/driver-scripts`` is not there."""
-    from replica.driver._runner import Topology, run_spec
-    from replica.driver._spec import read_spec
+    from replica.driver.lang._spec import read_spec
+    from replica.driver.run._runner import Topology, run_spec
 
     if not SCRIPTS.is_dir():
         return None

@@ -31,9 +31,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from actors.testing import StrategyName, explore
-from replica.driver._bundled import bundled_spec
-from replica.driver._runner import Topology, _run, run_spec
-from replica.driver._spec import Spec, read_spec
+from replica.driver.lang._spec import Spec, read_spec
+from replica.driver.run._bundled import bundled_spec
+from replica.driver.run._runner import Topology, _run, run_spec
 
 RUNS = 200
 RECREATE = "two_runtime_recreate_index.spec"

@@ -1,4 +1,4 @@
-"""Benchmarks of durable shards (``replica.persist``), as rows beside
+"""Benchmarks of durable shards (``replica.storage.persist``), as rows beside
 ``../shared/bench/baseline.py``.
 
 Loaded by the baseline with ``--extra bench/persist_bench.py`` (``bench/run.py``
@@ -11,7 +11,7 @@ opened and the batches built untimed; only the appends are timed.
 * ``persist append 1000 rows sqlite``: a SQLite file in a temporary folder,
   WAL, ``synchronous=FULL`` (every append is one fsynced transaction).
 * ``persist append 1000 rows postgresql``: a throwaway local cluster
-  (``replica.persist.testing``, fsync on, a Unix socket), or the server of
+  (``replica.storage.persist.testing``, fsync on, a Unix socket), or the server of
   ``$TRIO_RECONCILE_POSTGRES_URL``, on a fresh database. The row is left out
   when neither is available.
 """
@@ -26,8 +26,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from replica import ShardCatalog, Update
-from replica.persist import open_catalog
-from replica.persist.testing import (
+from replica.storage.persist import open_catalog
+from replica.storage.persist.testing import (
     PostgresUnavailableError,
     create_database,
     find_binaries,

@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from replica.driver._runner import Topology
+from replica.driver.run._runner import Topology
 from tests.simulation.programs import Program, programs, topologies
 from tests.simulation.test_simulation import find_the_race, simulate
 

@@ -1,4 +1,4 @@
-"""The sharing registry of index incarnations between runtimes (DESIGN.md §2.8).
+"""The sharing registry of index incarnations between runtimes (docs/protocol.md).
 
 See :mod:`sharing._registry` for the rules: slots keyed by incarnation,
 publishers and peers, bindings that never move, frozen views.

@@ -1,4 +1,4 @@
-"""The sharing registry, without Trio (DESIGN.md §2.8).
+"""The sharing registry, without Trio (docs/protocol.md).
 
 One registry per (process, local ordinal). Slots are keyed by incarnation,
 ``(index id, as_of)``. The maintenance runtime *publishes* its worker's part of

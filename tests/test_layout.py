@@ -1,67 +1,339 @@
-"""The dependency arrows run one way: ``actors`` <- ``barrier``, ``sharing``
-<- ``replica`` <- ``replica.driver`` (DESIGN.md §1)."""
+"""The dependency arrows run one way, computed from the code (DESIGN.md §1,
+``docs/architecture.md``): ``actors`` <- ``barrier``, ``sharing`` <-
+``replica``; inside ``actors`` the core below everything, inside ``replica``
+each layer (a folder) on those below it; no two modules import each other in
+a circle, not even for type annotations; the layers that hold no I/O import
+no Trio; the replica on processes never imports the driver."""
 
 from __future__ import annotations
 
 import ast
 import subprocess
 import sys
+import tomllib
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-FIRST_PARTY = ("actors", "barrier", "sharing", "replica")
-# What each package may import of the project, besides itself.
-ALLOWED = {
-    "actors": set(),
-    "barrier": {"actors"},
-    "sharing": {"actors"},
-    "replica": {"actors", "barrier", "sharing"},
+from .paths import ROOT
+
+PACKAGES = ("actors", "barrier", "sharing", "replica")
+
+# What the driver's layers that run the replica may import of the layers
+# below the driver.
+_BELOW_THE_DRIVER = {
+    "replica",
+    "replica.model",
+    "replica.protocol",
+    "replica.storage",
+    "replica.engine",
+    "replica.compute",
+    "replica.runtime",
+    "replica.client",
+    "replica.procs",
+    "actors",
+    "actors.net",
+    "actors.testing",
+    "barrier",
+    "sharing",
 }
 
+# Each layer, and the layers (or packages) it may import besides itself. A
+# module belongs to the longest layer its name starts with.
+ALLOWED: dict[str, set[str]] = {
+    "actors._core": set(),
+    "actors": {"actors._core"},
+    "actors.testing": {"actors", "actors._core"},
+    "actors.net": {"actors", "actors._core"},
+    "barrier": {"actors"},
+    "sharing": {"actors"},
+    "replica.model": set(),
+    "replica.protocol": {"replica.model"},
+    "replica.storage": {"replica.model"},
+    "replica.engine": {"replica.model", "replica.storage", "sharing"},
+    "replica.compute": {
+        "replica.model",
+        "replica.protocol",
+        "replica.storage",
+        "replica.engine",
+        "sharing",
+    },
+    "replica.runtime": {
+        "replica.model",
+        "replica.protocol",
+        "replica.storage",
+        "replica.engine",
+        "replica.compute",
+        "actors",
+        "barrier",
+        "sharing",
+    },
+    "replica.client": {
+        "replica.model",
+        "replica.protocol",
+        "replica.storage",
+        "replica.runtime",
+        "actors",
+    },
+    "replica.procs": {
+        "replica.model",
+        "replica.protocol",
+        "replica.storage",
+        "replica.engine",
+        "replica.compute",
+        "replica.runtime",
+        "replica.client",
+        "actors",
+        "actors.net",
+        "barrier",
+        "sharing",
+    },
+    # The driver's layers: its language, the reference model that judges the
+    # replica (never the engine it judges), the pictures, running specs, and
+    # the command line over all of them.
+    "replica.driver.lang": {"replica.model", "replica.protocol"},
+    "replica.driver.oracle": {"replica.model", "replica.protocol", "replica.driver.lang"},
+    "replica.driver.pictures": {"actors"},
+    "replica.driver.run": _BELOW_THE_DRIVER
+    | {"replica.driver.lang", "replica.driver.oracle", "replica.driver.pictures"},
+    "replica.driver.cli": _BELOW_THE_DRIVER
+    | {
+        "replica.driver.lang",
+        "replica.driver.oracle",
+        "replica.driver.pictures",
+        "replica.driver.run",
+    },
+    # The package's face and ``python -m``: the command.
+    "replica.driver": {"replica.driver.cli"},
+    # The package's face re-exports the layers under the driver.
+    "replica": {
+        "replica.model",
+        "replica.protocol",
+        "replica.storage",
+        "replica.engine",
+        "replica.compute",
+        "replica.runtime",
+        "replica.client",
+    },
+}
+# The layers with no I/O of their own: plain synchronous code.
+TRIO_FREE = ("replica.model", "replica.engine", "replica.compute")
 
-def imported_packages(path: Path) -> set[str]:
-    """The top-level project packages ``path`` imports (absolute imports only:
-    relative ones stay inside the package)."""
-    found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names = [node.module]
-        else:
-            continue
-        found |= {name.split(".")[0] for name in names} & set(FIRST_PARTY)
+
+def modules() -> dict[str, Path]:
+    """Every module of the project's packages, by dotted name."""
+    found = {}
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            parts = list(path.relative_to(ROOT).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            found[".".join(parts)] = path
     return found
 
 
-@pytest.mark.parametrize("package", sorted(ALLOWED))
-def test_a_package_imports_only_the_layers_below_it(package: str) -> None:
-    wrong = {
-        str(path.relative_to(ROOT)): sorted(imported - ALLOWED[package] - {package})
-        for path in sorted((ROOT / package).rglob("*.py"))
-        if (imported := imported_packages(path)) - ALLOWED[package] - {package}
-    }
+MODULES = modules()
+
+
+def imports(name: str) -> Iterator[str]:
+    """The names ``name``'s module imports, absolute, at any depth of its
+    code (inside functions and ``if TYPE_CHECKING:`` too)."""
+    path = MODULES[name]
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - node.level + 1]
+                target = ".".join([*base, node.module] if node.module else base)
+            else:
+                target = node.module or ""
+            for alias in node.names:
+                submodule = f"{target}.{alias.name}"
+                yield submodule if submodule in MODULES else target
+
+
+def project_imports(name: str) -> set[str]:
+    """The project's modules ``name`` imports (a ``from X import Y`` of a
+    module ``X.Y`` is an import of it; of a name in ``X``, of ``X``)."""
+    found = set()
+    for target in imports(name):
+        parts = target.split(".")
+        for end in range(len(parts), 0, -1):
+            candidate = ".".join(parts[:end])
+            if candidate in MODULES:
+                if candidate != name:
+                    found.add(candidate)
+                break
+    return found
+
+
+def layer_of(name: str) -> str:
+    return max(
+        (layer for layer in ALLOWED if name == layer or name.startswith(layer + ".")), key=len
+    )
+
+
+def test_every_module_has_a_layer() -> None:
+    for name in MODULES:
+        assert layer_of(name), name
+
+
+@pytest.mark.parametrize("layer", sorted(ALLOWED))
+def test_a_layer_imports_only_the_layers_below_it(layer: str) -> None:
+    wrong = {}
+    for name in MODULES:
+        if layer_of(name) != layer:
+            continue
+        bad = sorted(
+            target
+            for target in project_imports(name)
+            if layer_of(target) != layer and layer_of(target) not in ALLOWED[layer]
+        )
+        if bad:
+            wrong[name] = bad
     assert wrong == {}
 
 
-def test_the_driver_is_the_only_part_of_the_replica_that_knows_the_command() -> None:
-    core = sorted((ROOT / "replica").glob("*.py"))
-    assert core, "the replica's modules"
-    for path in core:
-        text = path.read_text(encoding="utf-8")
-        assert "replica.driver" not in text, path.name
-        assert "from .driver" not in text, path.name
+def circles() -> list[list[str]]:
+    """The strongly connected components of more than one module of the
+    project's import graph (Tarjan's algorithm, iteratively)."""
+    graph = {name: sorted(project_imports(name)) for name in MODULES}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    found: list[list[str]] = []
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(graph[root]))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, edges = work[-1]
+            for target in edges:
+                if target not in index:
+                    index[target] = low[target] = len(index)
+                    stack.append(target)
+                    on_stack.add(target)
+                    work.append((target, iter(graph[target])))
+                    break
+                if target in on_stack:
+                    low[node] = min(low[node], index[target])
+            else:
+                work.pop()
+                if work:
+                    parent = work[-1][0]
+                    low[parent] = min(low[parent], low[node])
+                if low[node] == index[node]:
+                    component = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.append(member)
+                        if member == node:
+                            break
+                    if len(component) > 1:
+                        found.append(sorted(component))
+    return found
+
+
+def test_no_modules_import_each_other_in_a_circle() -> None:
+    assert circles() == []
+
+
+def test_the_circle_finder_finds_a_circle() -> None:
+    # A check that cannot fail is no check: the graph with one edge added
+    # back (the layer below importing the one above) has a circle.
+    global project_imports
+    real = project_imports
+
+    def with_an_edge_back(name: str) -> set[str]:
+        found = real(name)
+        if name == "actors._core._envelope":
+            found.add("actors._core._cell")
+        return found
+
+    project_imports = with_an_edge_back
+    try:
+        assert any({"actors._core._cell", "actors._core._envelope"} <= set(c) for c in circles())
+    finally:
+        project_imports = real
+
+
+@pytest.mark.parametrize("layer", TRIO_FREE)
+def test_the_layers_without_io_import_no_trio(layer: str) -> None:
+    users = sorted(
+        name
+        for name in MODULES
+        if layer_of(name) == layer and any(t.split(".")[0] == "trio" for t in imports(name))
+    )
+    assert users == []
+
+
+def _in_the_driver(layer: str) -> bool:
+    return layer == "replica.driver" or layer.startswith("replica.driver.")
+
+
+def test_the_replica_on_processes_never_imports_the_driver() -> None:
+    users = sorted(
+        name
+        for name in MODULES
+        if layer_of(name) == "replica.procs"
+        and any(_in_the_driver(layer_of(target)) for target in project_imports(name))
+    )
+    assert users == []
+
+
+def test_the_oracle_never_reaches_the_engine() -> None:
+    # The reference model judges the engine: nothing it imports, at any depth,
+    # is the engine's (the meanings they share are the model's).
+    seen: set[str] = set()
+    todo = [name for name in MODULES if layer_of(name) == "replica.driver.oracle"]
+    while todo:
+        name = todo.pop()
+        if name not in seen:
+            seen.add(name)
+            todo.extend(project_imports(name))
+    assert sorted(name for name in seen if layer_of(name) == "replica.engine") == []
 
 
 def test_importing_actors_loads_no_other_project_package() -> None:
     code = (
         "import sys, actors; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in "
-        f"{FIRST_PARTY!r} and m.split('.')[0] != 'actors'))"
+        f"{PACKAGES!r} and m.split('.')[0] != 'actors'))"
     )
     result = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert result.stdout.strip() == "[]"
+
+
+def test_every_package_is_installed() -> None:
+    # setuptools installs the packages pyproject.toml lists, and only those.
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    listed = config["tool"]["setuptools"]["packages"]
+    packages = sorted(name for name, path in MODULES.items() if path.name == "__init__.py")
+    assert sorted(listed) == packages
+
+
+OUTSIDE = ("DESIGN.md", "DRIVER_COMPAT.md", "SPEC_FORMAT.md", "STYLE.md", "../shared")
+
+
+def test_module_docstrings_cite_the_repositorys_own_docs() -> None:
+    # ../shared is beside a clone, not in it (nor in an installed package).
+    citing = sorted(
+        name
+        for name, path in MODULES.items()
+        if any(
+            file in (ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or "")
+            for file in OUTSIDE
+        )
+    )
+    assert citing == []

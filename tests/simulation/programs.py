@@ -1,5 +1,5 @@
 """Hypothesis strategies for whole replica programs (see
-:mod:`replica.driver._programs`): the same generator, its choices drawn by
+:mod:`replica.driver.oracle._programs`): the same generator, its choices drawn by
 Hypothesis so that a failing program shrinks."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from typing import TypeVar
 
 from hypothesis import strategies as st
 
-from replica.driver._programs import Program as Program
-from replica.driver._programs import generate
-from replica.driver._runner import Topology
+from replica.driver.oracle._programs import Program as Program
+from replica.driver.oracle._programs import generate
+from replica.driver.run._runner import Topology
 
 T = TypeVar("T")
 

@@ -17,9 +17,9 @@ import pytest
 from hypothesis import Phase, find, settings
 
 from replica.driver import main
-from replica.driver._bundled import BUNDLED_TWO_RUNTIME, bundled_spec
-from replica.driver._runner import Topology, run_spec
-from replica.driver._spec import parse_spec, read_spec
+from replica.driver.lang._spec import parse_spec, read_spec
+from replica.driver.run._bundled import BUNDLED_TWO_RUNTIME, bundled_spec
+from replica.driver.run._runner import Topology, run_spec
 
 from .programs import Program, programs
 from .test_simulation import simulate

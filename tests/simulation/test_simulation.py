@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 import actors
 from replica.driver import main
-from replica.driver._runner import SpecRun, Topology, run_spec
-from replica.driver._spec import parse_spec
+from replica.driver.lang._spec import parse_spec
+from replica.driver.run._runner import SpecRun, Topology, run_spec
 
 from .programs import Program, faulty_topologies, programs, topologies
 
