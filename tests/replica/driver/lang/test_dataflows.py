@@ -6,8 +6,6 @@ malformed plan is refused before anything runs."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from replica.driver.lang._payloads import CountRows, Fail, Payload, PeekRows, Print, Send
@@ -26,7 +24,8 @@ from replica.model._ids import GlobalId
 from replica.model._plan import Aggregate, Get, Join, Project, Reduce
 from replica.protocol import CreateDataflow, UpdateConfiguration
 
-SCRIPTS = Path(__file__).resolve().parents[4] / "shared" / "external" / "driver-scripts"
+from ....paths import DRIVER_SCRIPTS as SCRIPTS
+
 needs_scripts = pytest.mark.skipif(
     not SCRIPTS.is_dir(), reason="../shared/external/driver-scripts is not here"
 )

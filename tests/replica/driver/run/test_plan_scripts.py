@@ -9,8 +9,8 @@ import pytest
 
 from replica.driver.lang._spec import parse_spec
 
-from .scripts import TOPOLOGIES, assert_passes
-from .test_new_scripts import START
+from ..scripts import TOPOLOGIES, assert_passes
+from .test_scripts_of_our_own import START
 
 LOOSE_SPACING = (
     START

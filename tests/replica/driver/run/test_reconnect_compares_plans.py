@@ -10,7 +10,7 @@ from replica.driver.lang._spec import parse_spec
 from replica.model._plan import Constant
 from replica.model._scalar import Literal
 
-from .scripts import TOPOLOGIES, assert_passes
+from ..scripts import TOPOLOGIES, assert_passes
 
 MAP_ZERO = """\
 create-instance

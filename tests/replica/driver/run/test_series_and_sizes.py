@@ -14,7 +14,7 @@ from replica.model import _rows
 from replica.model._relational import MAX_SERIES, table_rows
 from replica.model._scalar import INT64_MAX, INT64_MIN, EvalError
 
-from .scripts import TOPOLOGIES, assert_passes
+from ..scripts import TOPOLOGIES, assert_passes
 
 SERIES_ERROR = (
     "error: peek error: Evaluation error: "

@@ -7,15 +7,13 @@ project); without that folder these tests are skipped, saying why.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from replica.driver.lang._spec import read_spec
 
-from .scripts import TOPOLOGIES, assert_passes
+from ....paths import DRIVER_SCRIPTS as SCRIPTS
+from ..scripts import TOPOLOGIES, assert_passes
 
-SCRIPTS = Path(__file__).resolve().parents[4] / "shared" / "external" / "driver-scripts"
 NAMES = sorted(path.name for path in SCRIPTS.glob("*.spec")) if SCRIPTS.is_dir() else []
 
 pytestmark = pytest.mark.skipif(

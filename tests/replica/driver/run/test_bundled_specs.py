@@ -5,8 +5,6 @@ runs on the two-runtime topologies only; every other spec also runs solo."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from replica.driver.cli._arguments import DEFAULT_SEED
@@ -15,7 +13,8 @@ from replica.driver.run._bundled import BUNDLED_TWO_RUNTIME
 from replica.driver.run._matrix import TOPOLOGIES
 from replica.driver.run._runner import run_spec
 
-SPECS = Path(__file__).resolve().parents[3] / "replica" / "driver" / "specs"
+from ....paths import SPECS
+
 NAMES = sorted(path.name for path in SPECS.glob("*.spec"))
 # The directives that act on one runtime of two.
 RUNTIME_DIRECTIVES = frozenset({"hold", "release"})

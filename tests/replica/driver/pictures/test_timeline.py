@@ -11,7 +11,7 @@ from actors import EventKind, Trace, TraceEvent
 from replica.driver import main
 from replica.driver.pictures._timeline import Panel, render
 
-SPECS = Path(__file__).resolve().parents[3] / "replica" / "driver" / "specs"
+from ....paths import SPECS
 
 
 def test_a_panel_has_a_lane_per_worker_and_a_bar_per_phase() -> None:

@@ -15,7 +15,8 @@ from replica.driver import main
 from replica.driver.lang._spec import Spec
 from replica.driver.run._runner import SpecRun, Topology, _run
 
-SPECS = Path(__file__).resolve().parents[3] / "replica" / "driver" / "specs"
+from ....paths import SPECS
+
 RECREATE = str(SPECS / "two_runtime_recreate_index.spec")
 RACE = str(SPECS / "two_runtime_recreate_race.spec")
 ERROR = "trio-reconcile: error: "

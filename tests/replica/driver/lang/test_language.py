@@ -31,7 +31,8 @@ from replica.model._frontier import Frontier
 from replica.model._ids import GlobalId
 from replica.protocol import AllowCompaction, CreateInstance, InstanceConfig, UpdateConfiguration
 
-ROOT = Path(__file__).resolve().parents[3]
+from ....paths import ROOT
+
 SCRIPTS = ROOT.parent / "shared" / "external" / "driver-scripts"
 REAL = sorted(SCRIPTS.glob("*.spec")) if SCRIPTS.is_dir() else []
 needs_scripts = pytest.mark.skipif(

@@ -17,7 +17,7 @@ from replica.driver.lang._tokens import Cursor, MirError, lex
 from replica.driver.oracle._model import ReferenceModel
 from replica.model._scalar import Literal, ScalarFunc
 
-from .scripts import TOPOLOGIES, assert_passes
+from ..scripts import TOPOLOGIES, assert_passes
 
 KV = """\
 create-instance

@@ -8,7 +8,7 @@ import pytest
 
 from replica.driver.lang._spec import parse_spec
 
-from .scripts import TOPOLOGIES, assert_passes
+from ..scripts import TOPOLOGIES, assert_passes
 
 FAILING_LIMIT = """\
 create-instance

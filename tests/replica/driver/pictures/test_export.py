@@ -11,7 +11,7 @@ from actors import EventKind, Trace, TraceEvent
 from replica.driver import main
 from replica.driver.pictures._chrome_trace import chrome_events
 
-SPECS = Path(__file__).resolve().parents[3] / "replica" / "driver" / "specs"
+from ....paths import SPECS
 
 
 def test_phases_become_spans_and_the_rest_instants_in_order() -> None:

@@ -10,7 +10,7 @@ import pytest
 from replica.driver.lang._spec import SpecError, parse_spec
 from replica.driver.run._runner import run_spec
 
-from .scripts import TOPOLOGIES, assert_passes
+from ..scripts import TOPOLOGIES, assert_passes
 
 START = """\
 create-instance

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[3]
+from ....paths import ROOT
+
 SPECS = ROOT / "replica" / "driver" / "specs"
 EXTERNAL = ROOT.parent / "shared" / "external" / "reconciliation.spec"
 SCRIPT = str(Path(sys.executable).parent / "trio-reconcile")
