@@ -27,6 +27,7 @@ from .engine._exports import Dataflow as Dataflow
 from .engine._exports import IndexPart as IndexPart
 from .engine._exports import SinkPart as SinkPart
 from .model._dataflow import Build as Build
+from .model._dataflow import DataflowClass as DataflowClass
 from .model._dataflow import DataflowDescription as DataflowDescription
 from .model._dataflow import IndexExport as IndexExport
 from .model._dataflow import IndexImport as IndexImport

@@ -20,6 +20,7 @@ import trio
 
 from actors import ActorSystem
 
+from ..model._dataflow import DataflowClass, DataflowDescription
 from ..model._frontier import Frontier
 from ..model._ids import GlobalId, as_id
 from ..model._metrics import Metrics
@@ -36,6 +37,7 @@ from ..protocol import (
     CancelPeek,
     Command,
     CommandRejected,
+    CreateDataflow,
     Frontiers,
     Hello,
     Peek,
@@ -119,6 +121,9 @@ class Controller:
     # Set on the next change, for whoever waits for one; None while nobody does.
     _changed: trio.Event | None = None
     rejections: list[CommandRejected] = attrs.field(factory=list)
+    # The one-shot reads sent that miss a one-shot read's shape, each with
+    # what it misses: sent all the same, and logged (see ``send``).
+    misfits: list[str] = attrs.field(factory=list)
     # Frontiers that went back, as the mergers saw them (a bug if ever non-empty).
     regressions: list[str] = attrs.field(factory=list)
 
@@ -178,9 +183,16 @@ class Controller:
         finally:
             self.replica.faults.finished()
 
-    async def send(self, command: Command) -> None:
+    async def send(self, command: Command, *, check_shape: bool = True) -> None:
         """Send ``command``, routed by the protocol's rules; returns once sent,
-        without waiting for the replica to apply it. A cancellation point but
+        without waiting for the replica to apply it.
+
+        A ``OneShotRead`` dataflow is checked for a one-shot read's shape, as
+        the real compute controller checks it (every export transient, a
+        single-time read, no subscribe and no materialized view): a misfit is
+        sent all the same, logged as a warning and recorded in
+        :attr:`misfits` (``check_shape=False`` skips the check, for a client
+        that builds such a dataflow on purpose, as the driver's ``count``). A cancellation point but
         not a scheduling point (like trio's ``checkpoint_if_cancelled``):
         commands sent back to back travel together, as a real client's
         pipelined writes do, and the replica takes them when the caller next
@@ -189,6 +201,8 @@ class Controller:
         session = self._session
         if session is None:
             raise ProtocolError("the controller is not connected")
+        if check_shape and isinstance(command, CreateDataflow):
+            self._check_shape(command.dataflow)
         if isinstance(command, (Hello, UpdateConfiguration)):
             for end in session.ends:
                 end.commands.send_nowait(command)
@@ -204,8 +218,12 @@ class Controller:
         if session is None:
             raise ProtocolError("the controller is not connected")
         ends = session.ends
+        commands = list(commands)
+        for command in commands:
+            if isinstance(command, CreateDataflow):
+                self._check_shape(command.dataflow)
         if len(ends) == 1:
-            ends[0].commands.send_many_nowait(list(commands))
+            ends[0].commands.send_many_nowait(commands)
             return
         # Hello and UpdateConfiguration go to every process, the rest to process 0.
         for command in commands:
@@ -214,6 +232,15 @@ class Controller:
                     end.commands.send_nowait(command)
             else:
                 ends[0].commands.send_nowait(command)
+
+    def _check_shape(self, dataflow: DataflowDescription) -> None:
+        if dataflow.dataflow_class is not DataflowClass.ONE_SHOT_READ:
+            return
+        misses = dataflow.shape_misfits()
+        if misses:
+            what = f"one-shot read {dataflow.name or list(dataflow.exports)}: {'; '.join(misses)}"
+            self.misfits.append(what)
+            logger.warning("a OneShotRead dataflow misses the shape of a one-shot read: %s", what)
 
     def frontier(self, id: GlobalId | int) -> Frontier | None:
         """The merged frontier the replica reported for ``id`` on this connection."""

@@ -99,3 +99,24 @@ class PeerView(Reported):
     def close(self) -> None:
         self._unfollow()
         self.peer.release()
+
+
+@attrs.define(eq=False)
+class PeerRecord:
+    """A runtime's record of an export another runtime renders, when there is
+    nothing to read through it: a sink, or (on maintenance) an export of a
+    one-shot read. It holds a compaction frontier that ``AllowCompaction``
+    moves (the hook for the read holds of docs/protocol.md), and never reports
+    a frontier: only the renderer does."""
+
+    id: GlobalId
+    description: DataflowDescription
+    # Invariant: since >= as_of, and since only moves forward.
+    since: int
+
+    @property
+    def upper(self) -> int | None:
+        return None
+
+    def close(self) -> None:
+        pass

@@ -4,11 +4,16 @@
 the responses they cause; reconciliation is planned in :mod:`._reconcile` and
 carried out here. The worker actor around it only moves messages.
 
-The maintenance runtime (and Solo) renders every dataflow it is given and
-publishes each index export's part in the registry. The interactive runtime
-renders only query dataflows (every export transient); for any other
-dataflow it records a :class:`~replica.compute._peers.PeerView` per index export,
-bound through the registry to maintenance's part, and nothing for its sinks.
+Every command reaches both runtimes; each renders the dataflows its placement
+covers (:mod:`._placement`: Solo everything, maintenance ``Maintained``,
+interactive ``OneShotRead``) and records every export of the others as a peer.
+Maintenance publishes each index part it renders in the registry; on the
+interactive runtime a peer index is a :class:`~replica.compute._peers.PeerView`
+bound through the registry to that part, and any other peer a
+:class:`~replica.compute._peers.PeerRecord`. A peer never reports a frontier:
+only the renderer does. On a peer, ``AllowCompaction`` moves its compaction
+frontier (an empty one forgets it), ``Schedule`` and ``AllowWrites`` do
+nothing.
 """
 
 from __future__ import annotations
@@ -52,11 +57,13 @@ from ..protocol import (
     UpdateConfiguration,
 )
 from ..storage._shard import ShardCatalog
-from ._peers import PeerView
+from ._peers import PeerRecord, PeerView
+from ._placement import renders_interactively
 from ._reconcile import DIFFERENT_INSTANCE, ReconcilePlan, Running
 
 Readable = IndexPart | PeerView
-Collection = IndexPart | SinkPart | PeerView
+Collection = IndexPart | SinkPart | PeerView | PeerRecord
+Peer = PeerView | PeerRecord
 
 
 class Role(enum.StrEnum):
@@ -65,9 +72,10 @@ class Role(enum.StrEnum):
     SOLO = "solo"
     """The only runtime: runs every dataflow and serves reads."""
     MAINTENANCE = "maintenance"
-    """Runs every dataflow but query dataflows; publishes each index part."""
+    """Renders ``Maintained`` dataflows; publishes each index part."""
     INTERACTIVE = "interactive"
-    """Runs query dataflows; serves reads of other indexes from peers."""
+    """Renders ``OneShotRead`` dataflows; serves every read, of other
+    indexes through peers."""
 
 
 UNKNOWN_COLLECTION = "collection ID does not exist"
@@ -75,11 +83,11 @@ UNKNOWN_COLLECTION = "collection ID does not exist"
 
 @attrs.define(eq=False)
 class StandIn:
-    """The interactive runtime's record of a dataflow it does not run: a peer
-    view per index export."""
+    """A runtime's record of a dataflow the other runtime renders: a peer per
+    export (every export, indexes, materialized views and subscribes alike)."""
 
     description: DataflowDescription
-    views: dict[GlobalId, PeerView]
+    views: dict[GlobalId, Peer]
 
 
 Installed = Dataflow | StandIn
@@ -174,6 +182,7 @@ class ComputeState:
             case CreateInstance(config):
                 if self.instance is None:
                     self.instance = config
+                    self.configuration.update(config.settings)
                 elif config != self.instance:
                     self._reject(command, DIFFERENT_INSTANCE)
             case UpdateConfiguration(params):
@@ -183,6 +192,8 @@ class ComputeState:
                 if isinstance(sink, SinkPart):
                     sink.allow_writes()
                     self.wake()
+                elif isinstance(sink, PeerRecord | PeerView):
+                    pass  # The renderer's sink writes; a peer does nothing.
                 else:
                     self._reject(command, f"allow writes of {id}: not a sink here")
             case AllowCompaction(id, frontier):
@@ -222,18 +233,8 @@ class ComputeState:
             self._reject(command, reason)
             return
         self.builds += 1
-        if self.role is Role.INTERACTIVE and not self._runs_here(description):
-            assert self.registry is not None, "an interactive worker has a registry"
-            views = {
-                export.id: PeerView.bind(
-                    export.id,
-                    description,
-                    self.registry.bind(Incarnation(export.id, description.as_of), self.wake),
-                )
-                for export in description.index_exports
-            }
-            self._install(StandIn(description, views))
-            self.collections.update(views)
+        if not self._renders(description):
+            self._record_peers(description)
             return
         context = Context(
             self.worker,
@@ -257,14 +258,33 @@ class ComputeState:
                 if isinstance(export, IndexPart):
                     self._publish(export, Incarnation(export.id, description.as_of))
 
-    def _runs_here(self, description: DataflowDescription) -> bool:
-        """(Interactive runtime.) Whether this runtime renders the dataflow:
-        a query dataflow, or one that imports a collection it renders itself
-        (the multiplexer routes such a dataflow here alone)."""
-        return description.is_transient or any(
-            isinstance(self.collections.get(index.id), IndexPart)
-            for index in description.index_imports
-        )
+    def _renders(self, description: DataflowDescription) -> bool:
+        """Whether this runtime renders the dataflow (placement by class:
+        :mod:`replica.compute._placement`)."""
+        if self.role is Role.SOLO:
+            return True
+        interactive = renders_interactively(description, self.configuration)
+        return interactive == (self.role is Role.INTERACTIVE)
+
+    def _record_peers(self, description: DataflowDescription) -> None:
+        """Record every export of a dataflow the other runtime renders as a
+        peer: on interactive, an index is read through the sharing registry
+        (bound to the part maintenance publishes); anything else is a record
+        that only holds a compaction frontier."""
+        views: dict[GlobalId, Peer] = {}
+        for export in description.index_exports:
+            if self.role is Role.INTERACTIVE:
+                assert self.registry is not None, "an interactive worker has a registry"
+                incarnation = Incarnation(export.id, description.as_of)
+                views[export.id] = PeerView.bind(
+                    export.id, description, self.registry.bind(incarnation, self.wake)
+                )
+            else:
+                views[export.id] = PeerRecord(export.id, description, description.as_of)
+        for sink in description.sink_exports:
+            views[sink.id] = PeerRecord(sink.id, description, description.as_of)
+        self._install(StandIn(description, views))
+        self.collections.update(views)
 
     def _refusal(self, description: DataflowDescription) -> str | None:
         if self.instance is None:
@@ -274,8 +294,6 @@ class ComputeState:
                 return f"collection {id} already exists"
             if id in self.retired:
                 return f"collection {id} was dropped on this connection; ids are not reused"
-        if self.role is Role.MAINTENANCE and description.is_transient:
-            return "a query dataflow belongs to the interactive runtime"
         return None
 
     def _subscribed(
@@ -355,7 +373,9 @@ class ComputeState:
         if frontier.time is None:
             self._drop(id, collection)
             if report_drop:
-                self.outbox.append(Frontiers(id, frontier))
+                if not isinstance(collection, PeerView | PeerRecord):
+                    # Only the renderer reports, the drop included.
+                    self.outbox.append(Frontiers(id, frontier))
                 self.retired.add(id)
             return
         if frontier.time < collection.since:
@@ -371,7 +391,7 @@ class ComputeState:
         for uuid, reading in list(self.peeks.items()):
             error = (
                 collection.read_error(reading.peek.timestamp)
-                if reading.peek.id == id and not isinstance(collection, SinkPart)
+                if reading.peek.id == id and not isinstance(collection, SinkPart | PeerRecord)
                 else None
             )
             if error is not None:
@@ -386,7 +406,7 @@ class ComputeState:
             del self.peeks[uuid]
             self.outbox.append(PeekResponse(uuid, PeekError(UNKNOWN_COLLECTION)))
         installed = self._installed_of(id)
-        if isinstance(collection, PeerView):
+        if isinstance(collection, PeerView | PeerRecord):
             collection.close()
         if installed is None or any(
             export in self.collections for export in installed.description.exports
@@ -431,7 +451,8 @@ class ComputeState:
                 installed.step()
             else:
                 for view in installed.views.values():
-                    view.follow(self.wake)
+                    if isinstance(view, PeerView):
+                        view.follow(self.wake)
         if self.unpublished:
             waiting, self.unpublished = self.unpublished, []
             for export, incarnation in waiting:
@@ -449,7 +470,8 @@ class ComputeState:
         # Collections at the same upper (most often all) share one frontier.
         frontier: Frontier | None = None
         for id, collection in self.collections.items():
-            upper = collection.upper
+            # A peer's upper is None: only the renderer reports a collection.
+            upper = collection.upper if not isinstance(collection, PeerView) else None
             if upper is not None and reported.get(id) != upper:
                 reported[id] = upper
                 last = reports.get(id)

@@ -12,6 +12,7 @@ of the replica's errors, :class:`ComputeError`.
 from ._aggregates import AggregateExpr as AggregateExpr
 from ._aggregates import AggregateFunc as AggregateFunc
 from ._dataflow import Build as Build
+from ._dataflow import DataflowClass as DataflowClass
 from ._dataflow import DataflowDescription as DataflowDescription
 from ._dataflow import IndexExport as IndexExport
 from ._dataflow import IndexImport as IndexImport

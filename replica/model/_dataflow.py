@@ -4,6 +4,8 @@ plans it builds, what it exports (indexes, sinks), and the times it covers.
 
 from __future__ import annotations
 
+import enum
+
 import attrs
 
 from ._ids import GlobalId, as_id
@@ -82,10 +84,26 @@ class SinkExport:
         return self.id.is_transient
 
 
+class DataflowClass(enum.StrEnum):
+    """Which kind of work a dataflow is, which decides the runtime that renders
+    it (docs/protocol.md, "Placement by class"): the interactive runtime
+    renders one-shot reads, maintenance everything else; Solo renders both."""
+
+    MAINTAINED = "Maintained"
+    """Long-lived work: indexes, materialized views, subscribes (the default)."""
+    ONE_SHOT_READ = "OneShotRead"
+    """A peek dataflow: every export transient, a single-time read
+    (``until = as_of + 1``), no subscribe."""
+
+
 @attrs.frozen
 class DataflowDescription:
     """A dataflow: what it imports, the plans it builds, what it exports, and
-    the times it covers (``as_of`` up to, not including, ``until``)."""
+    the times it covers (``as_of`` up to, not including, ``until``).
+
+    ``dataflow_class`` places it (see :class:`DataflowClass`); it is fixed when
+    the dataflow is created, so equality (and reconciliation's comparison)
+    ignores it."""
 
     as_of: int
     source_imports: tuple[SourceImport, ...] = ()
@@ -95,6 +113,9 @@ class DataflowDescription:
     sink_exports: tuple[SinkExport, ...] = ()
     until: int | None = None
     name: str = attrs.field(default="", eq=False)
+    dataflow_class: DataflowClass = attrs.field(
+        default=DataflowClass.MAINTAINED, converter=DataflowClass, eq=False
+    )
     # Derived once: reconciliation and routing ask for them per command
     # (``exports`` a plain attribute: read without a call).
     exports: tuple[GlobalId, ...] = attrs.field(init=False, eq=False, repr=False)
@@ -133,6 +154,27 @@ class DataflowDescription:
     def is_transient(self) -> bool:
         """A query dataflow: it exports something, and only transient things."""
         return self._transient
+
+    def shape_misfits(self) -> list[str]:
+        """How this dataflow misses the shape of a one-shot read (empty when it
+        fits): every export transient, ``until`` one step past ``as_of``, no
+        subscribe and no materialized view. The compute controller checks it
+        for each ``OneShotRead`` dataflow it sends."""
+        misfits: list[str] = []
+        if not self.exports:
+            misfits.append("it exports nothing")
+        else:
+            lasting = [str(e.id) for e in self.index_exports if not e.is_transient]
+            lasting += [str(e.id) for e in self.sink_exports if not e.is_transient]
+            if lasting:
+                misfits.append(f"export {', '.join(lasting)} is not transient")
+        if self.until != self.as_of + 1:
+            until = "empty" if self.until is None else self.until
+            misfits.append(f"until {until} is not as_of + 1 = {self.as_of + 1}")
+        for sink in self.sink_exports:
+            kind = "subscribe" if isinstance(sink.connection, Subscribe) else "materialized view"
+            misfits.append(f"sink {sink.id} is a {kind}")
+        return misfits
 
     def compatible_with(self, new: DataflowDescription, *, as_of: int | None = None) -> bool:
         """Whether this running dataflow (read as of ``as_of``, by default its

@@ -81,6 +81,7 @@ ENUMS: Final[tuple[type[enum.Enum], ...]] = (
     _plan.Aggregate,
     _aggregates.AggregateFunc,
     _scalar.ScalarFunc,
+    _dataflow.DataflowClass,
 )
 
 _FIELDS: Final[dict[type, tuple[str, ...]]] = {

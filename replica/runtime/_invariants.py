@@ -8,17 +8,19 @@ connection and nothing is held back, the interactive runtime reads exactly the
 indexes maintenance runs, and every one of its peers is bound to the part
 maintenance runs for that id (not parked on an incarnation nobody publishes,
 not frozen on a dropped publisher, unless that part itself waits for the index
-it re-exports). Query dataflows (every export transient) run on the
-interactive runtime alone: maintenance never runs one.
+it re-exports). Both runtimes know the same collections, and each collection
+is rendered by exactly one of them, the one its dataflow's class placed it on
+(docs/protocol.md, "Placement by class"); the other holds it as a peer.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..compute._peers import PeerView
+from ..compute._peers import PeerRecord, PeerView
 from ..engine._exports import IndexPart
 from ..model._ids import GlobalId
+from ._process import INTERACTIVE
 from ._replica import Replica
 from ._worker import Worker
 
@@ -43,12 +45,7 @@ def runtime_divergence(replica: Replica) -> list[str]:
         return []
     found: list[str] = []
     for worker in replica.maintenance.workers:
-        transient = sorted(id for id in worker.state.collections if _transient(worker, id))
-        if transient:
-            found.append(
-                f"maintenance p{worker.process}/w{worker.local} runs query dataflow "
-                f"collections {_ids(transient)}"
-            )
+        found += _placement_divergence(replica, worker)
     for reader in replica.interactive.workers:
         owner = replica.maintenance.worker(reader.process, reader.local)
         where = f"p{reader.process}/w{reader.local}"
@@ -88,9 +85,37 @@ def runtime_divergence(replica: Replica) -> list[str]:
     return found
 
 
-def _transient(worker: Worker, id: GlobalId) -> bool:
-    collection = worker.state.collections[id]
-    return isinstance(collection, IndexPart) and collection.dataflow.description.is_transient
+def _placement_divergence(replica: Replica, worker: Worker) -> list[str]:
+    """Where maintenance's ``worker`` and its interactive counterpart disagree
+    on what exists and who renders it."""
+    reader = replica.interactive.worker(worker.process, worker.local)
+    where = f"p{worker.process}/w{worker.local}"
+    ours, theirs = worker.state.collections, reader.state.collections
+    if sorted(ours) != sorted(theirs):
+        return [
+            f"{where}: maintenance knows collections {_ids(ours)} "
+            f"but interactive knows {_ids(theirs)}"
+        ]
+    # A spawned process checks its own part: its replica holds only itself.
+    (process,) = (p for p in replica.processes if p.index == worker.process)
+    owners = process.owners
+    found: list[str] = []
+    for id, collection in ours.items():
+        here, there = _rendered(collection), _rendered(theirs[id])
+        if here == there:
+            found.append(
+                f"{where}: {id} is rendered by {'both runtimes' if here else 'neither runtime'}"
+            )
+            continue
+        placed = "interactive" if owners.get(id) == (INTERACTIVE,) else "maintenance"
+        renderer = "maintenance" if here else "interactive"
+        if renderer != placed:
+            found.append(f"{where}: {id} is rendered by {renderer} but placed on {placed}")
+    return found
+
+
+def _rendered(collection: object) -> bool:
+    return not isinstance(collection, PeerView | PeerRecord)
 
 
 def _ids(ids: Iterable[GlobalId]) -> str:

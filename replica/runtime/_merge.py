@@ -9,9 +9,10 @@ part was canceled, otherwise with every part's rows. A subscribe's batches
 are merged the same way: the merged batch reaches up to the least upper over
 the parts and holds every part's updates before it.
 
-Not every part reports every collection: across runtimes, a query dataflow's
-collections come from the interactive runtime only and a sink's from
-maintenance only; ``owners`` says which parts report an id (all by default).
+Not every part reports every collection: across runtimes, a collection's
+frontiers come from the runtime that renders it alone (a peer never reports);
+``owners`` says which parts report an id (all by default), so across runtimes
+no minimum is taken.
 """
 
 from __future__ import annotations

@@ -21,26 +21,26 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Protocol
 
 import attrs
 import trio
 
+from ..compute._placement import renders_interactively
 from ..model._dataflow import DataflowDescription
 from ..model._ids import GlobalId
 from ..protocol import (
-    AllowCompaction,
-    AllowWrites,
     CancelPeek,
     Command,
     CreateDataflow,
+    CreateInstance,
     Hello,
     Peek,
     PeekResponse,
     ProtocolError,
     Response,
-    Schedule,
+    UpdateConfiguration,
 )
 from ._connection import ConnectionOrder, RuntimeConnection, ServerEnd
 from ._faults import Faults
@@ -62,6 +62,7 @@ MAINTENANCE = "maintenance"
 INTERACTIVE = "interactive"
 MAINTENANCE_ONLY = (MAINTENANCE,)
 INTERACTIVE_ONLY = (INTERACTIVE,)
+EVERY_RUNTIME = (MAINTENANCE, INTERACTIVE)
 
 
 @attrs.define(eq=False)
@@ -251,6 +252,9 @@ class Process:
     # Which runtimes run each collection (by the dataflows routed so far);
     # every runtime when absent.
     owners: dict[GlobalId, tuple[str, ...]] = attrs.field(factory=dict)
+    # The settings as the multiplexer has routed them (which decide placement).
+    configuration: dict[str, str] = attrs.field(factory=dict)
+    _instanced: bool = False
     _nursery: trio.Nursery | None = None
 
     def accept(self, connection: ServerEnd) -> None:
@@ -274,46 +278,38 @@ class Process:
             raise ProtocolError(f"process {self.index} runs no {runtime} runtime (only {running})")
 
     def _targets(self, command: Command) -> Sequence[str]:
-        """Peeks go to the interactive runtime only (to maintenance when Solo).
-        A query dataflow (every export transient) goes to the interactive
-        runtime only, and so does every later command naming its ids; a
-        command naming a sink of another dataflow goes to maintenance only
-        (the interactive runtime runs no sink of it). Every other command
-        goes to every runtime, maintenance first."""
+        """Every command goes to every runtime, maintenance first, except
+        peeks and their cancels, which go to the interactive runtime only (to
+        maintenance when Solo): each runtime decides from a dataflow's class
+        whether it renders it (:mod:`replica.compute._placement`)."""
         if INTERACTIVE not in self.adapters:
             return MAINTENANCE_ONLY
         match command:
             case Peek() | CancelPeek():
                 return INTERACTIVE_ONLY
+            case CreateInstance(config):
+                if not self._instanced:
+                    self._instanced = True
+                    self.configuration.update(config.settings)
+            case UpdateConfiguration(params):
+                self.configuration.update(params)
             case CreateDataflow(dataflow):
-                self.claim(dataflow)
-                if self._interactive_only(dataflow):
-                    return INTERACTIVE_ONLY
-            case Schedule(id) | AllowWrites(id) | AllowCompaction(id, _):
-                return list(self.owners.get(id, self.adapters))
-        return list(self.adapters)
+                self.claim(dataflow, self.configuration)
+        return EVERY_RUNTIME
 
-    def claim(self, dataflow: DataflowDescription) -> None:
-        """Record which runtimes run ``dataflow``'s collections: a query
-        dataflow's, the interactive runtime alone; another's sinks,
-        maintenance alone; its indexes, both. Process 0's multiplexer does it
-        when it routes the dataflow; every worker when it applies it, so the
-        other processes (which see no command but ``Hello``) know it before
-        any response about the dataflow reaches their mergers."""
+    def claim(self, dataflow: DataflowDescription, configuration: Mapping[str, str]) -> None:
+        """Record which runtime renders ``dataflow``'s collections (and so
+        alone reports their frontiers), under ``configuration`` as it is when
+        the dataflow is created. Process 0's multiplexer does it when it
+        routes the dataflow; every worker when it applies it, so the other
+        processes (which see no command but ``Hello``) know it before any
+        response about the dataflow reaches their mergers."""
         if INTERACTIVE not in self.adapters:
             return
-        if self._interactive_only(dataflow):
-            self.owners.update(dict.fromkeys(dataflow.exports, (INTERACTIVE,)))
-            return
-        self.owners.update(dict.fromkeys(dataflow.exports, (MAINTENANCE, INTERACTIVE)))
-        self.owners.update(dict.fromkeys((s.id for s in dataflow.sink_exports), (MAINTENANCE,)))
-
-    def _interactive_only(self, dataflow: DataflowDescription) -> bool:
-        """A query dataflow, or one that imports a collection only the
-        interactive runtime has (``count`` of a query dataflow's index)."""
-        return dataflow.is_transient or any(
-            self.owners.get(index.id) == (INTERACTIVE,) for index in dataflow.index_imports
+        renderer = (
+            (INTERACTIVE,) if renders_interactively(dataflow, configuration) else (MAINTENANCE,)
         )
+        self.owners.update(dict.fromkeys(dataflow.exports, renderer))
 
     def _reporting(self, names: list[str]) -> Callable[[GlobalId], frozenset[int]]:
         """Which of the runtimes (``names``, in merge order) report ``id``."""
@@ -414,7 +410,7 @@ class Process:
 
     def _merge(self, connection: ServerEnd, runtimes: dict[str, RuntimeConnection]) -> None:
         """Merge each runtime's workers, then the runtimes: a collection's
-        frontier is the minimum over the runtimes that report it; peek
+        frontier comes from the runtime that renders it alone; peek
         responses come from the one runtime that serves peeks."""
         merge = _Merge(
             connection,

@@ -9,7 +9,7 @@ busy-waits). While the command loop waits, the dataflow loop keeps stepping.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import attrs
 import trio
@@ -106,7 +106,7 @@ class Worker:
     side: Side | None = None
     faults: Faults | None = None
     # Tells the worker's process which runtimes run a dataflow's collections.
-    claim: Callable[[DataflowDescription], None] | None = None
+    claim: Callable[[DataflowDescription, Mapping[str, str]], None] | None = None
     # The connection whose commands the worker is applying or reconciling.
     # Invariant: positions only grow (the command channel delivers in order).
     position: int = -1
@@ -278,7 +278,7 @@ class Worker:
         self.applied.append((seq, self.position, command))
         if isinstance(command, CreateDataflow):
             if self.claim is not None:
-                self.claim(command.dataflow)
+                self.claim(command.dataflow, self.state.configuration)
             self.state.apply(command)
             self._note_sharing()
         else:

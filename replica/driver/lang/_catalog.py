@@ -39,6 +39,7 @@ import attrs
 
 from replica.model._dataflow import (
     Build,
+    DataflowClass,
     DataflowDescription,
     IndexExport,
     IndexImport,
@@ -233,13 +234,20 @@ class Catalog:
             plan, relation = resolve(build.plan, types, "optimize" in flags)
             _bind(types, build.id, relation, build.line)
             builds.append(Build(build.id, plan))
+        as_of = as_int(args["as-of"])
+        until = None if "until" not in args else as_int(args["until"])
         dataflow = DataflowDescription(
-            as_int(args["as-of"]),
+            as_of,
             tuple(sources),
             tuple(indexes),
             tuple(builds),
-            until=None if "until" not in args else as_int(args["until"]),
+            until=until,
             name=DEFAULT_DATAFLOW_NAME if name is None else as_str(name),
+            # As the real driver marks it: a one-shot read exactly when it
+            # reads a single time, whatever it exports (DRIVER_COMPAT.md).
+            dataflow_class=(
+                DataflowClass.ONE_SHOT_READ if until == as_of + 1 else DataflowClass.MAINTAINED
+            ),
         )
         dataflow = self._exports(dataflow, body.exports, types)
         if "defer" in flags:
@@ -311,7 +319,11 @@ class Catalog:
             index_imports=(IndexImport(id, index.on, index.key, len(index.type)),),
             objects_to_build=(Build(reduce, Reduce(Get(index.on))),),
             index_exports=(IndexExport(output, reduce, (0,)),),
+            until=ts + 1,
             name="headless-count",
+            # The real driver's count is a single-time read, rendered where
+            # peeks are served.
+            dataflow_class=DataflowClass.ONE_SHOT_READ,
         )
         return CountRows(id, ts, dataflow, output, _timeout(directive))
 

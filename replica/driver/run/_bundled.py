@@ -41,6 +41,8 @@ BUNDLED_TWO_RUNTIME = (
     "configuration.spec",
     "query_dataflow.spec",
     "query_while_maintenance_held.spec",
+    "placement_by_class.spec",
+    "interactive_dataflows_off.spec",
     "deferred_import.spec",
     "reexports.spec",
     "await_frontier.spec",

@@ -144,6 +144,7 @@ def _routed(*, hold: bool) -> dict[str, list[object]]:
     from replica import (
         CancelPeek,
         CreateDataflow,
+        DataflowClass,
         DataflowDescription,
         GlobalId,
         Peek,
@@ -155,7 +156,11 @@ def _routed(*, hold: bool) -> dict[str, list[object]]:
     for name in (MAINTENANCE, INTERACTIVE):
         process.adapters[name] = [trio.open_memory_channel[RuntimeConnection](math.inf)[0]]
     runtimes = {name: RuntimeConnection.open(9, adapters=1) for name in process.adapters}
-    query = DataflowDescription.index(GlobalId.transient(1), "s", GlobalId.transient(2), (0,), 0)
+    query = attrs.evolve(
+        DataflowDescription.index(GlobalId.transient(1), "s", GlobalId.transient(2), (0,), 0),
+        until=1,
+        dataflow_class=DataflowClass.ONE_SHOT_READ,
+    )
     index = DataflowDescription.index(10, "s", 11, (0,), 0)
     commands: list[Command] = [
         Hello(9),
@@ -181,6 +186,12 @@ def _routed(*, hold: bool) -> dict[str, list[object]]:
             except trio.WouldBlock:
                 break
     assert process.order.position(9) == 0
+    # The renderer alone reports: the one-shot read's index interactive, the
+    # maintained index maintenance.
+    assert process.owners == {
+        GlobalId.transient(2): (INTERACTIVE,),
+        GlobalId.user(11): (MAINTENANCE,),
+    }
     return got
 
 
@@ -189,8 +200,16 @@ def test_a_turn_of_commands_reaches_each_runtime_alike_batched_or_one_by_one() -
     assert batched == one_by_one
     interactive = [type(c).__name__ for c in batched["interactive"]]
     maintenance = [type(c).__name__ for c in batched["maintenance"]]
-    # Peeks and the query dataflow's commands go to the interactive runtime only.
-    assert maintenance == ["Hello", "CreateInstance", "CreateDataflow", "Schedule"]
+    # Every command reaches both runtimes, a one-shot read's too (each decides
+    # from the class whether it renders it); peeks go to interactive only.
+    assert maintenance == [
+        "Hello",
+        "CreateInstance",
+        "CreateDataflow",
+        "CreateDataflow",
+        "Schedule",
+        "Schedule",
+    ]
     assert interactive == [
         "Hello",
         "CreateInstance",

@@ -12,6 +12,7 @@ from replica.driver.lang._payloads import CountRows, Fail, Payload, PeekRows, Pr
 from replica.driver.lang._spec import SpecError, parse_spec, read_spec
 from replica.model._dataflow import (
     Build,
+    DataflowClass,
     DataflowDescription,
     IndexExport,
     IndexImport,
@@ -156,7 +157,7 @@ def test_a_join_over_two_sources_with_optimize() -> None:
     )
 
 
-def test_count_builds_a_count_dataflow_with_ids_from_half_of_u64_up() -> None:
+def test_count_builds_a_one_shot_count_dataflow_with_ids_from_half_of_u64_up() -> None:
     first, second = payloads(
         "define-index source=1 index=2 shard=d key=[0] as-of=0\n----\n\n"
         "count id=2 ts=4\n----\n\ncount id=2 ts=5\n----\n"
@@ -170,9 +171,12 @@ def test_count_builds_a_count_dataflow_with_ids_from_half_of_u64_up() -> None:
             index_imports=(IndexImport(U(2), U(1), (0,)),),
             objects_to_build=(Build(reduce, Reduce(Get(U(1)))),),
             index_exports=(IndexExport(output, reduce, (0,)),),
+            until=5,
         ),
         output,
     )
+    # A single-time read, as the real driver's count: a one-shot read.
+    assert first.dataflow.dataflow_class is DataflowClass.ONE_SHOT_READ
     assert isinstance(second, CountRows)
     assert second.output == U(2**63 + 2)
 
