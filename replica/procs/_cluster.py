@@ -38,6 +38,7 @@ from ..runtime._process import INTERACTIVE, MAINTENANCE
 from ..runtime._replica import ReplicaConfig
 from ..storage._shard import ShardCatalog
 from . import _wire
+from ._errors import ClusterError
 from ._limits import MAX_PEER_TIMEOUT, MIN_PEER_TIMEOUT
 from ._links import CHUNK, MAX_FRAME, Hub, codec
 from ._serve import CONTROLLER, SHARDS, process_node
@@ -51,7 +52,7 @@ COMMANDS_PER_ITEM = 256
 COMMAND_BYTES = CHUNK
 """The most bytes of commands one ``cmds`` item carries (unless one command
 is larger): 256 commands of a MiB each (peeks with many literals) would be
-an item no frame carries, and the driver would stop (``ItemTooLarge``)."""
+an item no frame carries, and the driver would stop (``ItemTooLargeError``)."""
 MIN_HEARTBEAT = MIN_PEER_TIMEOUT / 4
 """The shortest ``open_cluster(heartbeat=...)``: the quickest a ``serve``
 process pings (a quarter of the least ``--peer-timeout``). Shorter, the
@@ -62,10 +63,6 @@ STOP_GRACE = 2.0
 """Seconds a replica process has to stop in order (its connections closed)
 after the driver's SIGTERM, before SIGKILL: one that can takes a few
 hundredths. (Trio's own stop waits 5 s, then warns.)"""
-
-
-class ClusterError(Exception):
-    """A replica process did not start, or went away when it must not have."""
 
 
 @attrs.define(eq=False)

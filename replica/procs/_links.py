@@ -35,6 +35,7 @@ from actors import ActorRef, ActorStoppedError, ActorSystem, Inbox, ServiceKey
 from actors.net import Codec, CodecError, HandshakeError, Node, NodeDownError, Peer
 
 from . import _wire
+from ._errors import HandlerFailedError, ItemTooLargeError, LinkLostError
 
 logger = logging.getLogger("replica.procs")
 
@@ -66,21 +67,6 @@ def codec() -> Codec:
     result = Codec()
     result.register(Wire, name="replica.Wire")
     return result
-
-
-class LinkLost(Exception):
-    """The node an outlink sends to could not be reached."""
-
-
-class ItemTooLarge(Exception):
-    """An item no frame can carry (one row, a peek's result or an exchange's
-    batch over the nodes' ``max_frame``): the node stops, named, rather than
-    drop it and go on without it."""
-
-
-class HandlerFailed(Exception):
-    """An item's handler raised: the node stops (a bug, or a peer that broke
-    the protocol), rather than go on without the link that failed."""
 
 
 @attrs.define(eq=False)
@@ -122,7 +108,7 @@ class Outlink:
             if ref is None:
                 try:
                     self.peer, ref = await self.connect()
-                except LinkLost as error:
+                except LinkLostError as error:
                     logger.warning("%s: %s", self.hub.name, error)
                     self.discard()
                     self.hub.unreachable(self.target, error)
@@ -152,7 +138,7 @@ class Outlink:
                 for item in items:
                     await self._tell(ref, [item], _wire.encode([item]))
                 return
-            raise ItemTooLarge(
+            raise ItemTooLargeError(
                 f"{self.hub.name}: an item on channel {items[0][0]!r} for {self.target} is over "
                 f"the frame limit ({error})"
             ) from None
@@ -215,7 +201,7 @@ class Hub:
     # Called with a target's name and the connection when its link connects.
     on_connected: list[Callable[[str, Peer], None]] = attrs.field(factory=list)
     # Called with a target's name and the error when dialling it gave up.
-    on_unreachable: list[Callable[[str, LinkLost], None]] = attrs.field(factory=list)
+    on_unreachable: list[Callable[[str, LinkLostError], None]] = attrs.field(factory=list)
     sent: int = 0
     received: int = 0
     dropped: int = 0
@@ -233,14 +219,14 @@ class Hub:
 
     async def start(self) -> None:
         """Serve this node's link actor (in this hub's nursery: a handler
-        that raises ends the nursery with :class:`HandlerFailed`)."""
+        that raises ends the nursery with :class:`HandlerFailedError`)."""
         ref = await self.system.spawn(self._serve, name="link", capacity=math.inf)
         self.system.register(LINK, ref)
         self.nursery.start_soon(self._fail_on_error)
 
     async def _fail_on_error(self) -> None:
         await self._failed.wait()
-        raise HandlerFailed(self._failure) from self._cause
+        raise HandlerFailedError(self._failure) from self._cause
 
     def send(self, target: str, item: tuple[Any, ...]) -> None:
         """Put ``item`` on the link to ``target`` (opened with :meth:`dial`
@@ -267,7 +253,7 @@ class Hub:
                 peer = None
                 if last is not None and trio.current_time() >= deadline:
                     # (Past it during the back-off: the last refusal says why.)
-                    raise LinkLost(f"cannot reach {target} at {address}: {last}")
+                    raise LinkLostError(f"cannot reach {target} at {address}: {last}")
                 # Each attempt within what is left of the patience: one to an
                 # address that never answers (its SYNs dropped, or a node
                 # frozen after its kernel accepted) would otherwise take the
@@ -281,14 +267,16 @@ class Hub:
                             # Connected, but no link there (yet): not left open.
                             await peer.close(f"no {LINK.name} found on {target}")
                         if trio.current_time() > deadline:
-                            raise LinkLost(f"cannot reach {target} at {address}: {error}") from None
+                            raise LinkLostError(
+                                f"cannot reach {target} at {address}: {error}"
+                            ) from None
                         last = error
                     else:
                         return peer, ref
                 if attempt.cancelled_caught:
                     if peer is not None:
                         await peer.close(f"no answer from {target} within {patience:g}s")
-                    raise LinkLost(
+                    raise LinkLostError(
                         f"cannot reach {target} at {address}: no answer within {patience:g}s"
                     )
                 # A back-off between dials of a node still starting (not a poll
@@ -317,7 +305,7 @@ class Hub:
                     heard = self._heard.setdefault(target, trio.Event())
                     await heard.wait()
                     self._heard.pop(target, None)
-            raise LinkLost(f"{target} did not connect within {patience:g}s")
+            raise LinkLostError(f"{target} did not connect within {patience:g}s")
 
         return self._add(target, connect)
 
@@ -348,7 +336,7 @@ class Hub:
         for callback in list(self.on_lost):
             callback(target)
 
-    def unreachable(self, target: str, error: LinkLost) -> None:
+    def unreachable(self, target: str, error: LinkLostError) -> None:
         for callback in list(self.on_unreachable):
             callback(target, error)
 

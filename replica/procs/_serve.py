@@ -58,6 +58,7 @@ from ..runtime._process import INTERACTIVE, MAINTENANCE, ChannelAdapter, Process
 from ..runtime._replica import Replica, ReplicaConfig, Runtime
 from ..runtime._worker import SequencedCommand, Worker
 from . import _wire
+from ._errors import ListenFailedError, ShardHostLostError
 from ._fabric import NetFabric
 from ._limits import MIN_PEER_TIMEOUT
 from ._links import CHUNK, MAX_FRAME, Hub, codec
@@ -73,15 +74,6 @@ SHARDS_PATIENCE = 10.0
 default (``serve --shards-patience``): the host (the driver's process) is up
 before any replica process starts, and one that went away for good (the
 driver killed) leaves nothing to serve."""
-
-
-class ListenFailed(OSError):
-    """``--listen`` could not be listened on (in use, not this host's)."""
-
-
-class ShardHostLost(Exception):
-    """The shard host (the driver) cannot be reached: the process ends
-    rather than outlive the driver that started it."""
 
 
 def process_node(index: int) -> str:
@@ -458,12 +450,12 @@ async def serve(
         nursery.start_soon(server.run)
         nursery.start_soon(server.heartbeats)
         await server.host_lost.wait()
-        raise ShardHostLost(server.host_error)
+        raise ShardHostLostError(server.host_error)
 
 
 async def _listener(options: ServeOptions) -> trio.SocketListener | tuple[str, int]:
     """What the node listens on: the socket inherited as ``listen_fd``, or
-    ``listen`` (checked here, so that a failure is :class:`ListenFailed`,
+    ``listen`` (checked here, so that a failure is :class:`ListenFailedError`,
     named: the node's own listen would say only the OS's words)."""
     if options.listen_fd is not None:
         inherited = socket.socket(fileno=options.listen_fd)
@@ -473,7 +465,7 @@ async def _listener(options: ServeOptions) -> trio.SocketListener | tuple[str, i
         for listener in await trio.open_tcp_listeners(port, host=host):
             await listener.aclose()
     except OSError as error:
-        raise ListenFailed(
+        raise ListenFailedError(
             f"cannot listen on --listen {host}:{port}: {error.strerror or error}"
         ) from None
     return options.listen

@@ -24,11 +24,7 @@ from .. import protocol as _protocol
 from ..model import _aggregates, _dataflow, _frontier, _plan, _scalar
 from ..model._ids import GlobalId
 from ..runtime._worker import SequencedCommand
-
-
-class WireError(ValueError):
-    """Bytes that are not a value of the replica's protocol."""
-
+from ._errors import WireError
 
 _TUPLE: Final = 0
 _LIST: Final = 1

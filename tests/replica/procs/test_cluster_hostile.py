@@ -311,7 +311,7 @@ def test_the_controllers_commands_go_in_items_a_frame_carries(
 ) -> None:
     """The driver forwarded a connection's commands 256 to an item whatever
     their size: 256 peeks of a MiB of literals each made one item over the
-    frame limit, and the driver stopped (``ItemTooLarge``). Items are now at
+    frame limit, and the driver stopped (``ItemTooLargeError``). Items are now at
     most ``COMMAND_BYTES`` of commands (here shrunk), unless one command is
     larger, and at most ``COMMANDS_PER_ITEM``; every command arrives once,
     in order."""

@@ -13,7 +13,7 @@ import trio
 import actors
 from actors.net import open_node
 from replica.procs import _wire
-from replica.procs._links import LINK, HandlerFailed, Hub, ItemTooLarge, Wire, codec
+from replica.procs._links import LINK, HandlerFailedError, Hub, ItemTooLargeError, Wire, codec
 
 from .helpers import run_real
 
@@ -79,7 +79,7 @@ def test_a_handler_that_raises_stops_the_node_with_a_named_error() -> None:
         with pytest.raises(ExceptionGroup) as caught:
             await fails()
         assert caught.group_contains(
-            HandlerFailed, match="the handler of 'hello' from a raised KeyError"
+            HandlerFailedError, match="the handler of 'hello' from a raised KeyError"
         )
 
     run_real(main, limit=30)
@@ -164,7 +164,7 @@ def test_an_item_over_the_frame_limit_is_a_named_error() -> None:
         with pytest.raises(ExceptionGroup) as caught:
             await fails()
         assert caught.group_contains(
-            ItemTooLarge, match="a: an item on channel 'big' for b is over the frame limit"
+            ItemTooLargeError, match="a: an item on channel 'big' for b is over the frame limit"
         )
 
     run_real(main, limit=30)
