@@ -25,8 +25,8 @@ from ._errors import WireError as WireError
 from ._limits import MAX_PEER_TIMEOUT as MAX_PEER_TIMEOUT
 from ._limits import MIN_PEER_TIMEOUT as MIN_PEER_TIMEOUT
 from ._links import Wire as Wire
+from ._options import ServeOptions as ServeOptions
 from ._secret import read_secret_file as read_secret_file
-from ._serve import ServeOptions as ServeOptions
 from ._serve import serve as serve
 from ._shards import MirrorCatalog as MirrorCatalog
 from ._shards import MirrorShard as MirrorShard

@@ -2,20 +2,20 @@
 
 Every node (the controller's, the shard host's, each replica process's)
 registers one actor under :data:`LINK`; what one node sends another travels
-as :class:`Wire` messages to that actor, each a batch of *items*: a channel
-name and its values (:mod:`._wire`). An :class:`Outlink` carries a node's
+as :class:`Wire` messages to that actor, each a batch of *items*
+(:mod:`._items`, encoded by the nodes' codec: :mod:`._wire`). An :class:`Outlink` carries a node's
 items to one other node over one ``actors.net`` connection, so items reach
 it in the order they were put, whatever their channel; its task sends
 everything queued in one message (one write). A :class:`Hub` is a node's
-outlinks, and the handlers of the items that arrive, which it calls in
-arrival order.
+outlinks, and the handlers of the items that arrive, one per item class
+(:meth:`Hub.on`), which it calls in arrival order.
 
 A node dials the nodes it sends to (:meth:`Hub.dial`); a node that was
 dialled answers over the connection it was dialled on (:meth:`Hub.inbound`),
 found by the dialler's node name once its first item arrived.
 
 For the replica's quiescence test the hub counts the items it put and the
-items it handled (the channels in :data:`UNCOUNTED` aside): once every node
+items it handled (those whose class is not ``counted`` aside): once every node
 is idle and the sums agree twice in a row, nothing is in flight.
 """
 
@@ -26,23 +26,24 @@ import logging
 import math
 import ssl
 from collections.abc import Awaitable, Callable
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import attrs
 import trio
 
 from actors import ActorRef, ActorStoppedError, ActorSystem, Inbox, ServiceKey
-from actors.net import Codec, CodecError, HandshakeError, Node, NodeDownError, Peer
+from actors.net import Codec, CodecError, HandshakeError, Node, NodeDownError, Peer, Values
 
 from . import _wire
-from ._errors import HandlerFailedError, ItemTooLargeError, LinkLostError
+from ._errors import HandlerFailedError, ItemTooLargeError, LinkLostError, WireError
+from ._items import Hello, Item
 
 logger = logging.getLogger("replica.procs")
 
 
 @attrs.frozen
 class Wire:
-    """A batch of items from node ``source`` (MessagePack, :mod:`._wire`)."""
+    """A batch of items from node ``source`` (the codec's values: :mod:`._wire`)."""
 
     source: str
     payload: bytes
@@ -53,18 +54,19 @@ MAX_FRAME: Final = 256 * 2**20
 """The largest frame a replica node accepts (a shard's snapshot may be big)."""
 CHUNK: Final = 16 * 2**20
 _ITEMS: Final = 16
-UNCOUNTED: Final = frozenset(
-    {"hello", "ping", "pong", "probe", "probed", "reset", "reset-done", "ready", "lost-peer"}
-)
+HELLO: Final = Hello()
 
-Handler = Callable[..., object]
-"""An item's handler: called with the sender's node name and the item's
-values; awaited if it returns an awaitable."""
+ItemT = TypeVar("ItemT", bound=Item)
+Handler = Callable[[str, Any], object]
+"""An item's handler: called with the sender's node name and the item;
+awaited if it returns an awaitable."""
 
 
 def codec() -> Codec:
-    """The one message class replica nodes exchange."""
-    result = Codec()
+    """The codec of replica nodes: the one message class they exchange
+    (:class:`Wire`, a batch of items) and the values its payload carries
+    (the replica's classes and the items, :func:`._wire.values`)."""
+    result = Codec(values=_wire.values())
     result.register(Wire, name="replica.Wire")
     return result
 
@@ -76,11 +78,11 @@ class Outlink:
     hub: Hub
     target: str
     connect: Callable[[], Awaitable[tuple[Peer, ActorRef[Wire]]]]
-    queue: list[tuple[Any, ...]] = attrs.field(factory=list)
+    queue: list[Item] = attrs.field(factory=list)
     peer: Peer | None = None
     ref: ActorRef[Wire] | None = None
     # Sent first on every new connection (the dialler says who it is).
-    greeting: tuple[Any, ...] | None = None
+    greeting: Item | None = None
     _more: trio.Event = attrs.field(factory=trio.Event)
 
     def refresh(self) -> None:
@@ -88,15 +90,15 @@ class Outlink:
         dialled anew; the old connection may not look lost yet)."""
         self.peer = self.ref = None
 
-    def put(self, item: tuple[Any, ...]) -> None:
-        if item[0] not in UNCOUNTED:
+    def put(self, item: Item) -> None:
+        if item.counted:
             self.hub.sent += 1
         self.queue.append(item)
         self._more.set()
 
     def discard(self) -> None:
         """Drop what is queued (its target went away); counted as handled."""
-        self.hub.dropped += sum(item[0] not in UNCOUNTED for item in self.queue)
+        self.hub.dropped += sum(item.counted for item in self.queue)
         self.queue = []
 
     async def run(self) -> None:
@@ -120,15 +122,13 @@ class Outlink:
                     self.queue.insert(0, self.greeting)
             batch, self.queue = self.queue, []
             try:
-                for items, payload in _payloads(batch):
+                for items, payload in _payloads(self.hub.values, batch):
                     await self._tell(ref, items, payload)
             except (ActorStoppedError, NodeDownError, trio.BrokenResourceError):
-                self.hub.dropped += sum(item[0] not in UNCOUNTED for item in batch)
+                self.hub.dropped += sum(item.counted for item in batch)
                 self._lost(self.peer)
 
-    async def _tell(
-        self, ref: ActorRef[Wire], items: list[tuple[Any, ...]], payload: bytes
-    ) -> None:
+    async def _tell(self, ref: ActorRef[Wire], items: list[Item], payload: bytes) -> None:
         try:
             await ref.tell(Wire(self.hub.name, payload))
         except CodecError as error:
@@ -136,11 +136,11 @@ class Outlink:
             # the one no frame can carry.
             if len(items) > 1:
                 for item in items:
-                    await self._tell(ref, [item], _wire.encode([item]))
+                    await self._tell(ref, [item], self.hub.values.encode([item]))
                 return
             raise ItemTooLargeError(
-                f"{self.hub.name}: an item on channel {items[0][0]!r} for {self.target} is over "
-                f"the frame limit ({error})"
+                f"{self.hub.name}: an item on channel {items[0].channel!r} for {self.target} is "
+                f"over the frame limit ({error})"
             ) from None
 
     async def _watch(self, peer: Peer | None) -> None:
@@ -156,7 +156,7 @@ class Outlink:
             self.hub.lost(self.target)
 
 
-def _payloads(batch: list[tuple[Any, ...]]) -> list[tuple[list[tuple[Any, ...]], bytes]]:
+def _payloads(values: Values, batch: list[Item]) -> list[tuple[list[Item], bytes]]:
     """``batch`` in messages (their items, and the items' bytes) of at most
     ``_ITEMS`` items and (unless one item is larger) ``CHUNK`` bytes: the
     receiver handles one message a turn, so a long burst is worked on as it
@@ -165,23 +165,21 @@ def _payloads(batch: list[tuple[Any, ...]]) -> list[tuple[list[tuple[Any, ...]],
         return [
             payload
             for start in range(0, len(batch), _ITEMS)
-            for payload in _payloads(batch[start : start + _ITEMS])
+            for payload in _payloads(values, batch[start : start + _ITEMS])
         ]
-    payload = _wire.encode(batch)
+    payload = values.encode(batch)
     if len(payload) <= CHUNK or len(batch) == 1:
         return [(batch, payload)]
     half = len(batch) // 2
-    return _payloads(batch[:half]) + _payloads(batch[half:])
+    return _payloads(values, batch[:half]) + _payloads(values, batch[half:])
 
 
-def _items(batch: object) -> list[tuple[Any, ...]]:
-    """``batch`` if it is a batch of items (a list of tuples, each a channel
-    name then its values); a :class:`~._wire.WireError` otherwise (a peer that
-    broke the protocol: the batch is refused, the link goes on)."""
-    if type(batch) is not list or not all(
-        type(item) is tuple and item and type(item[0]) is str for item in batch
-    ):
-        raise _wire.WireError("not a batch of items (a list of tuples, each a channel name first)")
+def _items(batch: object) -> list[Item]:
+    """``batch`` if it is a batch of items (a list of :class:`~._items.Item`);
+    a :class:`~replica.procs.WireError` otherwise (a peer that broke the
+    protocol: the batch is refused, the link goes on)."""
+    if type(batch) is not list or not all(isinstance(item, Item) for item in batch):
+        raise WireError("not a batch of items (a list of items, each of a registered class)")
     return batch
 
 
@@ -194,7 +192,7 @@ class Hub:
     nursery: trio.Nursery
     # Wraps the connections this node dials (TLS), if given.
     ssl_context: ssl.SSLContext | None = None
-    handlers: dict[str, Handler] = attrs.field(factory=dict)
+    handlers: dict[type[Item], Handler] = attrs.field(factory=dict)
     outlinks: dict[str, Outlink] = attrs.field(factory=dict)
     # Called with a target's name when its link goes down.
     on_lost: list[Callable[[str], None]] = attrs.field(factory=list)
@@ -217,6 +215,16 @@ class Hub:
     def system(self) -> ActorSystem:
         return self.node.system
 
+    @property
+    def values(self) -> Values:
+        """How this node's batches are encoded (its codec's values)."""
+        return self.node.codec.values
+
+    def on(self, kind: type[ItemT], handler: Callable[[str, ItemT], object]) -> None:
+        """Handle each item of class ``kind`` with ``handler(source, item)``
+        (awaited if it returns an awaitable), in arrival order."""
+        self.handlers[kind] = handler
+
     async def start(self) -> None:
         """Serve this node's link actor (in this hub's nursery: a handler
         that raises ends the nursery with :class:`HandlerFailedError`)."""
@@ -228,7 +236,7 @@ class Hub:
         await self._failed.wait()
         raise HandlerFailedError(self._failure) from self._cause
 
-    def send(self, target: str, item: tuple[Any, ...]) -> None:
+    def send(self, target: str, item: Item) -> None:
         """Put ``item`` on the link to ``target`` (opened with :meth:`dial`
         or :meth:`inbound`). Never blocks."""
         self.outlinks[target].put(item)
@@ -239,7 +247,7 @@ class Hub:
         address: tuple[str, int],
         *,
         patience: float = 30.0,
-        greeting: tuple[Any, ...] | None = ("hello",),
+        greeting: Item | None = HELLO,
     ) -> Outlink:
         """A link to ``target``, dialled at ``address`` when first used (and
         again after it went down), retrying for ``patience`` seconds while the
@@ -348,28 +356,29 @@ class Hub:
             if heard is not None:
                 heard.set()
             try:
-                items = _items(_wire.decode(wire.payload))
-            except _wire.WireError as error:
+                items = _items(self.values.decode(wire.payload))
+            except CodecError as error:
                 logger.warning("%s: refused a batch from %s: %s", self.name, wire.source, error)
                 continue
             for item in items:
-                channel = item[0]
-                handler = self.handlers.get(channel)
-                if channel not in UNCOUNTED:
+                handler = self.handlers.get(type(item))
+                if item.counted:
                     self.received += 1
                 if handler is None:
-                    logger.error("%s: no handler for %r from %s", self.name, channel, wire.source)
+                    logger.error(
+                        "%s: no handler for %r from %s", self.name, item.channel, wire.source
+                    )
                     continue
                 try:
-                    result = handler(wire.source, *item[1:])
+                    result = handler(wire.source, item)
                     if inspect.isawaitable(result):
                         await result
                 except Exception as error:
                     logger.exception(
-                        "%s: the handler of %r from %s", self.name, channel, wire.source
+                        "%s: the handler of %r from %s", self.name, item.channel, wire.source
                     )
                     self._failure = (
-                        f"{self.name}: the handler of {channel!r} from {wire.source} raised "
+                        f"{self.name}: the handler of {item.channel!r} from {wire.source} raised "
                         f"{type(error).__name__}: {error}"
                     )
                     self._cause = error
