@@ -39,6 +39,7 @@ from ._protocol import Connection as Connection
 from ._protocol import ConnectionStatistics as ConnectionStatistics
 from ._protocol import Role as Role
 from ._protocol import State as State
+from ._values import Values as Values
 
 
 def _report_public_names_as_ours() -> None:

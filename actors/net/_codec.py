@@ -8,6 +8,10 @@ against the field types (msgspec checks them, strictly: a ``str`` where an
 validators run. A field typed ``Reply[...]`` (at most one) is the ask's
 reply: it travels as nothing, and the receiving node puts its own reply
 there, whose answer goes back over the connection.
+
+A message's field may also carry a payload of values of many kinds (a
+batch of items): :meth:`Codec.register_value` lets the values of a class
+travel in such payloads, encoded by :attr:`Codec.values` (``_values``).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from msgspec import inspect as msgspec_inspect
 
 from .._core._reply import Reply
 from ._errors import CodecError
+from ._values import Values
 
 
 def _unsupported(info: msgspec_inspect.Type, seen: set[type]) -> type | None:
@@ -85,14 +90,15 @@ class Codec:
     (answered with an error frame) and the connection goes on.
     """
 
-    __slots__ = ("_by_class", "_by_name", "_encoder", "_reply_fields")
+    __slots__ = ("_by_class", "_by_name", "_encoder", "_reply_fields", "_values")
 
-    def __init__(self, classes: Iterable[type] = ()) -> None:
+    def __init__(self, classes: Iterable[type] = (), *, values: Values | None = None) -> None:
         self._by_name: dict[str, _Entry] = {}
         self._by_class: dict[type, _Entry] = {}
         # The name of the reply field of each class that has one.
         self._reply_fields: dict[type, str] = {}
         self._encoder = msgspec.msgpack.Encoder()
+        self._values = Values() if values is None else values
         for cls in classes:
             self.register(cls)
 
@@ -103,6 +109,19 @@ class Codec:
     def names(self) -> tuple[str, ...]:
         """The registered names, in registration order."""
         return tuple(self._by_name)
+
+    @property
+    def values(self) -> Values:
+        """The encoding of payloads of registered values (see
+        :meth:`register_value`)."""
+        return self._values
+
+    def register_value(self, cls: type, *, name: str | None = None) -> None:
+        """Let the values of ``cls`` (an attrs class, an enum or a tuple
+        subclass) travel in payloads :attr:`values` encodes, under ``name``
+        (default: its ``__name__``); decoding one calls the class. Raises as
+        :meth:`Values.register` does."""
+        self._values.register(cls, name=name)
 
     def register(self, cls: type, *, name: str | None = None) -> None:
         """Accept ``cls`` under ``name`` (default: its qualified name).

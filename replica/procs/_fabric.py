@@ -3,7 +3,8 @@
 A process holds a :class:`NetFabric` per runtime: its view of every
 exchange, with queues for its own workers only. An update for a worker of
 another process, and every ``sent`` frontier one of this process's workers
-says, go on the link to that process (``("xs", ...)``, ``("xf", ...)``), in
+says, go on the link to that process (:class:`~._items.ExchangeUpdates`,
+:class:`~._items.ExchangeFrontier`), in
 the order the worker sent and said them: one connection per link keeps that
 order, so when a process learns that worker ``w`` has sent everything before
 ``t``, every update ``w`` sent it before ``t`` has already arrived. The
@@ -15,12 +16,12 @@ worker of the runtime.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import attrs
 
 from ..engine._exchange import CLOSED, Exchange, Fabric
 from ..model._rows import Update
+from ._items import ExchangeFrontier, ExchangeUpdates, Item
 
 
 @attrs.define(eq=False)
@@ -45,9 +46,12 @@ class NetExchange(Exchange):
                 if destination != worker and wake is not None:
                     wake()
             else:
+                dataflow, place = self.key
                 fabric.put(
                     fabric.process_of(destination),
-                    ("xs", fabric.runtime, *self.key, destination, list(updates)),
+                    ExchangeUpdates(
+                        fabric.epoch(), fabric.runtime, dataflow, place, destination, list(updates)
+                    ),
                 )
 
     def _say(self, worker: int, frontier: int) -> None:
@@ -57,8 +61,14 @@ class NetExchange(Exchange):
         super()._say(worker, frontier)
         fabric = self._remote()
         if fabric.is_local(worker):
+            dataflow, place = self.key
             for process in fabric.others():
-                fabric.put(process, ("xf", fabric.runtime, *self.key, worker, frontier))
+                fabric.put(
+                    process,
+                    ExchangeFrontier(
+                        fabric.epoch(), fabric.runtime, dataflow, place, worker, frontier
+                    ),
+                )
 
     def arrive(self, destination: int, updates: list[Update]) -> None:
         """Updates another process's worker sent to ``destination`` (ours)."""
@@ -83,7 +93,9 @@ class NetFabric(Fabric):
     per_process: int = 1
     processes: int = 1
     # Puts an item on the link to a process.
-    send_to: Callable[[int, tuple[Any, ...]], None] | None = None
+    send_to: Callable[[int, Item], None] | None = None
+    # The epoch the items carry (the generation's last controller reset).
+    epoch: Callable[[], int] = lambda: 0
 
     def is_local(self, worker: int) -> bool:
         return worker // self.per_process == self.process
@@ -94,7 +106,7 @@ class NetFabric(Fabric):
     def others(self) -> range | list[int]:
         return [p for p in range(self.processes) if p != self.process]
 
-    def put(self, process: int, item: tuple[Any, ...]) -> None:
+    def put(self, process: int, item: Item) -> None:
         assert self.send_to is not None
         self.send_to(process, item)
 

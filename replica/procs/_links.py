@@ -2,20 +2,20 @@
 
 Every node (the controller's, the shard host's, each replica process's)
 registers one actor under :data:`LINK`; what one node sends another travels
-as :class:`Wire` messages to that actor, each a batch of *items*: a channel
-name and its values (:mod:`._wire`). An :class:`Outlink` carries a node's
+as :class:`Wire` messages to that actor, each a batch of *items*
+(:mod:`._items`, encoded by the nodes' codec: :mod:`._wire`). An :class:`Outlink` carries a node's
 items to one other node over one ``actors.net`` connection, so items reach
 it in the order they were put, whatever their channel; its task sends
 everything queued in one message (one write). A :class:`Hub` is a node's
-outlinks, and the handlers of the items that arrive, which it calls in
-arrival order.
+outlinks, and the handlers of the items that arrive, one per item class
+(:meth:`Hub.on`), which it calls in arrival order.
 
 A node dials the nodes it sends to (:meth:`Hub.dial`); a node that was
 dialled answers over the connection it was dialled on (:meth:`Hub.inbound`),
 found by the dialler's node name once its first item arrived.
 
 For the replica's quiescence test the hub counts the items it put and the
-items it handled (the channels in :data:`UNCOUNTED` aside): once every node
+items it handled (those whose class is not ``counted`` aside): once every node
 is idle and the sums agree twice in a row, nothing is in flight.
 """
 
@@ -26,22 +26,24 @@ import logging
 import math
 import ssl
 from collections.abc import Awaitable, Callable
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import attrs
 import trio
 
 from actors import ActorRef, ActorStoppedError, ActorSystem, Inbox, ServiceKey
-from actors.net import Codec, CodecError, HandshakeError, Node, NodeDownError, Peer
+from actors.net import Codec, CodecError, HandshakeError, Node, NodeDownError, Peer, Values
 
 from . import _wire
+from ._errors import HandlerFailedError, ItemTooLargeError, LinkLostError, WireError
+from ._items import Hello, Item
 
 logger = logging.getLogger("replica.procs")
 
 
 @attrs.frozen
 class Wire:
-    """A batch of items from node ``source`` (MessagePack, :mod:`._wire`)."""
+    """A batch of items from node ``source`` (the codec's values: :mod:`._wire`)."""
 
     source: str
     payload: bytes
@@ -52,35 +54,21 @@ MAX_FRAME: Final = 256 * 2**20
 """The largest frame a replica node accepts (a shard's snapshot may be big)."""
 CHUNK: Final = 16 * 2**20
 _ITEMS: Final = 16
-UNCOUNTED: Final = frozenset(
-    {"hello", "ping", "pong", "probe", "probed", "reset", "reset-done", "ready", "lost-peer"}
-)
+HELLO: Final = Hello()
 
-Handler = Callable[..., object]
-"""An item's handler: called with the sender's node name and the item's
-values; awaited if it returns an awaitable."""
+ItemT = TypeVar("ItemT", bound=Item)
+Handler = Callable[[str, Any], object]
+"""An item's handler: called with the sender's node name and the item;
+awaited if it returns an awaitable."""
 
 
 def codec() -> Codec:
-    """The one message class replica nodes exchange."""
-    result = Codec()
+    """The codec of replica nodes: the one message class they exchange
+    (:class:`Wire`, a batch of items) and the values its payload carries
+    (the replica's classes and the items, :func:`._wire.values`)."""
+    result = Codec(values=_wire.values())
     result.register(Wire, name="replica.Wire")
     return result
-
-
-class LinkLost(Exception):
-    """The node an outlink sends to could not be reached."""
-
-
-class ItemTooLarge(Exception):
-    """An item no frame can carry (one row, a peek's result or an exchange's
-    batch over the nodes' ``max_frame``): the node stops, named, rather than
-    drop it and go on without it."""
-
-
-class HandlerFailed(Exception):
-    """An item's handler raised: the node stops (a bug, or a peer that broke
-    the protocol), rather than go on without the link that failed."""
 
 
 @attrs.define(eq=False)
@@ -90,11 +78,11 @@ class Outlink:
     hub: Hub
     target: str
     connect: Callable[[], Awaitable[tuple[Peer, ActorRef[Wire]]]]
-    queue: list[tuple[Any, ...]] = attrs.field(factory=list)
+    queue: list[Item] = attrs.field(factory=list)
     peer: Peer | None = None
     ref: ActorRef[Wire] | None = None
     # Sent first on every new connection (the dialler says who it is).
-    greeting: tuple[Any, ...] | None = None
+    greeting: Item | None = None
     _more: trio.Event = attrs.field(factory=trio.Event)
 
     def refresh(self) -> None:
@@ -102,15 +90,15 @@ class Outlink:
         dialled anew; the old connection may not look lost yet)."""
         self.peer = self.ref = None
 
-    def put(self, item: tuple[Any, ...]) -> None:
-        if item[0] not in UNCOUNTED:
+    def put(self, item: Item) -> None:
+        if item.counted:
             self.hub.sent += 1
         self.queue.append(item)
         self._more.set()
 
     def discard(self) -> None:
         """Drop what is queued (its target went away); counted as handled."""
-        self.hub.dropped += sum(item[0] not in UNCOUNTED for item in self.queue)
+        self.hub.dropped += sum(item.counted for item in self.queue)
         self.queue = []
 
     async def run(self) -> None:
@@ -122,7 +110,7 @@ class Outlink:
             if ref is None:
                 try:
                     self.peer, ref = await self.connect()
-                except LinkLost as error:
+                except LinkLostError as error:
                     logger.warning("%s: %s", self.hub.name, error)
                     self.discard()
                     self.hub.unreachable(self.target, error)
@@ -134,15 +122,13 @@ class Outlink:
                     self.queue.insert(0, self.greeting)
             batch, self.queue = self.queue, []
             try:
-                for items, payload in _payloads(batch):
+                for items, payload in _payloads(self.hub.values, batch):
                     await self._tell(ref, items, payload)
             except (ActorStoppedError, NodeDownError, trio.BrokenResourceError):
-                self.hub.dropped += sum(item[0] not in UNCOUNTED for item in batch)
+                self.hub.dropped += sum(item.counted for item in batch)
                 self._lost(self.peer)
 
-    async def _tell(
-        self, ref: ActorRef[Wire], items: list[tuple[Any, ...]], payload: bytes
-    ) -> None:
+    async def _tell(self, ref: ActorRef[Wire], items: list[Item], payload: bytes) -> None:
         try:
             await ref.tell(Wire(self.hub.name, payload))
         except CodecError as error:
@@ -150,11 +136,11 @@ class Outlink:
             # the one no frame can carry.
             if len(items) > 1:
                 for item in items:
-                    await self._tell(ref, [item], _wire.encode([item]))
+                    await self._tell(ref, [item], self.hub.values.encode([item]))
                 return
-            raise ItemTooLarge(
-                f"{self.hub.name}: an item on channel {items[0][0]!r} for {self.target} is over "
-                f"the frame limit ({error})"
+            raise ItemTooLargeError(
+                f"{self.hub.name}: an item on channel {items[0].channel!r} for {self.target} is "
+                f"over the frame limit ({error})"
             ) from None
 
     async def _watch(self, peer: Peer | None) -> None:
@@ -170,7 +156,7 @@ class Outlink:
             self.hub.lost(self.target)
 
 
-def _payloads(batch: list[tuple[Any, ...]]) -> list[tuple[list[tuple[Any, ...]], bytes]]:
+def _payloads(values: Values, batch: list[Item]) -> list[tuple[list[Item], bytes]]:
     """``batch`` in messages (their items, and the items' bytes) of at most
     ``_ITEMS`` items and (unless one item is larger) ``CHUNK`` bytes: the
     receiver handles one message a turn, so a long burst is worked on as it
@@ -179,23 +165,21 @@ def _payloads(batch: list[tuple[Any, ...]]) -> list[tuple[list[tuple[Any, ...]],
         return [
             payload
             for start in range(0, len(batch), _ITEMS)
-            for payload in _payloads(batch[start : start + _ITEMS])
+            for payload in _payloads(values, batch[start : start + _ITEMS])
         ]
-    payload = _wire.encode(batch)
+    payload = values.encode(batch)
     if len(payload) <= CHUNK or len(batch) == 1:
         return [(batch, payload)]
     half = len(batch) // 2
-    return _payloads(batch[:half]) + _payloads(batch[half:])
+    return _payloads(values, batch[:half]) + _payloads(values, batch[half:])
 
 
-def _items(batch: object) -> list[tuple[Any, ...]]:
-    """``batch`` if it is a batch of items (a list of tuples, each a channel
-    name then its values); a :class:`~._wire.WireError` otherwise (a peer that
-    broke the protocol: the batch is refused, the link goes on)."""
-    if type(batch) is not list or not all(
-        type(item) is tuple and item and type(item[0]) is str for item in batch
-    ):
-        raise _wire.WireError("not a batch of items (a list of tuples, each a channel name first)")
+def _items(batch: object) -> list[Item]:
+    """``batch`` if it is a batch of items (a list of :class:`~._items.Item`);
+    a :class:`~replica.procs.WireError` otherwise (a peer that broke the
+    protocol: the batch is refused, the link goes on)."""
+    if type(batch) is not list or not all(isinstance(item, Item) for item in batch):
+        raise WireError("not a batch of items (a list of items, each of a registered class)")
     return batch
 
 
@@ -208,14 +192,14 @@ class Hub:
     nursery: trio.Nursery
     # Wraps the connections this node dials (TLS), if given.
     ssl_context: ssl.SSLContext | None = None
-    handlers: dict[str, Handler] = attrs.field(factory=dict)
+    handlers: dict[type[Item], Handler] = attrs.field(factory=dict)
     outlinks: dict[str, Outlink] = attrs.field(factory=dict)
     # Called with a target's name when its link goes down.
     on_lost: list[Callable[[str], None]] = attrs.field(factory=list)
     # Called with a target's name and the connection when its link connects.
     on_connected: list[Callable[[str, Peer], None]] = attrs.field(factory=list)
     # Called with a target's name and the error when dialling it gave up.
-    on_unreachable: list[Callable[[str, LinkLost], None]] = attrs.field(factory=list)
+    on_unreachable: list[Callable[[str, LinkLostError], None]] = attrs.field(factory=list)
     sent: int = 0
     received: int = 0
     dropped: int = 0
@@ -231,18 +215,28 @@ class Hub:
     def system(self) -> ActorSystem:
         return self.node.system
 
+    @property
+    def values(self) -> Values:
+        """How this node's batches are encoded (its codec's values)."""
+        return self.node.codec.values
+
+    def on(self, kind: type[ItemT], handler: Callable[[str, ItemT], object]) -> None:
+        """Handle each item of class ``kind`` with ``handler(source, item)``
+        (awaited if it returns an awaitable), in arrival order."""
+        self.handlers[kind] = handler
+
     async def start(self) -> None:
         """Serve this node's link actor (in this hub's nursery: a handler
-        that raises ends the nursery with :class:`HandlerFailed`)."""
+        that raises ends the nursery with :class:`HandlerFailedError`)."""
         ref = await self.system.spawn(self._serve, name="link", capacity=math.inf)
         self.system.register(LINK, ref)
         self.nursery.start_soon(self._fail_on_error)
 
     async def _fail_on_error(self) -> None:
         await self._failed.wait()
-        raise HandlerFailed(self._failure) from self._cause
+        raise HandlerFailedError(self._failure) from self._cause
 
-    def send(self, target: str, item: tuple[Any, ...]) -> None:
+    def send(self, target: str, item: Item) -> None:
         """Put ``item`` on the link to ``target`` (opened with :meth:`dial`
         or :meth:`inbound`). Never blocks."""
         self.outlinks[target].put(item)
@@ -253,7 +247,7 @@ class Hub:
         address: tuple[str, int],
         *,
         patience: float = 30.0,
-        greeting: tuple[Any, ...] | None = ("hello",),
+        greeting: Item | None = HELLO,
     ) -> Outlink:
         """A link to ``target``, dialled at ``address`` when first used (and
         again after it went down), retrying for ``patience`` seconds while the
@@ -267,7 +261,7 @@ class Hub:
                 peer = None
                 if last is not None and trio.current_time() >= deadline:
                     # (Past it during the back-off: the last refusal says why.)
-                    raise LinkLost(f"cannot reach {target} at {address}: {last}")
+                    raise LinkLostError(f"cannot reach {target} at {address}: {last}")
                 # Each attempt within what is left of the patience: one to an
                 # address that never answers (its SYNs dropped, or a node
                 # frozen after its kernel accepted) would otherwise take the
@@ -281,14 +275,16 @@ class Hub:
                             # Connected, but no link there (yet): not left open.
                             await peer.close(f"no {LINK.name} found on {target}")
                         if trio.current_time() > deadline:
-                            raise LinkLost(f"cannot reach {target} at {address}: {error}") from None
+                            raise LinkLostError(
+                                f"cannot reach {target} at {address}: {error}"
+                            ) from None
                         last = error
                     else:
                         return peer, ref
                 if attempt.cancelled_caught:
                     if peer is not None:
                         await peer.close(f"no answer from {target} within {patience:g}s")
-                    raise LinkLost(
+                    raise LinkLostError(
                         f"cannot reach {target} at {address}: no answer within {patience:g}s"
                     )
                 # A back-off between dials of a node still starting (not a poll
@@ -317,7 +313,7 @@ class Hub:
                     heard = self._heard.setdefault(target, trio.Event())
                     await heard.wait()
                     self._heard.pop(target, None)
-            raise LinkLost(f"{target} did not connect within {patience:g}s")
+            raise LinkLostError(f"{target} did not connect within {patience:g}s")
 
         return self._add(target, connect)
 
@@ -348,7 +344,7 @@ class Hub:
         for callback in list(self.on_lost):
             callback(target)
 
-    def unreachable(self, target: str, error: LinkLost) -> None:
+    def unreachable(self, target: str, error: LinkLostError) -> None:
         for callback in list(self.on_unreachable):
             callback(target, error)
 
@@ -360,28 +356,29 @@ class Hub:
             if heard is not None:
                 heard.set()
             try:
-                items = _items(_wire.decode(wire.payload))
-            except _wire.WireError as error:
+                items = _items(self.values.decode(wire.payload))
+            except CodecError as error:
                 logger.warning("%s: refused a batch from %s: %s", self.name, wire.source, error)
                 continue
             for item in items:
-                channel = item[0]
-                handler = self.handlers.get(channel)
-                if channel not in UNCOUNTED:
+                handler = self.handlers.get(type(item))
+                if item.counted:
                     self.received += 1
                 if handler is None:
-                    logger.error("%s: no handler for %r from %s", self.name, channel, wire.source)
+                    logger.error(
+                        "%s: no handler for %r from %s", self.name, item.channel, wire.source
+                    )
                     continue
                 try:
-                    result = handler(wire.source, *item[1:])
+                    result = handler(wire.source, item)
                     if inspect.isawaitable(result):
                         await result
                 except Exception as error:
                     logger.exception(
-                        "%s: the handler of %r from %s", self.name, channel, wire.source
+                        "%s: the handler of %r from %s", self.name, item.channel, wire.source
                     )
                     self._failure = (
-                        f"{self.name}: the handler of {channel!r} from {wire.source} raised "
+                        f"{self.name}: the handler of {item.channel!r} from {wire.source} raised "
                         f"{type(error).__name__}: {error}"
                     )
                     self._cause = error

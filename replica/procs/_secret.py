@@ -14,15 +14,12 @@ import select
 import stat
 import time
 
+from ._errors import SecretFileError
+
 SECRET_LIMIT = 1 << 16
 """The most bytes of a secret read (the rest, if any, is not)."""
 SECRET_PATIENCE = 5.0
 """Seconds a secret that is not a regular file has to arrive, whole."""
-
-
-class SecretFileError(Exception):
-    """The secret file cannot be read (it does not open, or nothing arrived
-    in time)."""
 
 
 def read_secret_file(

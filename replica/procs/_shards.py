@@ -4,15 +4,15 @@ local mirrors in each replica process fed by the changes the host pushes.
 The host (in the driver's process) takes any catalog: it reads only the
 shards' public surface (``updates``, ``upper``, ``listen``, ``append``), so a
 durable catalog works as the in-memory one does. A replica process asks for
-a shard once (``("sub", token, name)``); the host answers with everything
-the shard holds, then pushes each change as it happens (``("shard", token,
-name, start, updates, upper)``: the updates from position ``start`` on, and
+a shard once (:class:`~._items.SubscribeShard`); the host answers with
+everything the shard holds, then pushes each change as it happens
+(:class:`~._items.ShardPush`: the updates from position ``start`` on, and
 the new upper): a listener on the shard, never a poll. The token names the
 subscription, so a push meant for an earlier one (a process that was reset
 or restarted) is ignored.
 
 A mirror is read as a local shard. A sink's compare-and-append goes to the
-host (``("append", name, updates, lower, upper)``), which applies it if the
+host (:class:`~._items.AppendShard`), which applies it if the
 host's upper is still ``lower`` and ignores it otherwise, exactly as
 :meth:`Shard.append` raising :class:`UpperMismatchError` to the sink does:
 either way the sink's next step sees the shard as it is and recomputes.
@@ -26,7 +26,6 @@ import contextlib
 import functools
 import logging
 from collections.abc import Callable, Iterable
-from typing import Any
 
 import attrs
 
@@ -35,6 +34,7 @@ from ..protocol import ProtocolError
 from ..storage._errors import UpperMismatchError
 from ..storage._shard import Shard, ShardCatalog
 from . import _wire
+from ._items import AppendShard, Item, ShardPush, SubscribeShard
 
 logger = logging.getLogger("replica.procs")
 
@@ -50,7 +50,7 @@ bigger than this goes alone)."""
 class MirrorShard(Shard):
     """A replica process's copy of a shard the host owns."""
 
-    send: Callable[[tuple[Any, ...]], None] | None = None
+    send: Callable[[Item], None] | None = None
 
     def write(self, ts: int, rows: Iterable[Row]) -> int:
         raise ProtocolError(f"a replica process does not write shard {self.name!r} directly")
@@ -61,7 +61,7 @@ class MirrorShard(Shard):
     def append(self, updates: Iterable[Update], lower: int, upper: int) -> None:
         updates = self.checked_append(updates, lower, upper)
         assert self.send is not None
-        self.send(("append", self.name, list(updates), lower, upper))
+        self.send(AppendShard(self.name, list(updates), lower, upper))
 
     def receive(self, start: int, updates: list[Update], upper: int) -> None:
         """The host's push: updates from position ``start`` on, and the upper.
@@ -91,14 +91,14 @@ class MirrorCatalog(ShardCatalog):
     """The shards of a replica process: mirrors, subscribed on first use."""
 
     token: int = 0
-    send: Callable[[tuple[Any, ...]], None] | None = None
+    send: Callable[[Item], None] | None = None
 
     def shard(self, name: str) -> Shard:
         shard = self.shards.get(name)
         if shard is None:
             assert self.send is not None
             shard = self.shards[name] = MirrorShard(name, send=self.send)
-            self.send(("sub", self.token, name))
+            self.send(SubscribeShard(self.token, name))
         return shard
 
     def resubscribe(self) -> None:
@@ -107,14 +107,14 @@ class MirrorCatalog(ShardCatalog):
         takes what it lacks."""
         assert self.send is not None
         for name in self.shards:
-            self.send(("sub", self.token, name))
+            self.send(SubscribeShard(self.token, name))
 
-    def receive(self, token: int, name: str, start: int, updates: list[Update], upper: int) -> None:
-        if token != self.token:
+    def receive(self, push: ShardPush) -> None:
+        if push.token != self.token:
             return  # for an earlier subscription of this process
-        shard = self.shards.get(name)
+        shard = self.shards.get(push.name)
         if isinstance(shard, MirrorShard):
-            shard.receive(start, updates, upper)
+            shard.receive(push.start, push.updates, push.upper)
 
 
 @attrs.define(eq=False)
@@ -124,7 +124,7 @@ class ShardHost:
     to that process."""
 
     catalog: ShardCatalog
-    send: Callable[[str, tuple[Any, ...]], None]
+    send: Callable[[str, Item], None]
     # Per process node: per shard, (subscription token, updates pushed).
     _readers: dict[str, dict[str, tuple[int, int]]] = attrs.field(factory=dict)
     _listening: dict[str, Callable[[], None]] = attrs.field(factory=dict)
@@ -163,7 +163,7 @@ class ShardHost:
         updates = shard.updates
         end = len(updates)
         if end == cursor and not force:
-            self.send(process, ("shard", token, name, cursor, [], shard.upper))
+            self.send(process, ShardPush(token, name, cursor, [], shard.upper))
             return
         start = cursor
         # Updates per item: halved while an item is over PUSH_BYTES, and kept
@@ -177,7 +177,7 @@ class ShardHost:
             # The upper travels with the last chunk only: a mirror must not
             # see a time complete before it holds every update before it.
             upper = shard.upper if stop >= end else 0
-            self.send(process, ("shard", token, name, start, updates[start:stop], upper))
+            self.send(process, ShardPush(token, name, start, updates[start:stop], upper))
             start = stop
             if start >= end:
                 break

@@ -16,9 +16,7 @@ import stat
 
 import attrs
 
-
-class TlsError(ValueError):
-    """TLS options that cannot work: given in part, or files that do not load."""
+from ._errors import TlsError
 
 
 @attrs.frozen

@@ -13,7 +13,7 @@ reconcile barrier.
 from __future__ import annotations
 
 import math
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 import attrs
@@ -30,7 +30,7 @@ from ..model._metrics import Metrics
 from ..storage._shard import ShardCatalog
 from ._connection import RuntimeConnection
 from ._faults import FaultPlan, Faults
-from ._process import INTERACTIVE, MAINTENANCE, ChannelAdapter, Process
+from ._process import INTERACTIVE, MAINTENANCE, ChannelAdapter, CommandChannel, Process
 from ._worker import SequencedCommand, Worker
 
 
@@ -114,6 +114,126 @@ class Replica:
             process.release(runtime)
 
 
+@attrs.define(eq=False)
+class Composition:
+    """What :func:`compose` started: the runtimes, and (with two runtimes)
+    the registries and barriers of each (process, local ordinal) composed."""
+
+    runtimes: dict[str, Runtime] = attrs.field(factory=dict)
+    registries: dict[tuple[int, int], Registry[IndexPart]] = attrs.field(factory=dict)
+    barriers: dict[tuple[int, int], ReconcileBarrier] = attrs.field(factory=dict)
+
+
+CommandChannelOf = Callable[
+    [str, list[ActorRef[SequencedCommand]]],
+    tuple[Sequencer[SequencedCommand], CommandChannel | None],
+]
+"""Given a runtime's name and its workers' references (in global order), the
+runtime's command channel, and what global worker 0's adapter sequences its
+commands into (None: global worker 0 is not among these processes')."""
+
+
+async def compose(
+    config: ReplicaConfig,
+    system: ActorSystem,
+    nursery: trio.Nursery,
+    processes: list[Process],
+    shards: ShardCatalog,
+    metrics: Metrics,
+    *,
+    fabric: Callable[[str], Fabric] | None = None,
+    command_channel: CommandChannelOf | None = None,
+    runtime: Callable[[str, list[Worker], Sequencer[SequencedCommand], Fabric], Runtime] = Runtime,
+    respond_many: bool = True,
+) -> Composition:
+    """Start the part of a replica of shape ``config`` that ``processes``
+    host (every process in one Trio run: :func:`open_replica`; one, in its
+    OS process: :func:`replica.procs.serve`), in ``system`` and ``nursery``:
+    the registries and barriers (with two runtimes), then each runtime's
+    channel adapters, workers (actors), command channel and the adapters'
+    tasks. The processes' multiplexers are the caller's to start.
+
+    ``fabric(name)`` gives each runtime's exchanges (an in-process
+    :class:`~replica.engine.Fabric` by default); ``command_channel`` its
+    command channel (by default a sequencer of all its workers, which global
+    worker 0's adapter sequences into); ``runtime`` makes the
+    :class:`Runtime`; with ``respond_many``, a worker's responses to one
+    connection go to its adapter as one batch."""
+    total = config.processes * config.workers
+    composition = Composition()
+    registries, barriers = composition.registries, composition.barriers
+    if config.interactive:
+        for process in processes:
+            p = process.index
+            for local in range(config.workers):
+                registries[p, local] = Registry(name=f"registry/p{p}/w{local}")
+                if config.barrier:
+                    barriers[p, local] = await ReconcileBarrier.spawn(
+                        system, name=f"barrier/p{p}/w{local}"
+                    )
+    roles = (
+        [
+            (MAINTENANCE, Role.MAINTENANCE, Side.MAINTENANCE),
+            (INTERACTIVE, Role.INTERACTIVE, Side.INTERACTIVE),
+        ]
+        if config.interactive
+        else [(MAINTENANCE, Role.SOLO, None)]
+    )
+    for name, role, side in roles:
+        exchanges = Fabric(total) if fabric is None else fabric(name)
+        workers: list[Worker] = []
+        refs: list[ActorRef[SequencedCommand]] = []
+        adapters: list[ChannelAdapter] = []
+        for process in processes:
+            channels: list[trio.MemorySendChannel[RuntimeConnection]] = []
+            for local in range(config.workers):
+                send, receive = trio.open_memory_channel[RuntimeConnection](math.inf)
+                channels.append(send)
+                adapters.append(
+                    ChannelAdapter(
+                        process.index * config.workers + local, local, receive, None, None
+                    )
+                )
+            process.adapters[name] = channels
+        for adapter in adapters:
+            p, local = adapter.index // config.workers, adapter.local
+            process = processes[len(workers) // config.workers]
+            worker = Worker.build(
+                adapter.index,
+                p,
+                local,
+                total,
+                shards,
+                adapter.accept,
+                role=role,
+                registry=registries.get((p, local)),
+                align=config.align,
+                fabric=exchanges,
+                metrics=metrics,
+                respond_many=adapter.accept_many if respond_many else None,
+            )
+            worker.barrier = barriers.get((p, local))
+            worker.claim = process.claim
+            worker.side = side if worker.barrier is not None else None
+            refs.append(
+                await system.spawn(worker.run, name=f"{name}/p{p}/w{local}", capacity=math.inf)
+            )
+            workers.append(worker)
+        if command_channel is None:
+            channel = system.sequencer(refs, name=f"{name}/command-channel")
+            leader: CommandChannel | None = channel
+        else:
+            channel, leader = command_channel(name, refs)
+        if leader is not None:
+            # Global worker 0's adapter sequences the runtime's commands.
+            adapters[0].sequencer, adapters[0].leader_order = leader, processes[0].order
+        for adapter in adapters:
+            process_index = adapter.index // config.workers
+            nursery.start_soon(adapter.run, name=f"{name}/p{process_index}/adapter{adapter.local}")
+        composition.runtimes[name] = runtime(name, workers, channel, exchanges)
+    return composition
+
+
 @asynccontextmanager
 async def open_replica(
     config: ReplicaConfig | None = None,
@@ -136,45 +256,22 @@ async def open_replica(
         processes = [
             Process(index, config.workers, faults=faults) for index in range(config.processes)
         ]
-        places = [(p, local) for p in range(config.processes) for local in range(config.workers)]
-        registries: dict[tuple[int, int], Registry[IndexPart]] = {}
-        barriers: dict[tuple[int, int], ReconcileBarrier] = {}
-        if config.interactive:
-            for p, local in places:
-                registries[p, local] = Registry(name=f"registry/p{p}/w{local}")
-                if config.barrier:
-                    barriers[p, local] = await ReconcileBarrier.spawn(
-                        system, name=f"barrier/p{p}/w{local}"
-                    )
-        runtimes: dict[str, Runtime] = {}
         metrics = Metrics()
-        roles = (
-            [
-                (MAINTENANCE, Role.MAINTENANCE, Side.MAINTENANCE),
-                (INTERACTIVE, Role.INTERACTIVE, Side.INTERACTIVE),
-            ]
-            if config.interactive
-            else [(MAINTENANCE, Role.SOLO, None)]
-        )
-        for name, role, side in roles:
-            runtimes[name] = await _start_runtime(
-                name,
-                config,
-                system,
-                shards,
-                processes,
-                nursery,
-                role,
-                registries,
-                barriers,
-                side,
-                metrics,
-            )
+        composition = await compose(config, system, nursery, processes, shards, metrics)
+        runtimes = composition.runtimes
         for runtime in runtimes.values():
             for worker in runtime.workers:
                 worker.faults = faults
         replica = Replica(
-            config, system, shards, processes, runtimes, registries, barriers, faults, metrics
+            config,
+            system,
+            shards,
+            processes,
+            runtimes,
+            composition.registries,
+            composition.barriers,
+            faults,
+            metrics,
         )
         for process in processes:
             nursery.start_soon(process.multiplex, nursery)
@@ -182,63 +279,3 @@ async def open_replica(
         # A replica ends by cancellation: a worker may be parked at a barrier.
         nursery.cancel_scope.cancel()
         system.cancel()
-
-
-async def _start_runtime(
-    name: str,
-    config: ReplicaConfig,
-    system: ActorSystem,
-    shards: ShardCatalog,
-    processes: list[Process],
-    nursery: trio.Nursery,
-    role: Role,
-    registries: dict[tuple[int, int], Registry[IndexPart]],
-    barriers: dict[tuple[int, int], ReconcileBarrier],
-    side: Side | None,
-    metrics: Metrics,
-) -> Runtime:
-    total = config.processes * config.workers
-    fabric = Fabric(total)
-    workers: list[Worker] = []
-    refs: list[ActorRef[SequencedCommand]] = []
-    adapters: list[ChannelAdapter] = []
-    for process in processes:
-        channels: list[trio.MemorySendChannel[RuntimeConnection]] = []
-        for local in range(config.workers):
-            send, receive = trio.open_memory_channel[RuntimeConnection](math.inf)
-            channels.append(send)
-            adapters.append(
-                ChannelAdapter(process.index * config.workers + local, local, receive, None, None)
-            )
-        process.adapters[name] = channels
-    for p in range(config.processes):
-        for local in range(config.workers):
-            index = p * config.workers + local
-            worker = Worker.build(
-                index,
-                p,
-                local,
-                total,
-                shards,
-                adapters[index].accept,
-                role=role,
-                registry=registries.get((p, local)),
-                align=config.align,
-                fabric=fabric,
-                metrics=metrics,
-                respond_many=adapters[index].accept_many,
-            )
-            worker.barrier = barriers.get((p, local))
-            worker.claim = processes[p].claim
-            worker.side = side if worker.barrier is not None else None
-            refs.append(
-                await system.spawn(worker.run, name=f"{name}/p{p}/w{local}", capacity=math.inf)
-            )
-            workers.append(worker)
-    command_channel = system.sequencer(refs, name=f"{name}/command-channel")
-    # Global worker 0's adapter sequences the runtime's commands.
-    adapters[0].sequencer, adapters[0].leader_order = command_channel, processes[0].order
-    for adapter in adapters:
-        process_index = adapter.index // config.workers
-        nursery.start_soon(adapter.run, name=f"{name}/p{process_index}/adapter{adapter.local}")
-    return Runtime(name, workers, command_channel, fabric)

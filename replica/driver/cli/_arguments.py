@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ...procs._limits import MIN_PEER_TIMEOUT
+from ...procs import MIN_PEER_TIMEOUT
 from ..lang._escape import print_error
 from ..lang._headers import DIGITS
 from ..lang._spec import MAX_TIMEOUT_SECS

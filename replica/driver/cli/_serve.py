@@ -165,10 +165,15 @@ def execute(args: argparse.Namespace) -> int:
     import socket
 
     from replica import ReplicaConfig
-    from replica.procs import ServeOptions, serve
-    from replica.procs._links import HandlerFailed, ItemTooLarge
-    from replica.procs._secret import SecretFileError, read_secret_file
-    from replica.procs._serve import ShardHostLost
+    from replica.procs import (
+        HandlerFailedError,
+        ItemTooLargeError,
+        SecretFileError,
+        ServeOptions,
+        ShardHostLostError,
+        read_secret_file,
+        serve,
+    )
 
     try:
         secret = read_secret_file(args.secret_file)
@@ -227,7 +232,7 @@ def execute(args: argparse.Namespace) -> int:
     failures: list[BaseException] = []
     try:
         trio.run(until_terminated)
-    except* (OSError, ShardHostLost, HandlerFailed, ItemTooLarge) as group:
+    except* (OSError, ShardHostLostError, HandlerFailedError, ItemTooLargeError) as group:
         failures += leaves(group)
     for failure in failures:
         print_error(f"{PROG}: error: serve --process {args.process}: {failure}")

@@ -37,8 +37,7 @@ def spawn_command(
     :func:`replica.driver.run._spawned.spec_catalogs`); reported as
     :func:`._run.run_command` reports. A store that cannot serve the run is
     exit 2, before any process starts."""
-    from replica.procs import ClusterError
-    from replica.procs._links import HandlerFailed, ItemTooLarge
+    from replica.procs import ClusterError, HandlerFailedError, ItemTooLargeError
     from replica.storage.persist import PersistError
 
     from ..run._spawned import TerminatedError, run_spawned, spec_catalogs
@@ -72,7 +71,7 @@ def spawn_command(
             )
         except* TerminatedError:
             terminated = True
-        except* (ClusterError, ItemTooLarge, HandlerFailed) as group:
+        except* (ClusterError, ItemTooLargeError, HandlerFailedError) as group:
             broken.extend(leaves(group))
     if terminated:
         print_error(f"{PROG}: terminated")

@@ -26,8 +26,7 @@ import attrs
 import trio
 
 from ...client._controller import open_controller
-from ...procs._cluster import Cluster, ClusterError, open_cluster
-from ...procs._tls import TlsFiles
+from ...procs import Cluster, ClusterError, TlsFiles, open_cluster
 from ...runtime._faults import Faults
 from ...storage._shard import ShardCatalog
 from ...storage.persist import PersistError, open_catalog

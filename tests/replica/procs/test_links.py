@@ -5,19 +5,60 @@ node."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
+import attrs
 import pytest
 import trio
 
 import actors
-from actors.net import open_node
-from replica.procs import _wire
-from replica.procs._links import LINK, HandlerFailed, Hub, ItemTooLarge, Wire, codec
+from actors.net import Codec, open_node
+from replica.procs import HandlerFailedError, ItemTooLargeError
+from replica.procs._items import Hello, Item
+from replica.procs._links import LINK, Hub, Wire
+from replica.procs._links import codec as replica_codec
 
 from .helpers import run_real
 
 SECRET = b"a secret of the replica's nodes"
+
+
+@attrs.frozen
+class X(Item):
+    channel: ClassVar[str] = "x"
+    n: int = 0
+
+
+@attrs.frozen
+class Y(Item):
+    channel: ClassVar[str] = "y"
+    n: int
+
+
+@attrs.frozen
+class Echo(Item):
+    channel: ClassVar[str] = "echo"
+    n: int
+
+
+@attrs.frozen
+class Back(Item):
+    channel: ClassVar[str] = "back"
+    n: int
+
+
+@attrs.frozen
+class Big(Item):
+    channel: ClassVar[str] = "big"
+    row: str
+
+
+def codec() -> Codec:
+    """The replica nodes' codec, with this module's items registered too."""
+    result = replica_codec()
+    for item in (X, Y, Echo, Back, Big):
+        result.register_value(item, name=item.channel)
+    return result
 
 
 def test_items_arrive_in_order_and_the_dialled_side_answers() -> None:
@@ -35,15 +76,15 @@ def test_items_arrive_in_order_and_the_dialled_side_answers() -> None:
             a, b = Hub("a", node_a, nursery), Hub("b", node_b, nursery)
             await a.start()
             await b.start()
-            b.handlers["hello"] = lambda source: b.inbound(source)
-            b.handlers["x"] = lambda source, n: got.append(("x", n))
-            b.handlers["y"] = lambda source, n: got.append(("y", n))
-            b.handlers["echo"] = lambda source, n: b.send(source, ("back", n))
-            a.handlers["back"] = lambda source, n: answered.set()
+            b.on(Hello, lambda source, item: b.inbound(source))
+            b.on(X, lambda source, item: got.append(("x", item.n)))
+            b.on(Y, lambda source, item: got.append(("y", item.n)))
+            b.on(Echo, lambda source, item: b.send(source, Back(item.n)))
+            a.on(Back, lambda source, item: answered.set())
             a.dial("b", node_b.address)
             for n in range(500):
-                a.send("b", ("x" if n % 3 else "y", n))
-            a.send("b", ("echo", 7))
+                a.send("b", X(n) if n % 3 else Y(n))
+            a.send("b", Echo(7))
             await answered.wait()
             assert [n for _, n in got] == list(range(500))
             assert a.sent == 501
@@ -67,19 +108,19 @@ def test_a_handler_that_raises_stops_the_node_with_a_named_error() -> None:
             await a.start()
             await b.start()
 
-            def broken(source: str) -> None:
+            def broken(source: str, item: Hello) -> None:
                 raise KeyError("nope")
 
-            b.handlers["hello"] = broken
+            b.on(Hello, broken)
             a.dial("b", node_b.address)
-            a.send("b", ("x", 1))
+            a.send("b", X(1))
             await trio.sleep_forever()
 
     async def main() -> None:
         with pytest.raises(ExceptionGroup) as caught:
             await fails()
         assert caught.group_contains(
-            HandlerFailed, match="the handler of 'hello' from a raised KeyError"
+            HandlerFailedError, match="the handler of 'hello' from a raised KeyError"
         )
 
     run_real(main, limit=30)
@@ -87,7 +128,17 @@ def test_a_handler_that_raises_stops_the_node_with_a_named_error() -> None:
 
 @pytest.mark.parametrize(
     "batch",
-    [5, [()], [([1], 2)], [(7,)], "text", [("x",), 3], b"\x92\x00" * 700 + b"\x00"],
+    [
+        5,
+        [()],
+        [([1], 2)],
+        [(7,)],
+        "text",
+        [X(1), 3],
+        [("x", 1)],
+        [X(1), Wire("a", b"")],
+        b"\x92\x00" * 700 + b"\x00",
+    ],
     ids=[
         "not-a-list",
         "empty-item",
@@ -95,12 +146,15 @@ def test_a_handler_that_raises_stops_the_node_with_a_named_error() -> None:
         "int-channel",
         "string",
         "int-item",
+        "tagged-tuple",
+        "not-an-item",
         "nested-too-deeply",
     ],
 )
 def test_a_malformed_batch_is_refused_and_the_node_goes_on(batch: object) -> None:
-    """A batch that decodes but is not a list of items (a channel name, then
-    values) is refused as undecodable bytes are: the link actor neither dies
+    """A batch that decodes but is not a list of items (instances of
+    registered item classes; tuples, as items once were, are not) is refused
+    as undecodable bytes are: the link actor neither dies
     nor stops the node with a bare TypeError."""
 
     async def main() -> None:
@@ -117,16 +171,18 @@ def test_a_malformed_batch_is_refused_and_the_node_goes_on(batch: object) -> Non
             b = Hub("b", node_b, nursery)
             await b.start()
 
-            def handle(source: str, n: int) -> None:
-                got.append(n)
+            def handle(source: str, item: X) -> None:
+                got.append(item.n)
                 arrived.set()
 
-            b.handlers["x"] = handle
+            b.on(X, handle)
             peer = await node_a.connect(node_b.address)
             (ref,) = await peer.find(LINK)
-            payload = batch if isinstance(batch, bytes) else _wire.encode(batch)
+            values = node_a.codec.values
+            values.register(Wire)  # (only to send one where an item belongs)
+            payload = batch if isinstance(batch, bytes) else values.encode(batch)
             await ref.tell(Wire("a", payload))
-            await ref.tell(Wire("a", _wire.encode([("x", 1)])))
+            await ref.tell(Wire("a", values.encode([X(1)])))
             await arrived.wait()
             assert got == [1]
             assert b.received == 1
@@ -154,17 +210,17 @@ def test_an_item_over_the_frame_limit_is_a_named_error() -> None:
             a, b = Hub("a", node_a, nursery), Hub("b", node_b, nursery)
             await a.start()
             await b.start()
-            b.handlers["hello"] = lambda source: None
-            b.handlers["big"] = lambda source, row: None
+            b.on(Hello, lambda source, item: None)
+            b.on(Big, lambda source, item: None)
             a.dial("b", node_b.address)
-            a.send("b", ("big", "x" * 100_000))
+            a.send("b", Big("x" * 100_000))
             await trio.sleep_forever()
 
     async def main() -> None:
         with pytest.raises(ExceptionGroup) as caught:
             await fails()
         assert caught.group_contains(
-            ItemTooLarge, match="a: an item on channel 'big' for b is over the frame limit"
+            ItemTooLargeError, match="a: an item on channel 'big' for b is over the frame limit"
         )
 
     run_real(main, limit=30)
@@ -189,7 +245,7 @@ def test_a_dial_that_finds_no_link_leaves_no_connection_open() -> None:
             gave_up = trio.Event()
             a.on_unreachable.append(lambda target, error: gave_up.set())
             a.dial("b", node_b.address, patience=0.2)
-            a.send("b", ("x",))
+            a.send("b", X())
             await gave_up.wait()
             assert node_a.peers == []
             nursery.cancel_scope.cancel()

@@ -19,8 +19,7 @@ import trio
 
 from replica import ReplicaConfig
 from replica.driver.cli._main import build_parser, parse
-from replica.procs import open_cluster
-from replica.procs._cluster import serve_command
+from replica.procs import open_cluster, serve_command
 
 from .helpers import run_real
 

@@ -16,12 +16,8 @@ from pathlib import Path
 import pytest
 
 from replica.driver.cli._main import build_parser
-from replica.procs._secret import (
-    SECRET_LIMIT,
-    SECRET_PATIENCE,
-    SecretFileError,
-    read_secret_file,
-)
+from replica.procs import SecretFileError, read_secret_file
+from replica.procs._secret import SECRET_LIMIT, SECRET_PATIENCE
 
 SERVE = [sys.executable, "-m", "replica.driver", "serve", "--process", "0"]
 

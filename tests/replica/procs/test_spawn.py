@@ -21,9 +21,13 @@ from replica.driver.cli._spawn import spawn_command
 from replica.driver.lang._spec import read_spec
 from replica.driver.run._bundled import bundled_spec
 from replica.driver.run._runner import Topology
-from replica.procs import ClusterError, open_cluster
-from replica.procs._cluster import serve_command
-from replica.procs._limits import MAX_PEER_TIMEOUT, MIN_PEER_TIMEOUT
+from replica.procs import (
+    MAX_PEER_TIMEOUT,
+    MIN_PEER_TIMEOUT,
+    ClusterError,
+    open_cluster,
+    serve_command,
+)
 
 from .helpers import run_real
 

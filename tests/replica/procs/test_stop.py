@@ -12,7 +12,7 @@ import trio
 
 from replica import ReplicaConfig
 from replica.procs import open_cluster
-from replica.procs._cluster import STOP_GRACE
+from replica.procs._spawning import STOP_GRACE
 
 from .helpers import run_real
 

@@ -26,19 +26,38 @@ import trio
 import trio.testing
 
 from replica import Peek, ReplicaConfig
-from replica.procs import ClusterError
-from replica.procs._cluster import Cluster, RemoteProcess, Slot
+from replica.procs import Cluster, ClusterError, RemoteProcess
+from replica.procs._cluster_base import Slot
+from replica.procs._items import (
+    Commands,
+    End,
+    ExchangeFrontier,
+    Item,
+    LostPeer,
+    Open,
+    Pong,
+    Probe,
+    Probed,
+    Ready,
+    Refused,
+    Reset,
+    ResetDone,
+    Sequenced,
+    ShardPush,
+    SubscribeShard,
+)
 from replica.procs._links import Hub
-from replica.procs._serve import CONTROLLER, ServeOptions, _Server
+from replica.procs._options import CONTROLLER, ServeOptions
+from replica.procs._server import _Server
 from replica.runtime._connection import open_connection
 
 
 @attrs.define(eq=False)
 class _Link:
     peer: object | None = None
-    items: list[tuple[Any, ...]] = attrs.field(factory=list)
+    items: list[Item] = attrs.field(factory=list)
 
-    def put(self, item: tuple[Any, ...]) -> None:
+    def put(self, item: Item) -> None:
         self.items.append(item)
 
     def discard(self) -> None:
@@ -51,8 +70,8 @@ class _Hub:
 
     name: str = "controller"
     outlinks: dict[str, _Link] = attrs.field(factory=dict)
-    items: list[tuple[str, tuple[Any, ...]]] = attrs.field(factory=list)
-    handlers: dict[str, Any] = attrs.field(factory=dict)
+    items: list[tuple[str, Item]] = attrs.field(factory=list)
+    handlers: dict[type[Item], Any] = attrs.field(factory=dict)
     on_lost: list[Any] = attrs.field(factory=list)
     sent: int = 0
     received: int = 0
@@ -60,7 +79,7 @@ class _Hub:
     # Called with each item sent (a test playing the processes' answers).
     on_send: Any = None
 
-    def send(self, target: str, item: tuple[Any, ...]) -> None:
+    def send(self, target: str, item: Item) -> None:
         self.items.append((target, item))
         if self.on_send is not None:
             self.on_send(target, item)
@@ -72,7 +91,7 @@ class _Hub:
         return self.outlinks.setdefault(source, _Link())
 
     def resets(self) -> list[tuple[str, int]]:
-        return [(target, item[1]) for target, item in self.items if item[0] == "reset"]
+        return [(target, item.token) for target, item in self.items if isinstance(item, Reset)]
 
 
 def _cluster(nursery: trio.Nursery, processes: int = 2) -> tuple[Cluster, _Hub]:
@@ -122,8 +141,8 @@ def test_a_connection_opened_to_a_process_with_no_replica_is_refused_named() -> 
             server = _Server(options, cast(Hub, process_hub), nursery)
             server.generation = cast(Any, types.SimpleNamespace())
             server._peer_lost("p1", "the connection broke")
-            assert process_hub.items == [(CONTROLLER, ("lost-peer", "p1"))]
-            cluster._lost_peer("p0", "p1")
+            assert process_hub.items == [(CONTROLLER, LostPeer("p1"))]
+            cluster._lost_peer("p0", LostPeer("p1"))
             assert cluster.losses == {0: 1}
             # The run loop ends the replica; the controller reconnects before
             # it recovers.
@@ -132,10 +151,12 @@ def test_a_connection_opened_to_a_process_with_no_replica_is_refused_named() -> 
             cluster.on_lost.append(lost.append)
             _client, end = open_connection(5, lambda response: None)
             cluster._servers[0, 5] = end
-            server._open(CONTROLLER, 5)
+            server._open(CONTROLLER, Open(5))
             target, item = process_hub.items[-1]
-            assert (target, item[:2]) == (CONTROLLER, ("refused", 5))
-            cluster._refused("p0", *item[1:])
+            assert target == CONTROLLER
+            assert isinstance(item, Refused)
+            assert item.nonce == 5
+            cluster._refused("p0", item)
             assert lost == [0]
             assert cluster.losses == {0: 2}
             assert end.responses.closed
@@ -144,7 +165,7 @@ def test_a_connection_opened_to_a_process_with_no_replica_is_refused_named() -> 
                 "(the connection broke) and waits for the controller's reset (Cluster.recover)"
             )
             # A refusal of a connection the cluster no longer has: nothing.
-            cluster._refused("p0", 99, "late")
+            cluster._refused("p0", Refused(99, "late"))
             assert cluster.losses == {0: 2}
 
     trio.run(main)
@@ -168,18 +189,18 @@ def test_recover_goes_another_round_when_a_process_loses_a_peer_after_its_reset(
             await trio.testing.wait_all_tasks_blocked()
             ((_, first), _) = hub.resets()
             assert hub.resets() == [("p0", first), ("p1", first)]
-            cluster._reset_done("p0", first, 0)
-            cluster._lost_peer("p0", "p1")
+            cluster._reset_done("p0", ResetDone(first, 0))
+            cluster._lost_peer("p0", LostPeer("p1"))
             # p1's old replica said so before its reset: no matter.
-            cluster._lost_peer("p1", "p0")
-            cluster._reset_done("p1", first, 1)
+            cluster._lost_peer("p1", LostPeer("p0"))
+            cluster._reset_done("p1", ResetDone(first, 1))
             await trio.testing.wait_all_tasks_blocked()
             assert not returned.is_set()
             second = hub.resets()[-1][1]
             assert second != first
             assert hub.resets()[2:] == [("p0", second), ("p1", second)]
-            cluster._reset_done("p0", second, 0)
-            cluster._reset_done("p1", second, 1)
+            cluster._reset_done("p0", ResetDone(second, 0))
+            cluster._reset_done("p1", ResetDone(second, 1))
             await trio.testing.wait_all_tasks_blocked()
             assert returned.is_set()
             assert cluster._resets == {}
@@ -284,7 +305,7 @@ def test_a_relaunched_process_is_not_lost_for_the_silence_of_its_restart() -> No
 
             async def process_0_answers() -> None:
                 while True:
-                    cluster._pong("p0", trio.current_time())
+                    cluster._pong("p0", Pong(trio.current_time()))
                     await trio.sleep(cluster.heartbeat)
 
             nursery.start_soon(process_0_answers)
@@ -294,7 +315,7 @@ def test_a_relaunched_process_is_not_lost_for_the_silence_of_its_restart() -> No
             cluster.ready.pop(1)
             await trio.sleep(cluster.heartbeat_timeout - 0.2)
             # Relaunched, ready; its link is still being dialled.
-            cluster._ready("p1", 1, 2)
+            cluster._ready("p1", Ready(1, 2))
             await trio.sleep(cluster.heartbeat_timeout - 0.1)
             assert cluster.losses == {}
             # Silent a whole timeout after it said ready (and no link): lost.
@@ -311,13 +332,13 @@ def test_the_controllers_commands_go_in_items_a_frame_carries(
 ) -> None:
     """The driver forwarded a connection's commands 256 to an item whatever
     their size: 256 peeks of a MiB of literals each made one item over the
-    frame limit, and the driver stopped (``ItemTooLarge``). Items are now at
+    frame limit, and the driver stopped (``ItemTooLargeError``). Items are now at
     most ``COMMAND_BYTES`` of commands (here shrunk), unless one command is
     larger, and at most ``COMMANDS_PER_ITEM``; every command arrives once,
     in order."""
-    from replica.procs import _cluster, _wire
+    from replica.procs import _connections, _wire
 
-    monkeypatch.setattr(_cluster, "COMMAND_BYTES", 4096)
+    monkeypatch.setattr(_connections, "COMMAND_BYTES", 4096)
     commands = [
         Peek(n, 1001, 5, tuple((k, "x" * 8) for k in range(literals)) if literals else None)
         for n in range(count)
@@ -330,12 +351,14 @@ def test_the_controllers_commands_go_in_items_a_frame_carries(
                 client.commands.send_nowait(command)
             client.commands.close()
             await cluster._forward(0, server)
-            items = [item for _, item in hub.items if item[0] == "cmds"]
-            assert [c for item in items for c in item[2]] == [_wire.encode(c) for c in commands]
+            items = [item for _, item in hub.items if isinstance(item, Commands)]
+            assert [c for item in items for c in item.commands] == [
+                _wire.encode(c) for c in commands
+            ]
             for item in items:
-                assert len(item[2]) <= _cluster.COMMANDS_PER_ITEM
-                assert len(item[2]) == 1 or sum(map(len, item[2])) <= 4096
-            assert hub.items[-1] == ("p0", ("end", 9))
+                assert len(item.commands) <= _connections.COMMANDS_PER_ITEM
+                assert len(item.commands) == 1 or sum(map(len, item.commands)) <= 4096
+            assert hub.items[-1] == ("p0", End(9))
 
     trio.run(main)
 
@@ -347,7 +370,7 @@ def test_a_reset_and_a_connection_during_a_generation_start(
     barriers): a reset that comes meanwhile is that generation's epoch, and
     said done (both resets, after it started); a connection the controller
     opens meanwhile is refused, named (there is no replica to take it yet)."""
-    from replica.procs import _serve
+    from replica.procs import _server
 
     opened: list[int] = []
     proceed = trio.Event()
@@ -360,7 +383,7 @@ def test_a_reset_and_a_connection_during_a_generation_start(
         await proceed.wait()
         yield types.SimpleNamespace(epoch=epoch, end_all=lambda: None, open=lambda nonce: None)
 
-    monkeypatch.setattr(_serve, "open_generation", slow_generation)
+    monkeypatch.setattr(_server, "open_generation", slow_generation)
 
     async def main() -> None:
         config = ReplicaConfig(processes=2, workers=1, interactive=False)
@@ -368,20 +391,22 @@ def test_a_reset_and_a_connection_during_a_generation_start(
         async with trio.open_nursery() as nursery:
             hub = _Hub(name="p1", outlinks={CONTROLLER: _Link()})
             server = _Server(options, cast(Hub, hub), nursery)
-            server._reset(CONTROLLER, 4)
+            server._reset(CONTROLLER, Reset(4))
             nursery.start_soon(server.run)
             await trio.testing.wait_all_tasks_blocked()
             assert opened == [4]
-            server._reset(CONTROLLER, 6)
-            server._open(CONTROLLER, 77)
-            assert hub.items[-1][1][:2] == ("refused", 77)
-            assert "was starting a fresh replica" in hub.items[-1][1][2]
+            server._reset(CONTROLLER, Reset(6))
+            server._open(CONTROLLER, Open(77))
+            refused = hub.items[-1][1]
+            assert isinstance(refused, Refused)
+            assert refused.nonce == 77
+            assert "was starting a fresh replica" in refused.reason
             proceed.set()
             await trio.testing.wait_all_tasks_blocked()
             assert server.generation is not None
             assert server.generation.epoch == server.epoch == 6
-            done = [item for _, item in hub.items if item[0] == "reset-done"]
-            assert done == [("reset-done", 4, 1, 1), ("reset-done", 6, 1, 1)]
+            done = [item for _, item in hub.items if isinstance(item, ResetDone)]
+            assert done == [ResetDone(4, 1, 1), ResetDone(6, 1, 1)]
             # Taken: no second generation for it.
             assert opened == [4]
             nursery.cancel_scope.cancel()
@@ -417,7 +442,7 @@ def test_process_0_keeps_at_most_byte_limit_of_commands_a_runtime_never_takes() 
     literals held 193 MB in process 0. The bytes held are bounded too
     (oldest out first); what is evicted is encoded again if asked for."""
     from replica.procs import _wire
-    from replica.procs._serve import _Encoded
+    from replica.procs._fanout import _Encoded
 
     encoded = _Encoded(uses=2, byte_limit=1_000_000)
     peeks = [Peek(n, 1001, 5, tuple((k, "x" * 90) for k in range(100))) for n in range(200)]
@@ -492,7 +517,7 @@ def test_a_dial_to_an_address_that_never_answers_gives_up_after_its_patience(
             hub.on_unreachable.append(unreachable)
             start = trio.current_time()
             hub.dial("shards", ("10.255.255.1", 9), patience=5.0)
-            hub.send("shards", ("sub", 1, "data"))
+            hub.send("shards", SubscribeShard(1, "data"))
             with trio.fail_after(60):
                 await given_up.wait()
             ((when, why),) = gave_up
@@ -515,7 +540,7 @@ def test_items_of_a_replica_that_ended_are_not_counted_by_the_next(
     its sender's count of it was gone, and ``settle`` never returned. They
     are not counted now; items of the replica running (awaiting its reset
     after a lost peer included) still are."""
-    from replica.procs import _serve
+    from replica.procs import _server
 
     @contextlib.asynccontextmanager
     async def fake_generation(
@@ -526,7 +551,7 @@ def test_items_of_a_replica_that_ended_are_not_counted_by_the_next(
             epoch=epoch, end_all=lambda: None, shards=shards, fabrics={}, relays={}
         )
 
-    monkeypatch.setattr(_serve, "open_generation", fake_generation)
+    monkeypatch.setattr(_server, "open_generation", fake_generation)
 
     async def main() -> None:
         config = ReplicaConfig(processes=2, workers=1, interactive=False)
@@ -538,30 +563,33 @@ def test_items_of_a_replica_that_ended_are_not_counted_by_the_next(
             await trio.testing.wait_all_tasks_blocked()
             exchange = server._current_epoch(lambda generation, *args: None)
 
-            def arrive(handle: Any, *args: Any) -> None:
+            def arrive(handle: Any, item: Item) -> None:
                 hub.received += 1  # as Hub._serve counts it, before its handler
-                handle("p0", *args)
+                handle("p0", item)
+
+            def exchanged(epoch: int) -> Item:
+                return ExchangeFrontier(epoch, "maintenance", 0, 0, 0, 1)
 
             # A lost peer: no replica, the same epoch and subscription until
             # the reset, whose items still count (their senders' do).
             server._peer_lost("p0", "the connection broke")
             await trio.testing.wait_all_tasks_blocked()
-            arrive(exchange, 0, "maintenance")
-            arrive(server._shard, 1, "data", 0, [], 1)
-            await server._seq("p0", 0, "maintenance", 7, 0, b"")
+            arrive(exchange, exchanged(0))
+            arrive(server._shard, ShardPush(1, "data", 0, [], 1))
+            await server._seq("p0", Sequenced(0, "maintenance", 7, 0, b""))
             hub.received += 1
             assert hub.received == 3
-            server._reset(CONTROLLER, 5)
+            server._reset(CONTROLLER, Reset(5))
             await trio.testing.wait_all_tasks_blocked()
             assert server.epoch == 5
             assert hub.received == 0  # counts start again with the replica
-            arrive(exchange, 0, "maintenance")  # the ended replica's epoch
-            arrive(server._shard, 1, "data", 0, [], 1)  # its subscription
+            arrive(exchange, exchanged(0))  # the ended replica's epoch
+            arrive(server._shard, ShardPush(1, "data", 0, [], 1))  # its subscription
             hub.received += 1
-            await server._seq("p0", 0, "maintenance", 7, 0, b"")
+            await server._seq("p0", Sequenced(0, "maintenance", 7, 0, b""))
             assert hub.received == 0
-            arrive(exchange, 5, "maintenance")
-            arrive(server._shard, 2, "data", 0, [], 1)
+            arrive(exchange, exchanged(5))
+            arrive(server._shard, ShardPush(2, "data", 0, [], 1))
             assert hub.received == 2
             nursery.cancel_scope.cancel()
 
@@ -585,14 +613,14 @@ def test_recover_zeroes_the_counts_only_once_the_host_took_every_ready() -> None
             nursery.start_soon(recover)
             await trio.testing.wait_all_tasks_blocked()
             ((_, token), _) = hub.resets()
-            cluster._reset_done("p0", token, 0, 3)
-            cluster._reset_done("p1", token, 1, 4)
+            cluster._reset_done("p0", ResetDone(token, 0, 3))
+            cluster._reset_done("p1", ResetDone(token, 1, 4))
             await trio.testing.wait_all_tasks_blocked()
             assert not returned.is_set()
-            cluster._ready("shards", 0, 3)
+            cluster._ready("shards", Ready(0, 3))
             await trio.testing.wait_all_tasks_blocked()
             assert not returned.is_set()
-            cluster._ready("shards", 1, 4)
+            cluster._ready("shards", Ready(1, 4))
             await trio.testing.wait_all_tasks_blocked()
             assert returned.is_set()
 
@@ -614,12 +642,12 @@ def test_settle_with_counts_that_stay_apart_fails_named_after_the_patience(apart
             async def answer(target: str, token: int) -> None:
                 await trio.sleep(0.01)  # a round trip (mock time)
                 index = int(target[1:])
-                cluster._probed(target, token, index, *counts[index], {})
+                cluster._probed(target, Probed(token, index, *counts[index], {}))
 
-            def answering(target: str, item: tuple[Any, ...]) -> None:
+            def answering(target: str, item: Item) -> None:
                 # Each process answers a probe with its counts.
-                if item[0] == "probe":
-                    nursery.start_soon(answer, target, item[1])
+                if isinstance(item, Probe):
+                    nursery.start_soon(answer, target, item.token)
 
             hub.on_send = answering
             start = trio.current_time()
