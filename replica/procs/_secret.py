@@ -5,6 +5,8 @@ A regular file is read at once. Anything else that can be opened for reading
 FIFO, a device) is read to its end with a deadline, ``SECRET_PATIENCE``:
 opened without waiting for a writer, and given up, named, when nothing more
 came in time (a FIFO nobody writes to blocked the process for ever, silent).
+A secret longer than ``SECRET_LIMIT`` is refused, named: cutting it would
+make two nodes given the same long file agree on a secret neither was given.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import time
 from ._errors import SecretFileError
 
 SECRET_LIMIT = 1 << 16
-"""The most bytes of a secret read (the rest, if any, is not)."""
+"""The most bytes a secret may have; a longer one is refused."""
 SECRET_PATIENCE = 5.0
 """Seconds a secret that is not a regular file has to arrive, whole."""
 
@@ -25,24 +27,28 @@ SECRET_PATIENCE = 5.0
 def read_secret_file(
     path: str, *, patience: float = SECRET_PATIENCE, limit: int = SECRET_LIMIT
 ) -> bytes:
-    """The first ``limit`` bytes of ``path``: a regular file's at once, any
-    other file's (a pipe, a FIFO) as they come until its end, within
-    ``patience`` seconds in all. Raises :class:`SecretFileError` naming the
-    path and why: the OS's words when it does not open or read, or that
-    nothing more came in time (the writer has not written it all and closed
-    it). Never blocks past ``patience``."""
+    """The bytes of ``path``: a regular file's at once, any other file's (a
+    pipe, a FIFO) as they come until its end, within ``patience`` seconds in
+    all. Raises :class:`SecretFileError` naming the path and why: the OS's
+    words when it does not open or read, that nothing more came in time (the
+    writer has not written it all and closed it), or that it holds more than
+    ``limit`` bytes. Never blocks past ``patience``."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as error:
         raise SecretFileError(f"{error.strerror}: {path}") from None
     try:
         if stat.S_ISREG(os.fstat(fd).st_mode):
-            return _read_file(fd, limit)
-        return _read_until_end(fd, path, patience, limit)
+            secret = _read_file(fd, limit + 1)
+        else:
+            secret = _read_until_end(fd, path, patience, limit + 1)
     except OSError as error:
         raise SecretFileError(f"{error.strerror}: {path}") from None
     finally:
         os.close(fd)
+    if len(secret) > limit:
+        raise SecretFileError(f"longer than {limit} bytes, the most a secret may have: {path}")
+    return secret
 
 
 def _read_file(fd: int, limit: int) -> bytes:

@@ -88,11 +88,39 @@ def test_a_pipe_whose_writer_keeps_it_open_is_given_up_on_after_the_patience() -
         os.close(write)
 
 
-def test_a_secret_file_reads_at_most_its_limit(tmp_path: Path) -> None:
+def test_a_secret_longer_than_its_limit_is_refused_not_cut(tmp_path: Path) -> None:
     secret = tmp_path / "secret"
-    secret.write_bytes(b"s" * 100)
+    secret.write_bytes(b"s" * 64)
     assert read_secret_file(str(secret), limit=64) == b"s" * 64
-    assert read_secret_file("/dev/zero", limit=1000) == bytes(1000)
+    secret.write_bytes(b"s" * 65)
+    with pytest.raises(
+        SecretFileError, match=r"^longer than 64 bytes, the most a secret may have: "
+    ):
+        read_secret_file(str(secret), limit=64)
+    # A device that never ends is refused too, once past the limit.
+    with pytest.raises(SecretFileError, match=r"^longer than 1000 bytes"):
+        read_secret_file("/dev/zero", limit=1000)
+    read, write = os.pipe()
+    try:
+        os.write(write, b"p" * 65)
+        os.close(write)
+        with pytest.raises(SecretFileError, match=r"^longer than 64 bytes"):
+            read_secret_file(f"/dev/fd/{read}", limit=64)
+    finally:
+        os.close(read)
+
+
+def test_a_secret_file_over_64_kib_is_exit_2_named(tmp_path: Path) -> None:
+    secret = tmp_path / "secret"
+    secret.write_bytes(b"s" * (SECRET_LIMIT + 1))
+    command = [*SERVE, "--listen", "127.0.0.1:1", "--peers", "127.0.0.1:1"]
+    command += ["--shards", "127.0.0.1:2", "--secret-file", str(secret)]
+    done = subprocess.run(command, capture_output=True, text=True, check=False, timeout=30)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines() == [
+        f"trio-reconcile: error: --secret-file: longer than {SECRET_LIMIT} bytes, the most a "
+        f"secret may have: {secret}"
+    ]
 
 
 @pytest.mark.parametrize(
@@ -109,4 +137,4 @@ def test_a_secret_file_that_does_not_read_names_the_os_reason(
 def test_serve_help_states_the_patience_and_the_limit() -> None:
     text = " ".join(build_parser().subcommands["serve"].format_help().split())
     assert f"to its end within {SECRET_PATIENCE:g} s, else exit 2" in text
-    assert f"at most {SECRET_LIMIT >> 10} KiB read" in text
+    assert f"at most {SECRET_LIMIT >> 10} KiB, a longer one refused, exit 2" in text
