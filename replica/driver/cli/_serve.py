@@ -108,8 +108,9 @@ def add_arguments(commands: Commands) -> None:
         required=True,
         metavar="FILE",
         help="a file holding the nodes' shared secret (at least 16 bytes, used as is; at most "
-        "64 KiB, a longer one refused, exit 2): a regular file, or a pipe or FIFO (shell process substitution, "
-        "<(...), gives a pipe) read to its end within 5 s, else exit 2, named",
+        "64 KiB, a longer one refused, exit 2): a regular file, or a pipe or FIFO (shell "
+        "process substitution, <(...), gives a pipe) read to its end within 5 s, else exit 2, "
+        "named",
     )
     serve.add_argument(
         "--shards-patience",

@@ -5,7 +5,9 @@ lines (``_headers``), typed rows and how they print (``_data``), a
 ``_plan_operators``, ``_plan_resolution``, over the tokens of ``_tokens`` and
 the expressions of ``_expressions``), and each stanza's payload
 (``_payloads``), resolved from what the file declared above it
-(``_catalog``); and input escaped for the terminal (``_escape``). See
+(``_catalog``; configuration rows, ``_settings``); ``explain``'s text of a
+lowered plan (``_explain``); and input escaped for the terminal
+(``_escape``). See
 README.md, The ``trio-reconcile`` command.
 
 It imports the replica's model and protocol, nothing else of the project.

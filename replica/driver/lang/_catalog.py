@@ -32,7 +32,6 @@ body's syntax is checked all the same).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 
 import attrs
@@ -49,6 +48,8 @@ from replica.model._dataflow import (
 )
 from replica.model._frontier import Frontier
 from replica.model._ids import GlobalId
+from replica.model._lir import LoweringError, NodeHint, Path
+from replica.model._lowering import lower_dataflow
 from replica.model._plan import Get, Reduce
 from replica.protocol import (
     AllowCompaction,
@@ -72,11 +73,11 @@ from ._data import (
     Synthetic,
     parse_rows,
     rust_debug,
-    rust_integer,
     scalar_type,
     split_values,
 )
 from ._dataflow_body import IndexExportLine, SinkExportLine, SourceImportLine, parse_dataflow_body
+from ._explain import explain_lines
 from ._headers import U64_MAX, InputError, Value, as_id, as_int, as_list, as_str, tokenize
 from ._payloads import (
     Advance,
@@ -99,6 +100,7 @@ from ._payloads import (
 )
 from ._plan_resolution import RelationType, resolve
 from ._plan_syntax import BodyLine
+from ._settings import settings as _settings
 
 MAX_SYNTHETIC_BYTES = 1 << 28
 MAX_SPEC_SYNTHETIC_BYTES = 1 << 30
@@ -123,6 +125,19 @@ class _Index:
     type: RelationType
 
 
+@attrs.frozen
+class _Declared:
+    """A dataflow a ``create-dataflow name=`` declared (or an inline
+    ``explain`` describes): what ``explain`` lowers, and the indexes and
+    materialized-view sinks its exports register."""
+
+    dataflow: DataflowDescription
+    hints: dict[GlobalId, dict[Path, NodeHint]]
+    optimized: bool
+    indexes: dict[GlobalId, _Index] = attrs.field(factory=dict)
+    sinks: dict[GlobalId, str] = attrs.field(factory=dict)
+
+
 @attrs.define(eq=False)
 class Catalog:
     """What the script declared above the stanza being read."""
@@ -132,6 +147,9 @@ class Catalog:
     # Materialized-view sinks: a peek of one reads its shard.
     sinks: dict[GlobalId, str] = attrs.field(factory=dict)
     deferred: dict[str, DataflowDescription] = attrs.field(factory=dict)
+    # Every dataflow a `create-dataflow name=` declared (sent or deferred),
+    # by name: what `explain ref=` prints.
+    declared: dict[str, _Declared] = attrs.field(factory=dict)
     # Invariant: ids from here up were never allocated by a `count`.
     next_internal: int = U64_MAX // 2
     # How many bytes of synthetic rows the script writes so far (bounded).
@@ -207,13 +225,11 @@ class Catalog:
         )
         return Send(CreateDataflow(dataflow))
 
-    def _create_dataflow(self, directive: Directive) -> Payload:
-        args, flags = directive.args, directive.flags
+    def _describe(self, directive: Directive, as_of: int, optimize: bool) -> _Declared:
+        """The dataflow a ``create-dataflow`` (or an inline ``explain``)
+        body describes, and what its exports would register."""
+        args = directive.args
         name = args.get("name")
-        if "defer" in flags and name is None:
-            raise InputError(
-                directive.line, "create-dataflow: defer needs name= (submit-dataflow names it)"
-            )
         body = parse_dataflow_body(directive.body)
         types: dict[GlobalId, RelationType] = {}
         sources: list[SourceImport] = []
@@ -230,8 +246,10 @@ class Catalog:
             _bind(types, index.on, index.type, line.line)
             indexes.append(IndexImport(line.id, index.on, index.key, len(index.type)))
         builds = []
+        hints: dict[GlobalId, dict[Path, NodeHint]] = {}
         for build in body.builds:
-            plan, relation = resolve(build.plan, types, "optimize" in flags)
+            hints[build.id] = {}
+            plan, relation = resolve(build.plan, types, optimize, hints[build.id])
             _bind(types, build.id, relation, build.line)
             builds.append(Build(build.id, plan))
         as_of = as_int(args["as-of"])
@@ -249,18 +267,68 @@ class Catalog:
                 DataflowClass.ONE_SHOT_READ if until == as_of + 1 else DataflowClass.MAINTAINED
             ),
         )
-        dataflow = self._exports(dataflow, body.exports, types)
+        declared = _Declared(dataflow, hints, "optimize" in directive.flags)
+        return self._exports(declared, body.exports, types)
+
+    def _create_dataflow(self, directive: Directive) -> Payload:
+        args, flags = directive.args, directive.flags
+        if "defer" in flags and "name" not in args:
+            raise InputError(
+                directive.line, "create-dataflow: defer needs name= (submit-dataflow names it)"
+            )
+        declared = self._describe(directive, as_int(args["as-of"]), "optimize" in flags)
+        self.indexes.update(declared.indexes)
+        self.sinks.update(declared.sinks)
+        dataflow = declared.dataflow
+        if "name" in args:
+            self.declared[dataflow.name] = declared
         if "defer" in flags:
             self.deferred[dataflow.name] = dataflow
             return Print(("deferred",))
         return Send(CreateDataflow(dataflow))
 
+    def _explain(self, directive: Directive) -> Payload:
+        """``explain ref=NAME`` or ``explain as-of=A [until=T] [optimize]``
+        with a body: the lowered plan's lines (:mod:`._explain`), sending
+        nothing."""
+        args = directive.args
+        if "ref" in args:
+            given: list[str] = [key for key in ("as-of", "until") if key in args]
+            given += directive.flags
+            if given or directive.body:
+                what = f"{given[0]!r}" if given else "a body"
+                raise InputError(
+                    directive.line, f"explain: ref= names a declared dataflow, and takes no {what}"
+                )
+            name = as_str(args["ref"])
+            declared = self.declared.get(name)
+            if declared is None:
+                raise DataError(
+                    f"unknown dataflow {rust_debug(name)}; declare it with "
+                    "create-dataflow name= first"
+                )
+        elif "as-of" in args and directive.body:
+            # The optimizer is not asked here: an unplanned join fails to lower.
+            declared = self._describe(directive, as_int(args["as-of"]), True)
+        else:
+            raise InputError(
+                directive.line,
+                "explain: give ref=NAME, or as-of=A with a create-dataflow body",
+            )
+        try:
+            lowered = lower_dataflow(
+                declared.dataflow, declared.hints, optimized=declared.optimized
+            )
+        except LoweringError as error:
+            return Fail(f"lowering dataflow failed: {error}")
+        return Print(tuple(explain_lines(lowered)))
+
     def _exports(
         self,
-        dataflow: DataflowDescription,
+        declared: _Declared,
         exports: Sequence[IndexExportLine | SinkExportLine],
         types: dict[GlobalId, RelationType],
-    ) -> DataflowDescription:
+    ) -> _Declared:
         index_exports, sink_exports = [], []
         new_indexes, new_sinks = {}, {}
         seen: set[GlobalId] = set()
@@ -284,21 +352,20 @@ class Catalog:
                 )
                 new_indexes[export.id] = _Index(export.on, export.key, relation)
                 continue
-            declared = self._schema(export.schema).types
-            if declared != relation:
+            declared_type = self._schema(export.schema).types
+            if declared_type != relation:
                 raise InputError(
                     export.line,
                     f"create-dataflow: sink output schema does not match object {export.on}: "
-                    f"declared {_shown_type(declared)}, object is {_shown_type(relation)}",
+                    f"declared {_shown_type(declared_type)}, object is {_shown_type(relation)}",
                 )
             sink_exports.append(SinkExport(export.id, export.on, export.connection))
             if isinstance(export.connection, MaterializedView):
                 new_sinks[export.id] = export.connection.shard
-        self.indexes.update(new_indexes)
-        self.sinks.update(new_sinks)
-        return attrs.evolve(
-            dataflow, index_exports=tuple(index_exports), sink_exports=tuple(sink_exports)
+        dataflow = attrs.evolve(
+            declared.dataflow, index_exports=tuple(index_exports), sink_exports=tuple(sink_exports)
         )
+        return attrs.evolve(declared, dataflow=dataflow, indexes=new_indexes, sinks=new_sinks)
 
     def _submit_dataflow(self, directive: Directive) -> Payload:
         name = as_str(directive.args["name"])
@@ -392,6 +459,7 @@ _BUILDERS: dict[str, Callable[[Catalog, Directive], Payload]] = {
     "define-index": Catalog._define_index,
     "create-dataflow": Catalog._create_dataflow,
     "submit-dataflow": Catalog._submit_dataflow,
+    "explain": Catalog._explain,
     "schedule": _id_command(lambda id: Send(Schedule(id))),
     "allow-writes": _id_command(lambda id: Send(AllowWrites(id))),
     "allow-compaction": _allow_compaction,
@@ -432,51 +500,6 @@ def _column(line: BodyLine) -> Column:
             f"define-schema: a column is `name type [nullable]`, not {line.text!r}",
         )
     return Column(tokens[0], ColumnType(scalar_type(tokens[1]), nullable))
-
-
-def _settings(lines: Sequence[BodyLine]) -> tuple[tuple[str, str], ...]:
-    """Configuration rows ``name type value``; the value checked against the
-    type as the real driver's ``parse_config_val`` checks it."""
-    settings = []
-    for line in lines:
-        tokens = _tokens(line, "configuration")
-        if len(tokens) != 3:
-            raise InputError(
-                line.number,
-                f"a configuration row is `name type value`, not {line.text!r}",
-            )
-        name, type, value = tokens
-        _check_setting(type, value)
-        settings.append((name, value))
-    return tuple(settings)
-
-
-_RUST_FLOAT = re.compile(
-    r"[+-]?(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|(?i:inf|infinity|nan))"
-)
-
-
-def _check_setting(type: str, value: str) -> None:
-    problem = None
-    if type == "bool":
-        if value not in ("true", "false", "on", "off"):
-            problem = "provided string was not `true` or `false`"
-    elif type in ("u32", "usize"):
-        try:
-            rust_integer(value, 32 if type == "u32" else 64, signed=False)
-        except ValueError as error:
-            problem = str(error)
-    elif type == "f64":
-        if not value:
-            problem = "cannot parse float from empty string"
-        elif not _RUST_FLOAT.fullmatch(value):
-            problem = "invalid float literal"
-    elif type not in ("string", "duration"):
-        raise DataError(
-            f"unsupported config type {rust_debug(type)}; use bool/u32/usize/f64/duration/string"
-        )
-    if problem is not None:
-        raise DataError(f"config value {rust_debug(value)} is not a valid {type}: {problem}")
 
 
 def _tokens(line: BodyLine, what: str) -> list[str]:

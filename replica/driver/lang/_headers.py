@@ -217,6 +217,11 @@ DIRECTIVES: dict[str, Signature] = {
         body=True,
     ),
     "submit-dataflow": Signature({"name": _name}),
+    "explain": Signature(
+        optional={"ref": _name, "as-of": _time, "until": _time},
+        flags=frozenset({"optimize"}),
+        body=True,
+    ),
     "schedule": Signature({"id": _id}),
     "allow-writes": Signature({"id": _id}),
     "allow-compaction": Signature({"id": _id}, {"frontier": _time, "since": _time}),

@@ -88,6 +88,10 @@ class PlanNode:
     keys: tuple[tuple[Expr, ...], ...] = ()
     func: str = ""  # a FlatMap's table function
     local: str = ""  # a Get of a cte (`Get l0`)
+    # A Reduce's, a Distinct's or a TopK's hints to the renderer (``explain``
+    # prints them; no result depends on them).
+    monotonic: bool = False
+    group_size: int | None = None
 
 
 def _project(number: int, cursor: Cursor) -> PlanNode:
@@ -127,8 +131,7 @@ def _reduce(number: int, cursor: Cursor) -> PlanNode:
         raise InputError(number, "Reduce needs aggregates=[count(*)] (or [] for none)")
     cursor.expect("=")
     aggregates = comma_separated(cursor.group("["), parse_aggregate)
-    _hints(cursor)
-    return _group(number, group, aggregates)
+    return _hints(cursor, _group(number, group, aggregates))
 
 
 def _distinct(number: int, cursor: Cursor) -> PlanNode:
@@ -136,17 +139,19 @@ def _distinct(number: int, cursor: Cursor) -> PlanNode:
     if cursor.eat("project"):
         cursor.expect("=")
         group = comma_separated(cursor.group("["), parse_expr)
-    _hints(cursor)
-    return _group(number, group, [])
+    return _hints(cursor, _group(number, group, []))
 
 
-def _hints(cursor: Cursor) -> None:
-    """``monotonic`` and ``exp_group_size=N``, in that order: hints to the
-    real renderer that change no result."""
-    cursor.eat("monotonic")
+def _hints(cursor: Cursor, node: PlanNode) -> PlanNode:
+    """``node`` with the hints after it: ``monotonic`` and
+    ``exp_group_size=N``, in that order, hints to the real renderer that
+    change no result."""
+    monotonic = cursor.eat("monotonic")
+    group_size = None
     if cursor.eat("exp_group_size"):
         cursor.expect("=")
-        cursor.integer("a group size")
+        group_size = cursor.integer("a group size")
+    return attrs.evolve(node, monotonic=monotonic, group_size=group_size)
 
 
 def _join(number: int, cursor: Cursor) -> PlanNode:
@@ -221,8 +226,7 @@ def _top_k(number: int, cursor: Cursor) -> PlanNode:
     if cursor.eat("offset"):
         cursor.expect("=")
         offset = cursor.integer("an offset")
-    _hints(cursor)
-    return PlanNode(
+    node = PlanNode(
         number,
         Operator.TOP_K,
         columns=tuple(group),
@@ -230,6 +234,7 @@ def _top_k(number: int, cursor: Cursor) -> PlanNode:
         limit=limit,
         offset=offset,
     )
+    return _hints(cursor, node)
 
 
 def _column_order(cursor: Cursor) -> tuple[int, bool, bool]:

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+import attrs
+
 from replica.model._ids import GlobalId
+from replica.model._lir import NodeHint, Path
 from replica.model._plan import (
     TABLE_FUNCTIONS,
     Constant,
@@ -50,13 +53,25 @@ def _too_wide(columns: int) -> str:
 
 
 def resolve(
-    node: PlanNode, types: Mapping[GlobalId, RelationType], optimize: bool
+    node: PlanNode,
+    types: Mapping[GlobalId, RelationType],
+    optimize: bool,
+    hints: dict[Path, NodeHint] | None = None,
+    path: Path = (),
 ) -> tuple[Plan, RelationType]:
     """The plan ``node`` writes, over the collections ``types`` gives a type
-    for, and its rows' type; :class:`InputError` at the line at fault."""
-    resolved = [resolve(input, types, optimize) for input in node.inputs]
+    for, and its rows' type; :class:`InputError` at the line at fault.
+    ``hints``, when given, gathers what the plan says that the model's plans
+    do not keep (an ``ArrangeBy``, a ``monotonic`` hint), at the path of the
+    model's node it is about (:mod:`replica.model._lowering`)."""
+    resolved = [
+        resolve(input, types, optimize, hints, _input_path(node, path, number))
+        for number, input in enumerate(node.inputs)
+    ]
     inputs = tuple(plan for plan, _ in resolved)
     input_types = [relation for _, relation in resolved]
+    if hints is not None:
+        _hint(node, input_types, hints, path)
     if node.operator in (Operator.JOIN, Operator.CROSS_JOIN) and not optimize:
         raise InputError(
             node.line,
@@ -85,6 +100,31 @@ def resolve(
             return plan, input_types[0] + computed
         case _:
             return plan, computed
+
+
+def _input_path(node: PlanNode, path: Path, number: int) -> Path:
+    """Where input ``number`` of ``node`` is in the model's plan: an
+    ArrangeBy is not there (its input takes its place), and a Reduce by
+    expressions reads its input through a Map."""
+    if node.operator is Operator.ARRANGE_BY:
+        return path
+    if node.operator is Operator.REDUCE and node.keys:
+        return (*path, 0, 0)
+    return (*path, number)
+
+
+def _hint(
+    node: PlanNode, input_types: list[RelationType], hints: dict[Path, NodeHint], path: Path
+) -> None:
+    hint = hints.get(path, NodeHint())
+    if node.operator is Operator.ARRANGE_BY:
+        try:
+            keys = tuple(tuple(lower(expr, input_types[0])[0] for expr in key) for key in node.keys)
+        except MirError as error:
+            raise InputError(node.line, str(error)) from None
+        hints[path] = attrs.evolve(hint, arrangements=(*hint.arrangements, keys))
+    elif node.monotonic or node.group_size is not None:
+        hints[path] = attrs.evolve(hint, monotonic=node.monotonic, group_size=node.group_size)
 
 
 def _resolve(

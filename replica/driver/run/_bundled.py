@@ -54,6 +54,7 @@ BUNDLED_TWO_RUNTIME = (
     "top_k.spec",
     "flat_map.spec",
     "let.spec",
+    "explain.spec",
 )
 
 
