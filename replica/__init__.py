@@ -15,6 +15,7 @@ from .client._controller import Controller as Controller
 from .client._controller import open_controller as open_controller
 from .client._errors import PeekCanceledError as PeekCanceledError
 from .client._errors import PeekFailedError as PeekFailedError
+from .client._errors import ReplicaAbortedError as ReplicaAbortedError
 from .compute._peers import PeerView as PeerView
 from .compute._reconcile import ReconcilePlan as ReconcilePlan
 from .compute._reconcile import Running as Running

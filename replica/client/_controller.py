@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import itertools
-from collections.abc import AsyncIterator, Collection, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Iterable, Sequence
 from contextlib import asynccontextmanager
 from typing import Protocol
 
@@ -54,7 +54,7 @@ from ..runtime._connection import ClientEnd, ServerEnd, logger, open_connection
 from ..runtime._faults import Faults
 from ..runtime._merge import PartitionedState
 from ..storage._shard import Shard
-from ._errors import PeekCanceledError, PeekFailedError
+from ._errors import PeekCanceledError, PeekFailedError, ReplicaAbortedError
 
 
 class Endpoint(Protocol):
@@ -126,6 +126,9 @@ class Controller:
     misfits: list[str] = attrs.field(factory=list)
     # Frontiers that went back, as the mergers saw them (a bug if ever non-empty).
     regressions: list[str] = attrs.field(factory=list)
+    # Set once a replica process failed its connection (it aborted): what
+    # every call raises from then on.
+    failure: ReplicaAbortedError | None = None
 
     async def connect(self, *, lose_hello_at: Collection[int] = ()) -> int:
         """Open a new connection to every process (closing the current one) and
@@ -135,6 +138,8 @@ class Controller:
         lost, so they serve the connection without ever recording it in their
         connection order (process 0 must not be among them).
         """
+        if self.failure is not None:
+            raise self.failure
         if 0 in lose_hello_at:
             raise ProtocolError("process 0 must record every connection")
         lose_hello_at = frozenset(lose_hello_at) | self.replica.faults.lose_hello(
@@ -157,6 +162,7 @@ class Controller:
                 nonce,
                 functools.partial(self._absorb, session, part),
                 functools.partial(self._absorb_many, session, part),
+                functools.partial(self._lost, session),
             )
             process.accept(server)
             session.ends.append(client)
@@ -173,6 +179,15 @@ class Controller:
             else:
                 end.commands.send_nowait(Hello(nonce))
         return nonce
+
+    def _lost(self, session: _Session, reason: str) -> None:
+        """A process failed ``session``'s connection to it: the replica is
+        gone for this controller (its processes share fate)."""
+        if self.failure is None:
+            self.failure = ReplicaAbortedError(reason)
+        for pending in session.peeks.values():
+            pending.done.set()
+        self._notify()
 
     async def _hello_later(self, end: ClientEnd, nonce: int, delay: float) -> None:
         try:
@@ -198,9 +213,7 @@ class Controller:
         pipelined writes do, and the replica takes them when the caller next
         waits."""
         await trio.lowlevel.checkpoint_if_cancelled()
-        session = self._session
-        if session is None:
-            raise ProtocolError("the controller is not connected")
+        session = self._connected()
         if check_shape and isinstance(command, CreateDataflow):
             self._check_shape(command.dataflow)
         if isinstance(command, (Hello, UpdateConfiguration)):
@@ -214,9 +227,7 @@ class Controller:
         cancellation point, not a scheduling point): how a controller replays
         its history on a reconnect. If cancelled, nothing was sent."""
         await trio.lowlevel.checkpoint_if_cancelled()
-        session = self._session
-        if session is None:
-            raise ProtocolError("the controller is not connected")
+        session = self._connected()
         ends = session.ends
         commands = list(commands)
         for command in commands:
@@ -271,6 +282,7 @@ class Controller:
         subscription = session.subscriptions.setdefault(as_id(id), _Subscription())
         while not subscription.upper.reached(up_to):
             await self._next_change().wait()
+            self._connected()
         await trio.lowlevel.checkpoint()
         updates, subscription.updates = subscription.updates, []
         return updates
@@ -297,6 +309,8 @@ class Controller:
             if session.peeks.pop(uuid, None) is not None and session is self._session:
                 session.ends[0].commands.send_nowait(CancelPeek(uuid))
             raise
+        if self.failure is not None and pending.result is None:
+            raise self.failure
         result = pending.result
         match result:
             case Rows(rows):
@@ -314,12 +328,7 @@ class Controller:
         """Read ``shard`` at ``ts`` once its upper is past ``ts`` (a persist
         peek: what a materialized view holds). Parks on the shard's changes."""
         while shard.upper <= ts:
-            changed = trio.Event()
-            stop = shard.listen(changed.set)
-            try:
-                await changed.wait()
-            finally:
-                stop()
+            await self._park_on(shard.listen)
         await trio.lowlevel.checkpoint()
         try:
             return shard.read_at(ts)
@@ -335,17 +344,28 @@ class Controller:
             if value <= most:
                 await trio.lowlevel.checkpoint()
                 return value
-            changed = trio.Event()
-            stop = metrics.listen(changed.set)
-            try:
-                await changed.wait()
-            finally:
-                stop()
+            await self._park_on(metrics.listen)
 
     def _connected(self) -> _Session:
+        if self.failure is not None:
+            raise self.failure
         if self._session is None:
             raise ProtocolError("the controller is not connected")
         return self._session
+
+    async def _park_on(self, listen: Callable[[Callable[[], None]], Callable[[], None]]) -> None:
+        """Park until what ``listen`` listens to changes, or the controller's
+        state does (a replica that failed raises its failure)."""
+        changed = self._next_change()
+        stop = listen(changed.set)
+        try:
+            await changed.wait()
+        finally:
+            stop()
+            if self._changed is changed:
+                self._changed = None
+        if self.failure is not None:
+            raise self.failure
 
     def _next_change(self) -> trio.Event:
         if self._changed is None:

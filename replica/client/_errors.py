@@ -12,3 +12,9 @@ class PeekFailedError(ComputeError):
 
 class PeekCanceledError(ComputeError):
     """A peek answered as canceled."""
+
+
+class ReplicaAbortedError(ComputeError):
+    """A replica process aborted (a worker panicked: every runtime of the
+    process ends with it) and failed its connection: every call of the
+    controller raises it from then on, with the process's reason."""

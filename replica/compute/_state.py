@@ -57,6 +57,7 @@ from ..protocol import (
     UpdateConfiguration,
 )
 from ..storage._shard import ShardCatalog
+from ._errors import WorkerPanicError
 from ._peers import PeerRecord, PeerView
 from ._placement import renders_interactively
 from ._reconcile import DIFFERENT_INSTANCE, ReconcilePlan, Running
@@ -236,6 +237,7 @@ class ComputeState:
         if not self._renders(description):
             self._record_peers(description)
             return
+        self._assert_imports_readable(description)
         context = Context(
             self.worker,
             self.workers,
@@ -324,9 +326,28 @@ class ComputeState:
 
         return part
 
+    def _assert_imports_readable(self, description: DataflowDescription) -> None:
+        """A dataflow is built only on imports not compacted past its
+        ``as_of``; one that is is a panic (:class:`WorkerPanicError`), as the
+        real replica asserts it before building, on its own indexes and on
+        those it reads through a peer alike: a broken ordering of the
+        protocol, which a read error would hide behind a degraded query."""
+        as_of = description.as_of
+        for index in description.index_imports:
+            collection = self.collections.get(index.id)
+            if isinstance(collection, IndexPart) and collection.since > as_of:
+                raise WorkerPanicError(
+                    f"Index {index.id} has been allowed to compact beyond the dataflow as_of"
+                )
+            if isinstance(collection, PeerView) and collection.since > as_of:
+                raise WorkerPanicError(
+                    f"Index {index.id} has been allowed to compact beyond the dataflow as_of: "
+                    f"since [{collection.since}], as_of [{as_of}]"
+                )
+
     def _import_error(self, description: DataflowDescription) -> str | None:
         """Why the dataflow cannot read an import as of its ``as_of``: the
-        index was compacted past it."""
+        index failed (an evaluation error), or its publisher's part did."""
         for index in description.index_imports:
             collection = self.collections.get(index.id)
             if isinstance(collection, IndexPart | PeerView):

@@ -17,6 +17,7 @@ from ._errors import HandlerFailedError as HandlerFailedError
 from ._errors import ItemTooLargeError as ItemTooLargeError
 from ._errors import LinkLostError as LinkLostError
 from ._errors import ListenFailedError as ListenFailedError
+from ._errors import ProcessAbortedError as ProcessAbortedError
 from ._errors import ProcsError as ProcsError
 from ._errors import SecretFileError as SecretFileError
 from ._errors import ShardHostLostError as ShardHostLostError

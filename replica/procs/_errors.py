@@ -21,6 +21,11 @@ class ListenFailedError(ProcsError, OSError):
     """``--listen`` could not be listened on (in use, not this host's)."""
 
 
+class ProcessAbortedError(ProcsError):
+    """A worker of this process panicked: every runtime of the process ends
+    with it, and the OS process exits non-zero (shared fate)."""
+
+
 class ShardHostLostError(ProcsError):
     """The shard host (the driver) cannot be reached: the process ends
     rather than outlive the driver that started it."""

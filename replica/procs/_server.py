@@ -69,6 +69,9 @@ class _Server:
     # Set when the shard host cannot be reached (see SHARDS_PATIENCE).
     host_lost: trio.Event = attrs.field(factory=trio.Event)
     host_error: str = ""
+    # Set when a worker of this process panicked (shared fate: it exits).
+    aborted: trio.Event = attrs.field(factory=trio.Event)
+    abort_reason: str = ""
     # Why the last generation ended for a lost peer (see _open).
     lost_reason: str = ""
     # The connections to and from other replica processes, by id, with the
@@ -109,6 +112,11 @@ class _Server:
         self.hub.on_lost.append(self._lost)
         self.hub.on_connected.append(self._connected)
         self.hub.on_unreachable.append(self._unreachable)
+
+    def _aborted(self, reason: str) -> None:
+        if not self.aborted.is_set():
+            self.abort_reason = reason
+            self.aborted.set()
 
     def _unreachable(self, target: str, error: Exception) -> None:
         if target == SHARDS:
@@ -362,6 +370,7 @@ class _Server:
                 self.options, self.hub, self.token, self.epoch
             ) as generation:
                 self.generation = generation
+                generation.process.on_abort = self._aborted
                 # With every reset taken, those that came while it started too.
                 self.epoch = generation.epoch = max([self.epoch, *self._reset_tokens])
                 # A quiescence test counts within one generation.

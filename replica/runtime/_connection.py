@@ -57,6 +57,8 @@ class ResponseLine:
     closed: bool = False
     # The controller's reader of several responses at once, if it has one.
     reader_many: Callable[[list[Response]], None] | None = None
+    # Told why, when the process fails the connection (see ``fail``).
+    lost: Callable[[str], None] | None = None
 
     def send_nowait(self, response: Response) -> None:
         """Hand ``response`` to the controller. Never blocks, never checkpoints."""
@@ -78,6 +80,16 @@ class ResponseLine:
 
     def close(self) -> None:
         self.closed = True
+
+    def fail(self, reason: str) -> None:
+        """The process's side ends the connection (its process aborted): the
+        controller is told ``reason`` (once), and sends fail from now on. A
+        connection the controller closed already is left as it is."""
+        if self.closed:
+            return
+        self.closed = True
+        if self.lost is not None:
+            self.lost(reason)
 
 
 @attrs.define(eq=False)
@@ -184,11 +196,13 @@ def open_connection(
     nonce: int,
     reader: Callable[[Response], None],
     reader_many: Callable[[list[Response]], None] | None = None,
+    lost: Callable[[str], None] | None = None,
 ) -> tuple[ClientEnd, ServerEnd]:
     """A connection whose responses go to ``reader``, the controller's (or
-    several at once to ``reader_many``)."""
+    several at once to ``reader_many``); ``lost`` is told why if the process
+    fails it."""
     commands = CommandLine()
-    responses = ResponseLine(reader, reader_many=reader_many)
+    responses = ResponseLine(reader, reader_many=reader_many, lost=lost)
     return ClientEnd(nonce, commands, responses), ServerEnd(nonce, commands, responses)
 
 

@@ -42,10 +42,10 @@ from ..protocol import (
     Response,
     UpdateConfiguration,
 )
-from ._connection import ConnectionOrder, RuntimeConnection, ServerEnd
+from ._connection import ConnectionOrder, RuntimeConnection, ServerEnd, logger
 from ._faults import Faults
 from ._merge import PartitionedState
-from ._worker import SequencedCommand
+from ._worker import SequencedCommand, Worker
 
 
 class CommandChannel(Protocol):
@@ -252,6 +252,14 @@ class Process:
     # Which runtimes run each collection (by the dataflows routed so far);
     # every runtime when absent.
     owners: dict[GlobalId, tuple[str, ...]] = attrs.field(factory=dict)
+    # Why the process aborted (a worker panicked: shared fate), once it did.
+    panicked: str | None = None
+    # Every runtime's workers of this process, which an abort stops.
+    members: list[Worker] = attrs.field(factory=list)
+    # Told the reason once the process aborted (a spawned process exits).
+    on_abort: Callable[[str], None] | None = None
+    # The controller connections served, which an abort fails.
+    _connections: list[ServerEnd] = attrs.field(factory=list)
     # The settings as the multiplexer has routed them (which decide placement).
     configuration: dict[str, str] = attrs.field(factory=dict)
     _instanced: bool = False
@@ -359,10 +367,34 @@ class Process:
         finally:
             faults.finished()
 
+    def abort(self, message: str) -> None:
+        """A worker of this process panicked (``message``): stop every
+        runtime's workers here and fail the controller's connections to this
+        process, which then sees it gone (shared fate). Later commands are
+        dropped, a later connection fails at once. Only the first panic
+        counts."""
+        if self.panicked is not None:
+            return
+        self.panicked = message
+        logger.error("replica process %d aborted: a worker panicked: %s", self.index, message)
+        for worker in self.members:
+            worker.halt()
+        for connection in self._connections:
+            connection.responses.fail(self._panic_reason())
+        if self.on_abort is not None:
+            self.on_abort(self._panic_reason())
+
+    def _panic_reason(self) -> str:
+        return f"replica process {self.index} aborted: a worker panicked: {self.panicked}"
+
     async def multiplex(self, nursery: trio.Nursery) -> None:
         """Serve connections one at a time, in the order they arrive."""
         self._nursery = nursery
         async for connection in self._incoming[1]:
+            self._connections.append(connection)
+            if self.panicked is not None:
+                connection.responses.fail(self._panic_reason())
+                continue
             runtimes = {
                 name: RuntimeConnection.open(connection.nonce, len(channels))
                 for name, channels in self.adapters.items()
@@ -381,7 +413,10 @@ class Process:
     def _route(self, commands: list[Command], runtimes: dict[str, RuntimeConnection]) -> None:
         """Record each ``Hello`` and forward each command to its runtimes. When
         nothing is held, delayed or faulted, each runtime gets its share of
-        ``commands`` as one batch; otherwise command by command."""
+        ``commands`` as one batch; otherwise command by command. An aborted
+        process drops them."""
+        if self.panicked is not None:
+            return
         faults = self.faults
         if self.held or self.delayed or (faults is not None and faults.plan.active):
             for command in commands:

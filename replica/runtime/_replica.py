@@ -214,6 +214,8 @@ async def compose(
             )
             worker.barrier = barriers.get((p, local))
             worker.claim = process.claim
+            worker.panic = process.abort
+            process.members.append(worker)
             worker.side = side if worker.barrier is not None else None
             refs.append(
                 await system.spawn(worker.run, name=f"{name}/p{p}/w{local}", capacity=math.inf)

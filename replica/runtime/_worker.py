@@ -18,6 +18,7 @@ from actors import Envelope, Inbox
 from barrier import ReconcileBarrier, Side
 from sharing import Registry
 
+from ..compute._errors import WorkerPanicError
 from ..compute._peers import PeerView
 from ..compute._reconcile import plan_reconcile
 from ..compute._state import Collection, ComputeState, Role
@@ -105,6 +106,8 @@ class Worker:
     barrier: ReconcileBarrier | None = None
     side: Side | None = None
     faults: Faults | None = None
+    # Aborts the worker's process (shared fate), with the panic's message.
+    panic: Callable[[str], None] | None = None
     # Tells the worker's process which runtimes run a dataflow's collections.
     claim: Callable[[DataflowDescription, Mapping[str, str]], None] | None = None
     # The connection whose commands the worker is applying or reconciling.
@@ -119,6 +122,9 @@ class Worker:
     # Every command this worker applied, with its stamp and position, in order.
     applied: list[tuple[int, int, Command]] = attrs.field(factory=list)
     _work: trio.Event = attrs.field(factory=trio.Event)
+    # The scope of the worker's loops, for ``halt``; halted before it ran: True.
+    _scope: trio.CancelScope | None = None
+    _halted: bool = False
     _inbox: Inbox[SequencedCommand] | None = None
     # What the trace last said of each collection's sharing (see _note_sharing).
     _noted: dict[Collection, str] = attrs.field(factory=dict)
@@ -165,6 +171,9 @@ class Worker:
         """The worker's behaviour: its command loop, beside its dataflow loop."""
         self._inbox = inbox
         async with trio.open_nursery() as nursery:
+            self._scope = nursery.cancel_scope
+            if self._halted:
+                nursery.cancel_scope.cancel()
             nursery.start_soon(self._step_dataflows)
             while True:
                 try:
@@ -173,9 +182,23 @@ class Worker:
                     batch = await inbox.receive_batch()
                 except trio.EndOfChannel:
                     break
-                await self._handle(inbox, batch)
+                try:
+                    await self._handle(inbox, batch)
+                except WorkerPanicError as panic:
+                    inbox.mark(f"panic: {panic}", None)
+                    if self.panic is None:
+                        raise
+                    # Shared fate: the process ends, this worker with it.
+                    self.panic(str(panic))
+                    break
                 del batch  # handled: not kept alive while the next one is awaited
             nursery.cancel_scope.cancel()
+
+    def halt(self) -> None:
+        """Stop the worker: its process aborted (shared fate)."""
+        self._halted = True
+        if self._scope is not None:
+            self._scope.cancel()
 
     async def _handle(
         self, inbox: Inbox[SequencedCommand], batch: list[Envelope[SequencedCommand]]

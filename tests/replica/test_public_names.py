@@ -61,6 +61,7 @@ REPLICA = {
     "PeekCanceledError",
     "PeekError",
     "PeekFailedError",
+    "ReplicaAbortedError",
     "PeekResponse",
     "PeerView",
     "Plan",

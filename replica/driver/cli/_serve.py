@@ -169,6 +169,7 @@ def execute(args: argparse.Namespace) -> int:
     from replica.procs import (
         HandlerFailedError,
         ItemTooLargeError,
+        ProcessAbortedError,
         SecretFileError,
         ServeOptions,
         ShardHostLostError,
@@ -233,7 +234,13 @@ def execute(args: argparse.Namespace) -> int:
     failures: list[BaseException] = []
     try:
         trio.run(until_terminated)
-    except* (OSError, ShardHostLostError, HandlerFailedError, ItemTooLargeError) as group:
+    except* (
+        OSError,
+        ShardHostLostError,
+        HandlerFailedError,
+        ItemTooLargeError,
+        ProcessAbortedError,
+    ) as group:
         failures += leaves(group)
     for failure in failures:
         print_error(f"{PROG}: error: serve --process {args.process}: {failure}")

@@ -24,6 +24,7 @@ from replica import (
     PeekCanceledError,
     PeekFailedError,
     Replica,
+    ReplicaAbortedError,
     ReplicaConfig,
     Row,
     Schedule,
@@ -263,13 +264,27 @@ async def run_stanzas(
     gather the invariants broken (``violations``)."""
     outcomes: list[Outcome] = []
     session = _Session(backend, controller, shards)
+    aborted: list[str] = []
     for stanza in spec.stanzas:
         try:
             actual = await _execute(session, stanza.payload)
+        except ReplicaAbortedError as error:
+            # Shared fate: the process is gone, and the run ends here, with
+            # one line for the stanza that was running.
+            outcomes.append(Outcome(stanza, (f"error: {error}",), trio.current_time()))
+            left = len(spec.stanzas) - len(outcomes)
+            aborted.append(
+                f"the replica aborted at line {stanza.line} ({error}); "
+                f"{left} stanza{'' if left == 1 else 's'} after it did not run"
+            )
+            break
         except (ComputeError, _PrintedError) as error:
             actual = [f"error: {error}"]
         outcomes.append(Outcome(stanza, tuple(actual), trio.current_time()))
     await backend.settle()
+    if aborted:
+        # What a dead process holds is no state to check: the abort is all.
+        return SpecRun(outcomes, aborted, dict(backend.faults.injected))
     broken = await violations()
     found = session.divergence + [v for v in broken if v not in session.divergence]
     return SpecRun(outcomes, found, dict(backend.faults.injected))

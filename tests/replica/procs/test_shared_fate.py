@@ -1,0 +1,32 @@
+"""Shared fate on OS processes: a worker's panic ends its ``serve`` process
+with a non-zero status and the panic in its log, and ``run --spawn`` ends as
+for a lost process (exit 1, named, no traceback, no hang)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ..runtime.test_shared_fate import SHARED, SPEC
+from .helpers import TIME_LIMIT
+
+
+@pytest.mark.parametrize("processes", [1, 2])
+def test_a_panic_ends_the_serve_process_and_the_run(tmp_path: Path, processes: int) -> None:
+    spec = tmp_path / "late.spec"
+    spec.write_text(SPEC)
+    command = [sys.executable, "-m", "replica.driver", "run", str(spec), "--spawn"]
+    command += ["--interactive", "--processes", str(processes), "--workers", "1"]
+    done = subprocess.run(command, capture_output=True, text=True, check=False, timeout=TIME_LIMIT)
+    assert done.returncode == 1, done.stdout + done.stderr
+    for p in range(processes):
+        # Each process's worker applied the create, so each one panicked.
+        assert (
+            f"trio-reconcile: error: serve --process {p}: replica process {p} aborted: "
+            f"a worker panicked: {SHARED}\n"
+        ) in done.stderr
+    assert "trio-reconcile: error: lost the connection to replica process" in done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
