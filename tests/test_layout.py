@@ -1,5 +1,5 @@
-"""The dependency arrows run one way, computed from the code (DESIGN.md §1,
-``docs/architecture.md``): ``actors`` <- ``barrier``, ``sharing`` <-
+"""The dependency arrows run one way, computed from the code
+(``docs/architecture.md``): ``actors`` <- ``barrier``, ``sharing`` <-
 ``replica``; inside ``actors`` the core below everything, inside ``replica``
 each layer (a folder) on those below it; no two modules import each other in
 a circle, not even for type annotations; the layers that hold no I/O import
@@ -154,6 +154,43 @@ def imports(name: str) -> Iterator[str]:
             for alias in node.names:
                 submodule = f"{target}.{alias.name}"
                 yield submodule if submodule in MODULES else target
+        elif (literal := _imported_by_name(node)) is not None:
+            yield literal
+
+
+def _dynamic_import(node: ast.AST) -> ast.Call | None:
+    """``node`` if it imports by name: ``importlib.import_module(...)`` (under
+    any alias of the module) or ``__import__(...)``."""
+    if not isinstance(node, ast.Call):
+        return None
+    function = node.func
+    if isinstance(function, ast.Attribute) and function.attr == "import_module":
+        return node
+    if isinstance(function, ast.Name) and function.id in {"import_module", "__import__"}:
+        return node
+    return None
+
+
+def _imported_by_name(node: ast.AST) -> str | None:
+    """What a dynamic import with a literal name imports (an absolute name)."""
+    call = _dynamic_import(node)
+    if call is None or not call.args:
+        return None
+    first = call.args[0]
+    if isinstance(first, ast.Constant) and isinstance(first.value, str):
+        return first.value
+    return None
+
+
+# The imports by a name the code computes, which the table above cannot
+# see: the face of ``replica`` loads each public name's module when it is
+# first used (its ``TYPE_CHECKING`` imports say which, checked below), and
+# the shards load the durable catalogs that register with them, the one load
+# upward in the layers (docs/architecture.md).
+DYNAMIC = {
+    ("replica", "module"): "the face's lazy names",
+    ("replica.storage._shard", "DURABLE_CATALOGS"): "replica.storage.persist",
+}
 
 
 def project_imports(name: str) -> set[str]:
@@ -264,6 +301,64 @@ def test_the_circle_finder_finds_a_circle() -> None:
         assert any({"actors._core._cell", "actors._core._envelope"} <= set(c) for c in circles())
     finally:
         project_imports = real
+
+
+def test_every_import_by_name_is_a_known_one() -> None:
+    found = set()
+    for name, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            call = _dynamic_import(node)
+            if call is not None and _imported_by_name(node) is None:
+                found.add((name, ast.unparse(call.args[0]) if call.args else ""))
+    assert found == set(DYNAMIC)
+
+
+def test_the_faces_lazy_names_are_its_type_checking_imports() -> None:
+    import replica
+
+    path = MODULES["replica"]
+    declared = {}
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.level == 1:
+            for alias in node.names:
+                declared[alias.asname or alias.name] = f".{node.module}"
+    assert declared == replica._FROM
+    assert replica.__all__ == sorted(declared)
+
+
+_LOADED = """
+import importlib, sys
+for name in {names!r}:
+    importlib.import_module(name)
+print(sorted(m for m in sys.modules if m == "trio" or m.startswith("trio.")
+      or m.split(".")[0] in {packages!r}))
+"""
+
+
+@pytest.mark.parametrize("layer", TRIO_FREE)
+def test_the_layers_without_io_load_no_trio_when_imported(layer: str) -> None:
+    # What Python runs, package faces and imports by name included: the
+    # check above reads each module's own imports only.
+    names = sorted(name for name in MODULES if layer_of(name) == layer)
+    code = _LOADED.format(names=names, packages=PACKAGES)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    loaded = ast.literal_eval(result.stdout.strip())
+    assert [m for m in loaded if m.split(".")[0] == "trio"] == []
+    layers = {layer_of(m) for m in loaded if m in MODULES}
+    assert all(
+        ALLOWED[layer] >= {other} or other == layer or other == "replica" for other in layers
+    ), layers
+
+
+def test_the_model_loads_nothing_else_of_the_replica() -> None:
+    code = _LOADED.format(names=["replica.model"], packages=PACKAGES)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    loaded = ast.literal_eval(result.stdout.strip())
+    assert {layer_of(m) for m in loaded} == {"replica", "replica.model"}
 
 
 @pytest.mark.parametrize("layer", TRIO_FREE)

@@ -15,7 +15,7 @@ from ._cell import ActorState, ActorStatistics, _Cell
 from ._envelope import Address, Envelope, current_address
 from ._errors import ActorError, AskTimeoutError
 from ._monitors import ExitReason
-from ._reply import Reply, _Deadline, _Expired, _Orphaned
+from ._reply import Reply, _Deadline, _ExpiredError, _OrphanedError
 from ._util import NoPublicConstructor, current_time, foreign_thread_error, in_trio_thread
 
 M_contra = TypeVar("M_contra", contravariant=True)
@@ -247,7 +247,7 @@ class ActorRef(Generic[M_contra], metaclass=NoPublicConstructor):
             assert timeout is not None
             # With a deadline: no cancel scope unless the mailbox is full; the
             # wait for the reply ends at the deadline by the system's timer
-            # task, which wakes the asker with _Expired.
+            # task, which wakes the asker with _ExpiredError.
             try:
                 cell.send_channel.send_nowait(envelope)
             except trio.WouldBlock:
@@ -263,9 +263,9 @@ class ActorRef(Generic[M_contra], metaclass=NoPublicConstructor):
                     # reply._wait(), inline, as above.
                     reply._waiter = GLOBAL_RUN_CONTEXT.task
                     return await trio.lowlevel.wait_task_rescheduled(reply._abort)  # type: ignore[no-any-return]
-                except _Expired:
+                except _ExpiredError:
                     raise _timeout_error(cell, timeout, accepted=True) from None
-                except _Orphaned:
+                except _OrphanedError:
                     pass  # the system ended: the deadline is kept here
                 finally:
                     if ask.scheduled:

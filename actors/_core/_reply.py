@@ -26,11 +26,11 @@ logger = logging.getLogger("actors")
 R = TypeVar("R")
 
 
-class _Expired(Exception):
+class _ExpiredError(Exception):
     """Raised in an asker by the system's timekeeper: its deadline came."""
 
 
-class _Orphaned(Exception):
+class _OrphanedError(Exception):
     """Raised in an asker by the system's timekeeper: it ended before the
     ask's deadline, so the asker keeps the deadline itself."""
 
@@ -179,12 +179,12 @@ class Reply(Generic[R], metaclass=NoPublicConstructor):
 
     def _expire(self) -> None:
         """The ask's deadline came: the asker stops waiting (with
-        :class:`_Expired`), if it still waits."""
-        self._interrupt(_Expired())
+        :class:`_ExpiredError`), if it still waits."""
+        self._interrupt(_ExpiredError())
 
     def _orphan(self) -> None:
         """The timekeeper ended: the asker keeps its deadline itself."""
-        self._interrupt(_Orphaned())
+        self._interrupt(_OrphanedError())
 
     def _interrupt(self, error: Exception) -> None:
         waiter = self._waiter

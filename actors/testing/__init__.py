@@ -16,7 +16,8 @@ from ._explore import explore as explore
 from ._explore import failure_report as failure_report
 from ._schedule import STRATEGIES as STRATEGIES
 from ._schedule import Exploration as Exploration
-from ._schedule import ExplorationFailure as ExplorationFailure
+from ._schedule import ExplorationError as ExplorationError
+from ._schedule import ExplorationFailedError as ExplorationFailedError
 from ._schedule import Failure as Failure
 from ._schedule import NondeterminismError as NondeterminismError
 from ._schedule import Schedule as Schedule
@@ -26,7 +27,8 @@ from ._schedule import StrategyName as StrategyName
 
 for _value in (
     Exploration,
-    ExplorationFailure,
+    ExplorationError,
+    ExplorationFailedError,
     Failure,
     NondeterminismError,
     Schedule,
@@ -34,5 +36,6 @@ for _value in (
     StepLimitError,
 ):
     _value.__module__ = "actors.testing"
+del _value
 explore.__module__ = "actors.testing"
 failure_report.__module__ = "actors.testing"

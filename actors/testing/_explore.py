@@ -75,7 +75,7 @@ from ._schedule import (
     DEFAULT_MAX_STEPS,
     STRATEGIES,
     Exploration,
-    ExplorationFailure,
+    ExplorationFailedError,
     Failure,
     NondeterminismError,
     Schedule,
@@ -116,7 +116,7 @@ def explore(
     :class:`ScheduleError`). The first failing run ends the exploration; its
     schedule is minimised unless ``minimise=False``. Then, with
     ``raise_on_failure`` (the default, for a test), raises
-    :class:`ExplorationFailure` whose message has the replay string;
+    :class:`ExplorationFailedError` whose message has the replay string;
     otherwise returns the :class:`Exploration` with its ``failure``.
 
     ``progress(runs, exploration so far)`` is called after each run of the
@@ -354,7 +354,7 @@ def _outcome(
     failure = exploration.failure
     if failure is None or not raise_on_failure:
         return exploration
-    raise ExplorationFailure(failure_report(exploration, name=_name(main)), exploration) from (
+    raise ExplorationFailedError(failure_report(exploration, name=_name(main)), exploration) from (
         failure.error
     )
 

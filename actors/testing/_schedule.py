@@ -1,6 +1,6 @@
 """Schedules and one explored run: the schedule strings, the results an
 exploration reports, and the chooser that takes the place of Trio's
-scheduler random source for a run (see :mod:`actors._explore`)."""
+scheduler random source for a run (see :mod:`actors.testing._explore`)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ import trio
 import trio._core._run as _trio_run
 from trio.testing import MockClock
 
+from .._core._errors import ActorError
 from .._determinism import run as _run_seeded
 
 StrategyName = Literal["random", "pct", "dfs"]
@@ -30,17 +31,21 @@ _SCHEDULE = re.compile(r"1:((?:[0-9]+=[0-9]+)(?:,[0-9]+=[0-9]+)*)?")
 MAX_SCHEDULE_DIGITS = 18
 
 
-class ScheduleError(ValueError):
+class ExplorationError(ActorError):
+    """Base class of the errors of :mod:`actors.testing`."""
+
+
+class ScheduleError(ExplorationError, ValueError):
     """A schedule string that is not one, or that does not fit the program
     it is replayed on (a choice point it names has fewer options)."""
 
 
-class StepLimitError(Exception):
+class StepLimitError(ExplorationError):
     """A run took more than ``max_steps`` task steps (a livelock, or a limit
     set too low)."""
 
 
-class NondeterminismError(RuntimeError):
+class NondeterminismError(ExplorationError, RuntimeError):
     """The program ran differently under the same schedule and seed (real
     I/O, threads, an unseeded ``random``, ``time.time()``, ``id()``...): its
     schedules cannot be explored, and a printed replay would not reproduce."""
@@ -147,7 +152,7 @@ class Exploration:
         )
 
 
-class ExplorationFailure(AssertionError):
+class ExplorationFailedError(ExplorationError, AssertionError):
     """An exploration found a failing schedule (raised by :func:`explore`
     unless ``raise_on_failure=False``); ``exploration`` has the details and
     the message the replay string."""

@@ -69,12 +69,11 @@ ENUMS: Final[tuple[type[enum.Enum], ...]] = (
 # operators over expressions 64 deep, takes about 260 levels): deeper is a
 # WireError whatever the interpreter's recursion limit (which a peer's bytes
 # must never reach).
-MAX_DEPTH: Final = 320
 
 
 def values() -> Values:
     """The replica's values, and the nodes' items, registered."""
-    result = Values(error=WireError, max_depth=MAX_DEPTH, where="replica processes")
+    result = Values(error=WireError, where="replica processes")
     for cls in (*CLASSES, *ENUMS, GlobalId):
         result.register(cls)
     for item in ITEMS:

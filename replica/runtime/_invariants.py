@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from ..compute._peers import PeerRecord, PeerView
 from ..engine._exports import IndexPart
 from ..model._ids import GlobalId
-from ._process import INTERACTIVE
+from ._process import INTERACTIVE, MAINTENANCE
 from ._replica import Replica
 from ._worker import Worker
 
@@ -41,7 +41,7 @@ def runtimes_agreed(replica: Replica) -> bool:
 def runtime_divergence(replica: Replica) -> list[str]:
     """How the interactive runtime disagrees with maintenance, when they must
     agree (see :func:`runtimes_agreed`); empty otherwise, and for Solo."""
-    if "interactive" not in replica.runtimes or not runtimes_agreed(replica):
+    if INTERACTIVE not in replica.runtimes or not runtimes_agreed(replica):
         return []
     found: list[str] = []
     for worker in replica.maintenance.workers:
@@ -107,8 +107,8 @@ def _placement_divergence(replica: Replica, worker: Worker) -> list[str]:
                 f"{where}: {id} is rendered by {'both runtimes' if here else 'neither runtime'}"
             )
             continue
-        placed = "interactive" if owners.get(id) == (INTERACTIVE,) else "maintenance"
-        renderer = "maintenance" if here else "interactive"
+        placed = INTERACTIVE if owners.get(id) == (INTERACTIVE,) else MAINTENANCE
+        renderer = MAINTENANCE if here else INTERACTIVE
         if renderer != placed:
             found.append(f"{where}: {id} is rendered by {renderer} but placed on {placed}")
     return found

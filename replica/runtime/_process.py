@@ -28,6 +28,7 @@ import attrs
 import trio
 
 from ..compute._placement import renders_interactively
+from ..compute._state import Role
 from ..model._dataflow import DataflowDescription
 from ..model._ids import GlobalId
 from ..protocol import (
@@ -58,8 +59,10 @@ class CommandChannel(Protocol):
         ...
 
 
-MAINTENANCE = "maintenance"
-INTERACTIVE = "interactive"
+# A runtime's name is its workers' role's (the names the driver's language
+# and the trace use).
+MAINTENANCE: str = Role.MAINTENANCE.value
+INTERACTIVE: str = Role.INTERACTIVE.value
 MAINTENANCE_ONLY = (MAINTENANCE,)
 INTERACTIVE_ONLY = (INTERACTIVE,)
 EVERY_RUNTIME = (MAINTENANCE, INTERACTIVE)

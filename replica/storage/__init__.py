@@ -1,11 +1,11 @@
 """Shards and their catalogs: in memory (:class:`ShardCatalog`), or durable
 in SQLite or PostgreSQL (:mod:`replica.storage.persist`, docs/persist.md).
 
-Importing this package imports the durable catalogs, which register how
-:meth:`ShardCatalog.open` opens a URL.
+The durable catalogs are the layer above the shards: they load when first
+used (:meth:`ShardCatalog.open`, or ``import replica.storage.persist``), so
+what needs only shards (the engine) loads no Trio and no database driver.
 """
 
-from . import persist as persist
 from ._errors import UpperMismatchError as UpperMismatchError
 from ._errors import UpperRegressionError as UpperRegressionError
 from ._errors import WriteBelowUpperError as WriteBelowUpperError

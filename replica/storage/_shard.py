@@ -13,6 +13,7 @@ driver's writes are the special case of one time.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Iterable, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Self
@@ -24,13 +25,17 @@ from ..model._rows import Row, Update, accumulate, rows_of_counts
 from ._errors import UpperMismatchError, UpperRegressionError, WriteBelowUpperError
 
 if TYPE_CHECKING:
-    from .persist._storage import ShardStorage
+    from ._storage import ShardStorage
 
 _durable: list[Callable[[str | ShardStorage], ShardCatalog]] = []
 """How :meth:`ShardCatalog.open` opens a catalog: the durable catalogs
 (:mod:`replica.storage.persist`, above this module) register
-:func:`~replica.storage.persist.open_catalog` here as they are imported, and
-``replica.storage`` imports them, so it is always there."""
+:func:`~replica.storage.persist.open_catalog` here as they are imported;
+``open`` loads them on first use if nothing did (the one load upward in the
+layers, by name: ``tests/test_layout.py`` pins it)."""
+
+DURABLE_CATALOGS = "replica.storage.persist"
+"""The module that registers the durable catalogs."""
 
 
 def register_opener(opener: Callable[[str | ShardStorage], ShardCatalog]) -> None:
@@ -177,6 +182,8 @@ class ShardCatalog:
         """A catalog on ``storage``, a URL (``memory:``, ``sqlite:PATH``,
         ``postgresql://...``) or an open :class:`~replica.storage.persist.ShardStorage`:
         see :func:`replica.storage.persist.open_catalog`."""
+        if not _durable:
+            importlib.import_module(DURABLE_CATALOGS)
         (opener,) = _durable
         return opener(storage)
 

@@ -73,7 +73,8 @@ def test_the_testing_module_names_are_pinned_and_report_it_as_their_module() -> 
     assert names == {
         "STRATEGIES",
         "Exploration",
-        "ExplorationFailure",
+        "ExplorationError",
+        "ExplorationFailedError",
         "Failure",
         "NondeterminismError",
         "Schedule",

@@ -80,9 +80,10 @@ def add_arguments(commands: Commands) -> None:
         "specs",
         nargs="+",
         metavar="SPEC",
-        help="spec files (SPEC_FORMAT.md) or folders, run in order; a folder stands for "
-        "every *.spec file directly in it (not in its sub-folders; hidden files aside), "
-        "sorted by name, and a folder without one is bad input",
+        help="spec files (in the language the README describes) or "
+        "folders, run in order; a folder stands for every *.spec file directly in it (not "
+        "in its sub-folders; hidden files aside), sorted by name, and a folder without one "
+        "is bad input",
     )
     # No defaults here: finish_arguments tells a given option from a default.
     add_shape(run, default=None)

@@ -36,21 +36,23 @@ from collections.abc import Callable, Sequence
 
 import attrs
 
-from replica.model._dataflow import (
+from replica.model import (
     Build,
     DataflowClass,
     DataflowDescription,
+    Frontier,
+    Get,
     IndexExport,
     IndexImport,
     MaterializedView,
+    Reduce,
     SinkExport,
     SourceImport,
 )
-from replica.model._frontier import Frontier
-from replica.model._ids import GlobalId
+from replica.model._ids import U64_MAX, GlobalId
 from replica.model._lir import LoweringError, NodeHint, Path
 from replica.model._lowering import lower_dataflow
-from replica.model._plan import Get, Reduce
+from replica.model._scalar import INT64_MAX
 from replica.protocol import (
     AllowCompaction,
     AllowWrites,
@@ -64,7 +66,6 @@ from replica.protocol import (
 
 from ._data import (
     DEFAULT_ROW_BYTES,
-    INT64_MAX,
     SAMPLE_SCHEMA,
     Column,
     ColumnType,
@@ -78,7 +79,7 @@ from ._data import (
 )
 from ._dataflow_body import IndexExportLine, SinkExportLine, SourceImportLine, parse_dataflow_body
 from ._explain import explain_lines
-from ._headers import U64_MAX, InputError, Value, as_id, as_int, as_list, as_str, tokenize
+from ._headers import InputError, Value, as_id, as_int, as_list, as_str, tokenize
 from ._payloads import (
     Advance,
     AwaitFrontier,
@@ -262,7 +263,7 @@ class Catalog:
             until=until,
             name=DEFAULT_DATAFLOW_NAME if name is None else as_str(name),
             # As the real driver marks it: a one-shot read exactly when it
-            # reads a single time, whatever it exports (DRIVER_COMPAT.md).
+            # reads a single time, whatever it exports (docs/protocol.md, placement).
             dataflow_class=(
                 DataflowClass.ONE_SHOT_READ if until == as_of + 1 else DataflowClass.MAINTAINED
             ),

@@ -22,10 +22,11 @@ from decimal import Decimal
 
 import attrs
 
-from replica.model._rows import Datum, Row, Update, consolidate
+from replica.model import Datum, Row, Update, consolidate
+
+from ._errors import DriverError
 
 DEFAULT_ROW_BYTES = 64
-INT64_MAX = 2**63 - 1
 
 # Rust's `char::is_whitespace` (Unicode White_Space), which `str::trim` strips.
 # Python's `str.strip()` also strips U+001C..U+001F, which Rust keeps.
@@ -35,7 +36,7 @@ RUST_WHITESPACE = (
 )
 
 
-class DataError(Exception):
+class DataError(DriverError):
     """Data that does not fit: the stanza prints ``error: <message>``."""
 
 

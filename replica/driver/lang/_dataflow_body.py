@@ -13,8 +13,7 @@ from collections.abc import Sequence
 
 import attrs
 
-from replica.model._dataflow import MaterializedView, Subscribe
-from replica.model._ids import GlobalId
+from replica.model import GlobalId, MaterializedView, Subscribe
 
 from ._headers import (
     BUILD,

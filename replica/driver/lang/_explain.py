@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from replica.model._aggregates import AggregateExpr, AggregateFunc
+from replica.model import AggregateExpr, AggregateFunc, Call, Column, Literal, Scalar, ScalarFunc
 from replica.model._lir import (
     Forms,
     Key,
@@ -40,7 +40,6 @@ from replica.model._lir import (
     ReduceKind,
     TopKKind,
 )
-from replica.model._scalar import Call, Column, Literal, Scalar, ScalarFunc
 
 from ._data import render_datum
 

@@ -23,9 +23,7 @@ import re
 
 import attrs
 
-from replica.model._aggregates import AggregateExpr, AggregateFunc
-from replica.model._plan import Aggregate
-from replica.model._rows import Datum
+from replica.model import Aggregate, AggregateExpr, AggregateFunc, Datum
 from replica.model._scalar import ARITHMETIC, COMPARISONS, Call, Column, Literal, Scalar, ScalarFunc
 
 from ._data import ColumnType, ScalarType

@@ -20,9 +20,10 @@ from collections.abc import Callable, Mapping
 
 import attrs
 
-from replica.model._ids import GlobalId
+from replica.model._ids import U64_MAX, GlobalId
 
 from ._data import RUST_WHITESPACE, rust_integer
+from ._errors import DriverError
 
 ROWS_PER_WRITE = 1_000_000
 ROWS_PER_SPEC = 4_000_000
@@ -30,10 +31,9 @@ MAX_TIMEOUT_SECS = 1_000_000
 MAX_ROW_BYTES = 1 << 20
 MAX_KEY_COLUMNS = 64
 MAX_LITERALS = 100_000
-U64_MAX = 2**64 - 1
 
 
-class InputError(Exception):
+class InputError(DriverError):
     """Bad input at line ``line`` of a spec; the parser adds the file's name."""
 
     def __init__(self, line: int, message: str) -> None:

@@ -14,9 +14,7 @@ from collections.abc import Iterator
 
 import attrs
 
-from replica.model._dataflow import DataflowDescription
-from replica.model._ids import GlobalId
-from replica.model._rows import Row
+from replica.model import DataflowDescription, GlobalId, Row
 from replica.protocol import Command
 
 from ._data import Synthetic

@@ -26,9 +26,8 @@ from collections.abc import Callable
 
 import attrs
 
-from replica.model._ids import GlobalId
+from replica.model import GlobalId, ScalarFunc
 from replica.model._plan import TABLE_FUNCTIONS
-from replica.model._scalar import ScalarFunc
 
 from ._data import ColumnType
 from ._expressions import (

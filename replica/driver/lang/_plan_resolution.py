@@ -11,7 +11,7 @@ from collections.abc import Mapping
 
 import attrs
 
-from replica.model._ids import GlobalId
+from replica.model import Datum, GlobalId
 from replica.model._lir import NodeHint, Path
 from replica.model._plan import (
     TABLE_FUNCTIONS,
@@ -31,7 +31,6 @@ from replica.model._plan import (
     Union,
     check,
 )
-from replica.model._rows import Datum
 from replica.model._scalar import columns as scalar_columns
 
 from ._data import ColumnType, ScalarType

@@ -23,7 +23,7 @@ import re
 
 import attrs
 
-from replica.model._ids import GlobalId
+from replica.model import GlobalId
 
 from ._expressions import Const, parse_constant_row
 from ._headers import InputError

@@ -38,6 +38,7 @@ import attrs
 from ._catalog import Catalog, Directive
 from ._data import RowError as RowError
 from ._data import parse_int64
+from ._errors import DriverError
 from ._escape import escaped
 from ._headers import DIRECTIVES, InputError, Value, parse_arguments, tokenize
 from ._headers import MAX_TIMEOUT_SECS as MAX_TIMEOUT_SECS
@@ -52,7 +53,7 @@ DIVIDER = "----"
 MAX_SPEC_BYTES = 16 * 1024 * 1024
 
 
-class SpecError(Exception):
+class SpecError(DriverError):
     """Bad input in a spec file: ``FILE:LINE: message``, or ``FILE: message``
     when ``line`` is None (the file cannot be read at all). The file's name
     and the message, which may quote the spec's text, are :func:`escaped`

@@ -15,8 +15,10 @@ from typing import TypeVar
 
 import attrs
 
+from ._errors import DriverError
 
-class MirError(ValueError):
+
+class MirError(DriverError, ValueError):
     """A plan line the parser rejects: the message says what it wanted."""
 
 

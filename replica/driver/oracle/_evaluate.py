@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 
+from replica.model import Datum, GlobalId, Row, table_rows, top_k_rows
 from replica.model._aggregates import AggregateExpr, aggregate
-from replica.model._ids import GlobalId
 from replica.model._plan import (
     COUNT_ALL,
     Aggregate,
@@ -35,8 +35,6 @@ from replica.model._plan import (
     TopK,
     Union,
 )
-from replica.model._relational import table_rows, top_k_rows
-from replica.model._rows import Datum, Row
 from replica.model._scalar import evaluate as evaluate_scalar
 from replica.model._scalar import holds, same
 

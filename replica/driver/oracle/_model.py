@@ -25,10 +25,8 @@ from collections.abc import Iterable
 
 import attrs
 
-from replica.model._dataflow import DataflowDescription, IndexExport, Subscribe
-from replica.model._ids import GlobalId
+from replica.model import COMPLETE, DataflowDescription, GlobalId, IndexExport, Subscribe
 from replica.model._plan import gets
-from replica.model._relational import COMPLETE
 from replica.model._rows import Row, key_of, typed
 from replica.protocol import (
     AllowCompaction,
@@ -39,6 +37,7 @@ from replica.protocol import (
 )
 
 from ..lang._data import render_datum, render_rows
+from ..lang._errors import DriverError
 from ..lang._payloads import (
     Advance,
     AwaitFrontier,
@@ -61,7 +60,7 @@ from ._evaluate import evaluate
 UNKNOWN = "error: peek error: collection ID does not exist"
 
 
-class UndecidableError(AssertionError):
+class UndecidableError(DriverError, AssertionError):
     """A stanza the model cannot decide (the program generator avoids them)."""
 
 

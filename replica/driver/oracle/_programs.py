@@ -86,6 +86,10 @@ def generate(choose: Chooser, max_steps: int = 10) -> Program:
     out: list[str] = ["create-instance", "initialization-complete"]
     uppers = dict.fromkeys(SHARDS, 0)
     defined: dict[int, tuple[str, int]] = {}  # id -> (key, as_of) as the program defined it
+    # Per index, the least as_of a dataflow importing it may have: the last
+    # compaction the program allowed, or its definition's as_of. A controller
+    # never builds below it (the replica would panic: shared fate).
+    floor: dict[int, int] = {}
 
     def write(shard: str) -> None:
         ts = uppers[shard] + choose.integer(0, 1)
@@ -107,6 +111,7 @@ def generate(choose: Chooser, max_steps: int = 10) -> Program:
         out.append(f"define-index source={id - 1} index={id} shard={shard} key={key} as-of={as_of}")
         out.append(f"schedule id={id}")
         defined[id] = (key, as_of)
+        floor[id] = as_of
 
     def read() -> None:
         id = choose.choice(sorted(defined) or IDS)
@@ -128,7 +133,7 @@ def generate(choose: Chooser, max_steps: int = 10) -> Program:
         id = choose.choice(sorted(defined))
         n = fresh()
         shard = SHARD_OF[id]
-        as_of = choose.choice([0, max(uppers[shard] - 1, 0)])
+        as_of = max(choose.choice([0, max(uppers[shard] - 1, 0)]), floor[id])
         out.append(
             f"create-dataflow name=query{n} as-of={as_of}\n"
             f"  import index={id}\n"
@@ -147,12 +152,12 @@ def generate(choose: Chooser, max_steps: int = 10) -> Program:
         n = fresh()
         shard = SHARD_OF[id]
         out.append(
-            f"create-dataflow name=reexport{n} as-of={defined[id][1]}\n"
+            f"create-dataflow name=reexport{n} as-of={floor[id]}\n"
             f"  import index={id}\n"
             f"  export index={3000 + n} on={id - 1} key={defined[id][0]}"
         )
         out.append(f"schedule id={3000 + n}")
-        ts = max(uppers[shard] - 1, defined[id][1])
+        ts = max(uppers[shard] - 1, floor[id])
         out.append(f"peek id={3000 + n} ts={ts} timeout-secs={READ_TIMEOUT}")
 
     def pair() -> None:
@@ -216,7 +221,9 @@ def generate(choose: Chooser, max_steps: int = 10) -> Program:
             # Past the as_of a replay may choose: one runtime then keeps the
             # index and the other rebuilds it.
             id = choose.choice(sorted(defined))
-            out.append(f"allow-compaction id={id} since={defined[id][1] + choose.integer(1, 2)}")
+            since = defined[id][1] + choose.integer(1, 2)
+            out.append(f"allow-compaction id={id} since={since}")
+            floor[id] = max(floor[id], since)
         elif step == "drop" and defined:
             id = choose.choice(sorted(defined))
             out.append(f"drop id={id}")
@@ -309,7 +316,9 @@ def generate(choose: Chooser, max_steps: int = 10) -> Program:
             read()
         elif step == "compact" and defined:
             id = choose.choice(sorted(defined))
-            out.append(f"allow-compaction id={id} since={choose.integer(0, 3)}")
+            since = choose.integer(0, 3)
+            out.append(f"allow-compaction id={id} since={since}")
+            floor[id] = max(floor[id], since)
         elif step == "drop" and defined:
             id = choose.choice(sorted(defined))
             out.append(f"drop id={id}")

@@ -20,6 +20,7 @@ import attrs
 
 from actors.testing import Exploration, NondeterminismError, StrategyName, explore
 
+from ..lang._errors import DriverError
 from ..lang._escape import escaped
 from ..lang._spec import Spec
 from ._report import report, report_violations
@@ -29,7 +30,7 @@ from ._runner import SpecRun, Topology, _run
 PROGRESS_EVERY = 100
 
 
-class SpecFailedError(Exception):
+class SpecFailedError(DriverError):
     """A run in which a stanza differed or an invariant broke."""
 
     def __init__(self, run: SpecRun) -> None:

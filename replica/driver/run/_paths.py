@@ -25,10 +25,11 @@ import tempfile
 from collections.abc import Callable, Sequence
 from typing import TextIO
 
+from ..lang._errors import DriverError
 from ..lang._escape import escaped
 
 
-class OutputError(Exception):
+class OutputError(DriverError):
     """An output the command cannot write: ``--trace out/t.jsonl: reason``;
     the message, which names the path, :func:`escaped`."""
 

@@ -30,17 +30,18 @@ from ...procs import Cluster, ClusterError, TlsFiles, open_cluster
 from ...runtime._faults import Faults
 from ...storage._shard import ShardCatalog
 from ...storage.persist import PersistError, open_catalog
+from ..lang._errors import DriverError
 from ..lang._spec import Spec
 from ._runner import DEFAULT_MAX_WAIT, SpecRun, Topology, run_stanzas
 
 logger = logging.getLogger("replica.procs")
 
 
-class TerminatedError(Exception):
+class TerminatedError(DriverError):
     """``run --spawn`` got SIGTERM: it stopped its replica processes first."""
 
 
-class StoreNotEmptyError(PersistError):
+class StoreNotEmptyError(DriverError, PersistError):
     """``--persist`` named a store that already holds shards: a spec starts
     from empty shards, and its writes would land on top of another run's."""
 

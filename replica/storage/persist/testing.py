@@ -24,12 +24,14 @@ from urllib.parse import quote, urlsplit, urlunsplit
 import psycopg
 import psycopg.sql
 
+from ._errors import PersistError
+
 ENV_BIN = "TRIO_RECONCILE_PG_BIN"
 START_TIMEOUT = 60
 _databases = itertools.count()
 
 
-class PostgresUnavailableError(Exception):
+class PostgresUnavailableError(PersistError):
     """No PostgreSQL server can be started here; the message says why."""
 
 

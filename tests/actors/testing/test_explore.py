@@ -17,7 +17,7 @@ import trio._core._run as trio_run
 import actors
 from actors import ActorRef, DeadlockError, Inbox, Reply
 from actors.testing import (
-    ExplorationFailure,
+    ExplorationFailedError,
     NondeterminismError,
     Schedule,
     ScheduleError,
@@ -167,7 +167,7 @@ def test_a_failure_raises_with_the_line_that_replays_it() -> None:
         await two_tasks(seen)()
         assert seen == ["first", "second"], "second ran first"
 
-    with pytest.raises(ExplorationFailure) as raised:
+    with pytest.raises(ExplorationFailedError) as raised:
         explore(main, strategy="dfs", bound=1)
     message = str(raised.value)
     failure = raised.value.exploration.failure
@@ -622,7 +622,7 @@ def test_the_replay_line_of_a_run_past_a_lowered_step_limit_names_the_limit() ->
         while True:
             await trio.lowlevel.checkpoint()
 
-    with pytest.raises(ExplorationFailure) as raised:
+    with pytest.raises(ExplorationFailedError) as raised:
         explore(main, max_steps=300, budget=2)
     failure = raised.value.exploration.failure
     assert failure is not None

@@ -381,7 +381,12 @@ def test_a_reset_and_a_connection_during_a_generation_start(
     ) -> AsyncIterator[Any]:
         opened.append(epoch)
         await proceed.wait()
-        yield types.SimpleNamespace(epoch=epoch, end_all=lambda: None, open=lambda nonce: None)
+        yield types.SimpleNamespace(
+            epoch=epoch,
+            end_all=lambda: None,
+            open=lambda nonce: None,
+            process=types.SimpleNamespace(),
+        )
 
     monkeypatch.setattr(_server, "open_generation", slow_generation)
 
@@ -548,7 +553,12 @@ def test_items_of_a_replica_that_ended_are_not_counted_by_the_next(
     ) -> AsyncIterator[Any]:
         shards = types.SimpleNamespace(receive=lambda *push: None)
         yield types.SimpleNamespace(
-            epoch=epoch, end_all=lambda: None, shards=shards, fabrics={}, relays={}
+            epoch=epoch,
+            end_all=lambda: None,
+            shards=shards,
+            fabrics={},
+            relays={},
+            process=types.SimpleNamespace(),
         )
 
     monkeypatch.setattr(_server, "open_generation", fake_generation)

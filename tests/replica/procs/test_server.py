@@ -193,7 +193,9 @@ def test_after_a_lost_peer_the_next_replica_starts_at_the_next_reset_and_its_epo
         options: ServeOptions, hub: Hub, token: int, epoch: int = 0
     ) -> AsyncIterator[Any]:
         opened.append(epoch)
-        yield types.SimpleNamespace(epoch=epoch, end_all=lambda: None)
+        yield types.SimpleNamespace(
+            epoch=epoch, end_all=lambda: None, process=types.SimpleNamespace()
+        )
 
     monkeypatch.setattr(_server, "open_generation", fake_generation)
 

@@ -137,7 +137,8 @@ def test_run_help_says_what_a_folder_stands_for(capsys: pytest.CaptureFixture[st
     assert main(["run", "--help"]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert (
-        "SPEC spec files (SPEC_FORMAT.md) or folders, run in order; a folder stands for every "
+        "SPEC spec files (in the language the README describes) or folders, "
+        "run in order; a folder stands for every "
         "*.spec file directly in it (not in its sub-folders; hidden files aside), sorted by "
         "name, and a folder without one is bad input"
     ) in out
