@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from actors.net._values import MAX_DEPTH
 from replica import (
     AllowCompaction,
     CommandRejected,
@@ -168,7 +169,7 @@ def test_the_wire_refuses_depth_by_its_own_limit_not_the_interpreters() -> None:
     sys.setrecursionlimit(100_000)
     try:
         with pytest.raises(WireError, match=r"^a value nested too deeply on the wire$"):
-            _wire.decode(_nested(_wire.MAX_DEPTH + 2))
+            _wire.decode(_nested(MAX_DEPTH + 2))
     finally:
         sys.setrecursionlimit(limit)
     value = _wire.decode(_nested(200))
