@@ -19,23 +19,16 @@ from ..model._dataflow import DataflowClass, DataflowDescription
 
 INTERACTIVE_DATAFLOWS: Final = "enable_compute_interactive_dataflows"
 """The setting that lets the interactive runtime render one-shot reads (on by
-default): ``false`` or ``off`` (any case) turns it off, ``true`` or ``on``
-back on."""
+default): a bool, ``false`` (or ``off``) turns it off, ``true`` (or ``on``)
+back on: the values the driver's configuration rows take for a bool, which
+it checks against the row's type, as the real driver does."""
 
 _OFF: Final = frozenset({"false", "off"})
-_ON: Final = frozenset({"true", "on"})
 
 
 def interactive_dataflows(configuration: Mapping[str, str]) -> bool:
-    """Whether the setting lets the interactive runtime render one-shot reads.
-    A value that is neither on nor off counts as the default, on."""
-    value = configuration.get(INTERACTIVE_DATAFLOWS)
-    return value is None or value.strip().lower() not in _OFF
-
-
-def valid_setting(value: str) -> bool:
-    """Whether ``value`` is one the setting understands."""
-    return value.strip().lower() in _OFF | _ON
+    """Whether the setting lets the interactive runtime render one-shot reads."""
+    return configuration.get(INTERACTIVE_DATAFLOWS) not in _OFF
 
 
 def renders_interactively(

@@ -80,6 +80,7 @@ class Role(enum.StrEnum):
 
 
 UNKNOWN_COLLECTION = "collection ID does not exist"
+NOT_A_SINK = "not a sink here"
 
 
 @attrs.define(eq=False)
@@ -196,7 +197,7 @@ class ComputeState:
                 elif isinstance(sink, PeerRecord | PeerView):
                     pass  # The renderer's sink writes; a peer does nothing.
                 else:
-                    self._reject(command, f"allow writes of {id}: not a sink here")
+                    self._reject(command, f"allow writes of {id}: {NOT_A_SINK}")
             case AllowCompaction(id, frontier):
                 self._compact(command, id, frontier, report_drop=True)
             case Peek():
@@ -304,10 +305,12 @@ class ComputeState:
         """A subscribe sink's batch: sent with the next responses."""
         self.batches.append(SubscribeBatch(id, lower, upper, updates))
 
-    def _imported(self, id: GlobalId) -> Callable[[], Arrangement | None]:
-        """This worker's part of index ``id``, looked up at each step: an
-        import of an index this runtime does not have yet waits for it (a
-        placeholder the index fills once created and published)."""
+    def _imported(self, id: GlobalId, as_of: int) -> Callable[[], Arrangement | None]:
+        """This worker's part of index ``id`` for a dataflow as of ``as_of``,
+        looked up at each step: an import of an index this runtime does not
+        have yet waits for it (a placeholder the index fills once created and
+        published). A placeholder filled by an index compacted past ``as_of``
+        is the panic a build on it would have been (:class:`WorkerPanicError`)."""
         collections = self.collections
         found: list[Arrangement] = []
 
@@ -321,6 +324,12 @@ class ComputeState:
                 collection.provider() if isinstance(collection, IndexPart | PeerView) else None
             )
             if arrangement is not None:
+                assert isinstance(collection, IndexPart | PeerView)
+                if collection.since > as_of:
+                    raise WorkerPanicError(
+                        f"Index {id} has been allowed to compact beyond the dataflow as_of: "
+                        f"since [{collection.since}], as_of [{as_of}]"
+                    )
                 found.append(arrangement)
             return arrangement
 
@@ -335,6 +344,21 @@ class ComputeState:
         as_of = description.as_of
         for index in description.index_imports:
             collection = self.collections.get(index.id)
+            if collection is None and index.id in self.retired:
+                # Dropped: its compaction frontier is the empty one, past any as_of.
+                raise WorkerPanicError(
+                    f"Index {index.id} has been allowed to compact beyond the dataflow as_of: "
+                    f"since [], as_of [{as_of}]"
+                )
+            if isinstance(collection, PeerRecord | SinkPart):
+                # Nothing to read here: a one-shot read's index lives on the
+                # other runtime, which publishes nothing (nor is a sink an index).
+                raise WorkerPanicError(
+                    f"Index {index.id} is not an index this runtime can import: "
+                    f"the other runtime renders it and publishes nothing"
+                    if isinstance(collection, PeerRecord)
+                    else f"Index {index.id} is not an index: it is a sink"
+                )
             if isinstance(collection, IndexPart) and collection.since > as_of:
                 raise WorkerPanicError(
                     f"Index {index.id} has been allowed to compact beyond the dataflow as_of"

@@ -65,8 +65,9 @@ class Context:
     shards: ShardCatalog
     metrics: Metrics
     wake: Callable[[], None]
-    # This worker's part of an index it may import, by index id.
-    imported: Callable[[GlobalId], Callable[[], Arrangement | None]]
+    # This worker's part of an index it may import, by index id, for a
+    # dataflow as of the given time.
+    imported: Callable[[GlobalId, int], Callable[[], Arrangement | None]]
     # A subscribe's batch for the controller: (id, lower, upper, updates).
     emit: Callable[[GlobalId, int, Frontier, tuple[Update, ...]], None]
 
@@ -221,7 +222,7 @@ def render(description: DataflowDescription, number: int, context: Context) -> D
         streams[source.id] = add(operator)
         arities[source.id] = source.arity
     for index in description.index_imports:
-        provider = context.imported(index.id)
+        provider = context.imported(index.id, description.as_of)
         streams[index.on] = add(ArrangementSource(provider, times, context.wake))
         arities[index.on] = index.arity
         imported[index.on] = (index.key, provider)

@@ -228,7 +228,16 @@ class Worker:
 
     async def _step_dataflows(self) -> None:
         while True:
-            self.state.step(report=self.buffer is None)
+            try:
+                self.state.step(report=self.buffer is None)
+            except WorkerPanicError as panic:
+                # A placeholder filled by an index compacted past the reader.
+                if self._inbox is not None:
+                    self._inbox.mark(f"panic: {panic}", None)
+                if self.panic is None:
+                    raise
+                self.panic(str(panic))
+                return
             self._flush()
             self._note_sharing()
             await self._work.wait()

@@ -45,12 +45,17 @@ def explain(text: str, topology: Topology, seed: int, run: SpecRun) -> str:
                 f"got {list(outcome.actual)}"
             )
     lines += run.violations
+    lines += [f"a command for an unknown id: {refusal}" for refusal in run.unknown_ids()]
     return "\n".join(lines)
 
 
 def check_against_the_model(program: Program, topology: Topology, seed: int) -> None:
     text, run = simulate(program, topology, seed)
+    # The programs name only ids they made: a refusal for an unknown id is a
+    # protocol violation, as a broken invariant is.
     assert run.passed, explain(text, topology, seed, run)
+    assert not run.unknown_ids(), explain(text, topology, seed, run)
+    assert not run.misfits, explain(text, topology, seed, run)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

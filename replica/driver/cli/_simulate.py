@@ -101,7 +101,10 @@ def simulate_command(
         run_seed = rng.randrange(2**16)
         run = run_spec(parse_spec(text, GENERATED), topology, seed=run_seed, trace=None)
         stanzas = len(run.outcomes)
-        if run.passed:
+        # A generated program names only ids it made: a command the replica
+        # refused for an unknown id is a protocol violation.
+        unknown = [*run.unknown_ids(), *run.misfits]
+        if run.passed and not unknown:
             print(
                 f"[{number + 1}/{programs}] {topology}: ok ({stanzas} stanzas)",
                 file=out,
@@ -122,6 +125,8 @@ def simulate_command(
             file=out,
             flush=True,
         )
+        for refusal in unknown:
+            print(f"  a protocol violation: {refusal}", file=out, flush=True)
     rate = programs / (time.perf_counter() - start)
     print(f"simulate: {programs} programs, {failed} failed ({rate:.1f} programs/s)", file=out)
     return 1 if failed else 0

@@ -83,13 +83,24 @@ class Program:
 
 def generate(choose: Chooser, max_steps: int = 10) -> Program:
     """A random program, every choice made by ``choose``."""
-    out: list[str] = ["create-instance", "initialization-complete"]
+    # The instance, the same on every connection; now and then with the
+    # interactive runtime's dataflows off (one-shot reads then run as
+    # maintained work: placement changes, no result does).
+    instance = (
+        "create-instance"
+        if choose.integer(0, 3) > 0
+        else "create-instance\nenable_compute_interactive_dataflows bool false"
+    )
+    out: list[str] = [instance, "initialization-complete"]
     uppers = dict.fromkeys(SHARDS, 0)
     defined: dict[int, tuple[str, int]] = {}  # id -> (key, as_of) as the program defined it
     # Per index, the least as_of a dataflow importing it may have: the last
     # compaction the program allowed, or its definition's as_of. A controller
     # never builds below it (the replica would panic: shared fate).
     floor: dict[int, int] = {}
+    # Ids dropped on the current connection: a controller never reuses one
+    # there (the replica refuses the create, then every command naming it).
+    retired: set[int] = set()
 
     def write(shard: str) -> None:
         ts = uppers[shard] + choose.integer(0, 1)
@@ -128,14 +139,19 @@ def generate(choose: Chooser, max_steps: int = 10) -> Program:
         return made[0]
 
     def query() -> None:
-        """A query dataflow (transient ids: the interactive runtime alone runs
-        it): count(*) over an index, read once."""
+        """A query dataflow (transient ids): count(*) over an index, read
+        once; a one-shot read (``until`` one past ``as_of``: the interactive
+        runtime renders it, a single-time read) or, without ``until``,
+        maintained work. Then, maybe, compacted or dropped: on the runtime
+        that does not render it, a peer's."""
         id = choose.choice(sorted(defined))
         n = fresh()
         shard = SHARD_OF[id]
         as_of = max(choose.choice([0, max(uppers[shard] - 1, 0)]), floor[id])
+        one_shot = choose.boolean()
+        until = f" until={as_of + 1}" if one_shot else ""
         out.append(
-            f"create-dataflow name=query{n} as-of={as_of}\n"
+            f"create-dataflow name=query{n} as-of={as_of}{until}\n"
             f"  import index={id}\n"
             f"  build id=t{5000 + n}\n"
             f"    Reduce aggregates=[count(*)]\n"
@@ -143,8 +159,16 @@ def generate(choose: Chooser, max_steps: int = 10) -> Program:
             f"  export index=t{4000 + n} on=t{5000 + n} key=[0]"
         )
         out.append(f"schedule id=t{4000 + n}")
-        ts = max(uppers[shard] - 1, as_of)
+        # A one-shot read answers at its as_of only.
+        ts = as_of if one_shot else max(uppers[shard] - 1, as_of)
         out.append(f"peek id=t{4000 + n} ts={ts} timeout-secs={READ_TIMEOUT}")
+        match choose.integer(0, 3):
+            case 0:
+                out.append(f"allow-compaction id=t{4000 + n} since={ts}")
+            case 1:
+                out.append(f"drop id=t{4000 + n}")
+            case _:
+                pass
 
     def reexport() -> None:
         """An index that re-exports another's arrangement, read once."""
@@ -178,7 +202,7 @@ def generate(choose: Chooser, max_steps: int = 10) -> Program:
             out.append(f"allow-compaction id={8000 + 2 * n} since={as_of + choose.integer(0, 2)}")
         if choose.boolean():
             # A reconnect that replays the pair (maybe at a later as_of).
-            out.extend(["reconnect", "create-instance"])
+            out.extend(["reconnect", instance])
             out.append(text.replace(f"as-of={as_of}", f"as-of={as_of + choose.integer(0, 1)}"))
             out.append(f"schedule id={8000 + 2 * n}")
             for id in sorted(defined):
@@ -214,7 +238,7 @@ def generate(choose: Chooser, max_steps: int = 10) -> Program:
         """A command sent to the connection about to be lost: it may reach
         only one runtime (the other's adapter drops it with its queue)."""
         step = choose.choice(["compact", "drop", "define"])
-        free = [id for id in IDS if id not in defined]
+        free = [id for id in IDS if id not in defined and id not in retired]
         if step == "define" and free:
             define(choose.choice(free))
         elif step == "compact" and defined:
@@ -228,6 +252,7 @@ def generate(choose: Chooser, max_steps: int = 10) -> Program:
             id = choose.choice(sorted(defined))
             out.append(f"drop id={id}")
             del defined[id]
+            retired.add(id)
 
     def reconnect() -> None:
         """A new connection, possibly while one runtime lags: held with
@@ -249,7 +274,7 @@ def generate(choose: Chooser, max_steps: int = 10) -> Program:
                 out.append(f"hold runtime={second}")
                 held.append(second)
         if choose.boolean():  # a connection abandoned mid-reconciliation
-            out.extend(["reconnect", "create-instance"])
+            out.extend(["reconnect", instance])
         out.append("reconnect")
         if lost:
             # Frontiers move while the runtimes still serve the lost
@@ -260,9 +285,10 @@ def generate(choose: Chooser, max_steps: int = 10) -> Program:
                 out.extend([f"advance shard={shard} upper={uppers[shard]}", "settle"])
             if choose.boolean():
                 release(held)
-        out.append("create-instance")
+        out.append(instance)
         before = dict(defined)
         defined.clear()
+        retired.clear()
         for id in IDS:
             if choose.integer(0, 3 if id in before else 1) > 0:
                 define(id, before.get(id))
@@ -309,7 +335,7 @@ def generate(choose: Chooser, max_steps: int = 10) -> Program:
             uppers[shard] += choose.integer(0, 2)
             out.append(f"advance shard={shard} upper={uppers[shard]}")
         elif step == "define":
-            free = [id for id in IDS if id not in defined]
+            free = [id for id in IDS if id not in defined and id not in retired]
             if free:
                 define(choose.choice(free))
         elif step == "read":
@@ -323,6 +349,7 @@ def generate(choose: Chooser, max_steps: int = 10) -> Program:
             id = choose.choice(sorted(defined))
             out.append(f"drop id={id}")
             del defined[id]
+            retired.add(id)
         elif step == "reconnect":
             reconnect()
         elif step == "query" and defined:

@@ -7,6 +7,7 @@ spaces, the lines sorted as text)."""
 
 from __future__ import annotations
 
+import sys
 from typing import TextIO
 
 from ..lang._escape import escaped
@@ -27,16 +28,29 @@ def report(spec: Spec, outcomes: list[Outcome], topology: Topology, out: TextIO)
         print("  actual:", file=out)
         for line in outcome.actual or ("(nothing)",):
             print(f"    {line}", file=out)
-    verdict = "FAIL" if mismatches else "ok"
+    stopped = len(outcomes) < len(spec.stanzas)
+    verdict = "FAIL" if mismatches or stopped else "ok"
     detail = f"{len(mismatches)} of {len(outcomes)} stanzas differ" if mismatches else ""
+    if stopped:
+        # The replica aborted: the stanzas after it never ran.
+        ran = f"stopped after {len(outcomes)} of {len(spec.stanzas)} stanzas"
+        detail = f"{detail}, {ran}" if detail else ran
     print(f"{verdict} {name}: {detail or f'{len(outcomes)} stanzas'} ({topology})", file=out)
-    return bool(mismatches)
+    return bool(mismatches) or stopped
 
 
 def report_violations(spec: Spec, run: SpecRun, out: TextIO) -> bool:
-    """Print the invariants ``run`` broke; return whether it broke any."""
+    """Print the invariants ``run`` broke; return whether it broke any. What
+    the driver sent as the script said but a controller must not send (a
+    one-shot read of the wrong shape, a command for an unknown id) is a
+    warning on stderr: loud, and the run's verdict stays the script's."""
+    name = escaped(spec.path)
     for violation in run.violations:
-        print(f"{escaped(spec.path)}: invariant broken: {violation}", file=out)
+        print(f"{name}: invariant broken: {violation}", file=out)
+    for misfit in run.misfits:
+        print(f"{name}: warning: {escaped(misfit)}", file=sys.stderr)
+    for refusal in run.unknown_ids():
+        print(f"{name}: warning: a command for an unknown id: {escaped(refusal)}", file=sys.stderr)
     return bool(run.violations)
 
 

@@ -35,6 +35,7 @@ from replica import (
     open_replica,
     runtime_divergence,
 )
+from replica.compute._state import NOT_A_SINK, UNKNOWN_COLLECTION
 
 from ..lang._data import render_datum, render_rows, render_updates
 from ..lang._payloads import (
@@ -203,6 +204,16 @@ class SpecRun:
     violations: list[str]
     # How many faults each site injected (all zero without --faults).
     injected: dict[str, int] = attrs.field(factory=dict)
+    # The commands the replica refused, each as ``Kind: reason`` (a spec may
+    # mean them; the simulation's programs never do: see ``unknown_ids``).
+    rejected: tuple[str, ...] = ()
+    # The OneShotRead dataflows sent that miss a one-shot read's shape.
+    misfits: tuple[str, ...] = ()
+
+    def unknown_ids(self) -> list[str]:
+        """The refusals of a command naming an id the replica neither renders
+        nor holds as a peer: a protocol violation."""
+        return [r for r in self.rejected if r.endswith((UNKNOWN_COLLECTION, NOT_A_SINK))]
 
     @property
     def passed(self) -> bool:
@@ -273,21 +284,27 @@ async def run_stanzas(
             # one line for the stanza that was running.
             outcomes.append(Outcome(stanza, (f"error: {error}",), trio.current_time()))
             left = len(spec.stanzas) - len(outcomes)
-            aborted.append(
-                f"the replica aborted at line {stanza.line} ({error}); "
-                f"{left} stanza{'' if left == 1 else 's'} after it did not run"
+            after = (
+                f"; {left} stanza{'' if left == 1 else 's'} after it did not run" if left else ""
             )
+            aborted.append(f"the replica aborted at line {stanza.line} ({error}){after}")
             break
         except (ComputeError, _PrintedError) as error:
             actual = [f"error: {error}"]
         outcomes.append(Outcome(stanza, tuple(actual), trio.current_time()))
     await backend.settle()
+    if not aborted and controller.failure is not None:
+        # A panic no stanza waited for (after the last one, or behind one
+        # that does not wait): the run did not pass all the same.
+        aborted.append(f"the replica aborted after the stanzas ran ({controller.failure})")
+    rejected = tuple(f"{type(r.command).__name__}: {r.reason}" for r in controller.rejections)
+    misfits = tuple(controller.misfits)
     if aborted:
         # What a dead process holds is no state to check: the abort is all.
-        return SpecRun(outcomes, aborted, dict(backend.faults.injected))
+        return SpecRun(outcomes, aborted, dict(backend.faults.injected), rejected, misfits)
     broken = await violations()
     found = session.divergence + [v for v in broken if v not in session.divergence]
-    return SpecRun(outcomes, found, dict(backend.faults.injected))
+    return SpecRun(outcomes, found, dict(backend.faults.injected), rejected, misfits)
 
 
 async def _execute(session: _Session, payload: Payload) -> list[str]:

