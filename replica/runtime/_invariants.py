@@ -38,6 +38,23 @@ def runtimes_agreed(replica: Replica) -> bool:
     )
 
 
+def peer_reports(replica: Replica) -> list[str]:
+    """Frontiers a runtime reported for a collection it does not render (a
+    peer): only the renderer reports. Holds at every moment, not only when
+    the runtimes must agree."""
+    found: list[str] = []
+    for name, runtime in replica.runtimes.items():
+        for worker in runtime.workers:
+            collections = worker.state.collections
+            for id in worker.state.reported:
+                if not _rendered(collections.get(id)):
+                    found.append(
+                        f"{name} p{worker.process}/w{worker.local} reported a frontier of "
+                        f"{id}, which it does not render"
+                    )
+    return found
+
+
 def runtime_divergence(replica: Replica) -> list[str]:
     """How the interactive runtime disagrees with maintenance, when they must
     agree (see :func:`runtimes_agreed`); empty otherwise, and for Solo."""
@@ -115,7 +132,7 @@ def _placement_divergence(replica: Replica, worker: Worker) -> list[str]:
 
 
 def _rendered(collection: object) -> bool:
-    return not isinstance(collection, PeerView | PeerRecord)
+    return collection is not None and not isinstance(collection, PeerView | PeerRecord)
 
 
 def _ids(ids: Iterable[GlobalId]) -> str:

@@ -36,6 +36,7 @@ from replica import (
     runtime_divergence,
 )
 from replica.compute._state import NOT_A_SINK, UNKNOWN_COLLECTION
+from replica.runtime._invariants import peer_reports
 
 from ..lang._data import render_datum, render_rows, render_updates
 from ..lang._payloads import (
@@ -239,7 +240,7 @@ def violations(replica: Replica, controller: Controller) -> list[str]:
     """The replica's invariants that do not hold: every worker of a runtime
     applied the same command sequence; merged frontiers never went back; the
     runtimes agree once both reconciled the same connection."""
-    found = list(controller.regressions) + runtime_divergence(replica)
+    found = list(controller.regressions) + runtime_divergence(replica) + peer_reports(replica)
     for process in replica.processes:
         found += [f"process {process.index}: {r}" for r in process.regressions]
     for name, runtime in replica.runtimes.items():

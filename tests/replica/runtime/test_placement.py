@@ -136,3 +136,18 @@ async def test_the_controller_logs_a_one_shot_read_that_misses_the_shape(
         assert controller.misfits == ["one-shot read index u3001: export u3001 is not transient"]
         assert "misses the shape of a one-shot read" in caplog.text
         assert replica.processes[0].owners[U(3001)] == ("interactive",)
+
+
+async def test_a_frontier_reported_for_a_peer_is_an_invariant_broken() -> None:
+    from replica.runtime._invariants import peer_reports
+
+    async with two_runtimes() as (replica, controller, shards):
+        await hydrate(controller, shards)
+        await send_all(controller, CreateDataflow(one_shot()), Schedule(T(2)))
+        await controller.await_frontier(T(2), 1)
+        assert peer_reports(replica) == []
+        # As a bug would: maintenance reporting the one-shot read it holds as a peer.
+        replica.maintenance.workers[0].state.reported[T(2)] = 1
+        assert peer_reports(replica) == [
+            "maintenance p0/w0 reported a frontier of t2, which it does not render"
+        ]
