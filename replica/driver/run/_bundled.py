@@ -43,6 +43,7 @@ BUNDLED_TWO_RUNTIME = (
     "query_while_maintenance_held.spec",
     "placement_by_class.spec",
     "interactive_dataflows_off.spec",
+    "transient_subscribe.spec",
     "deferred_import.spec",
     "reexports.spec",
     "await_frontier.spec",
