@@ -4,8 +4,6 @@ other records every export as a peer, and only the renderer reports."""
 
 from __future__ import annotations
 
-import logging
-
 import attrs
 import pytest
 import trio
@@ -117,25 +115,6 @@ async def test_each_runtime_renders_its_class_and_holds_the_others_as_peers(work
             assert T(2) not in worker.state.collections
         assert controller.rejections == []
         assert controller.misfits == []
-
-
-async def test_the_controller_logs_a_one_shot_read_that_misses_the_shape(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    misfit = attrs.evolve(
-        DataflowDescription.index(3000, "data", 3001, (0,), 0),
-        until=1,
-        dataflow_class=DataflowClass.ONE_SHOT_READ,
-    )
-    async with two_runtimes() as (replica, controller, shards):
-        await hydrate(controller, shards)
-        with caplog.at_level(logging.WARNING):
-            await send_all(controller, CreateDataflow(misfit), Schedule(3001))
-            await controller.await_frontier(3001, 1)
-        # Sent all the same, and rendered where its class says.
-        assert controller.misfits == ["one-shot read index u3001: export u3001 is not transient"]
-        assert "misses the shape of a one-shot read" in caplog.text
-        assert replica.processes[0].owners[U(3001)] == ("interactive",)
 
 
 async def test_a_frontier_reported_for_a_peer_is_an_invariant_broken() -> None:

@@ -21,12 +21,10 @@ from replica import (
     DataflowDescription,
     Frontier,
     GlobalId,
-    Hello,
     IndexPart,
     InitializationComplete,
     InstanceConfig,
     PeekFailedError,
-    ProtocolError,
     Replica,
     ReplicaConfig,
     Schedule,
@@ -229,54 +227,3 @@ async def test_bad_input_gets_clear_errors_and_the_replica_keeps_serving() -> No
         assert all(isinstance(r, CommandRejected) for r in controller.rejections)
         data.write(1, [(3,)])
         assert await controller.peek(1001, 1) == [(1,), (3,)]
-
-
-async def test_send_many_routes_each_command_as_send_does() -> None:
-    async with replica_and_controller(processes=2) as (replica, controller, shards):
-        shards.shard("data").write(0, [(1,)])
-        setting = UpdateConfiguration((("peek_yielding", "work:5"),))
-        await controller.send_many(
-            [CreateInstance(), setting, CreateDataflow(index(1001)), Schedule(1001)]
-        )
-        await controller.send_many(iter([InitializationComplete()]))
-        await controller.await_frontier(1001, 1)
-        assert await controller.peek(1001, 0) == [(1,)]
-        # Process 1 got only what goes to every process (nobody reads it there).
-        (runtimes,) = replica.processes[1].served.values()
-        queued: list[object] = []
-        while True:
-            try:
-                queued += runtimes["maintenance"].batches.receive_nowait()
-            except trio.WouldBlock:
-                break
-        (nonce,) = replica.processes[1].served
-        assert queued == [Hello(nonce), setting]
-
-
-async def test_send_many_before_connecting_or_cancelled_sends_nothing() -> None:
-    async with (
-        replica_and_controller() as (replica, _, _),
-        open_controller(replica, connect=False) as idle,
-    ):
-        with pytest.raises(ProtocolError, match=r"^the controller is not connected$"):
-            await idle.send_many([CreateInstance()])
-    async with replica_and_controller() as (replica, controller, _):
-        await controller.send(CreateInstance())
-        with trio.CancelScope() as scope:
-            scope.cancel()
-            await controller.send_many([CreateDataflow(index(1001))])
-        assert scope.cancelled_caught
-        await controller.send(InitializationComplete())
-        await trio.testing.wait_all_tasks_blocked()
-        worker = replica.maintenance.workers[0]
-        assert [type(command).__name__ for _, _, command in worker.applied] == [
-            "Hello",
-            "CreateInstance",
-            "InitializationComplete",
-        ]
-
-
-async def test_the_first_connection_of_a_process_can_lose_no_hello_at_process_0() -> None:
-    async with replica_and_controller() as (_, controller, _):
-        with pytest.raises(ProtocolError, match=r"^process 0 must record"):
-            await controller.connect(lose_hello_at={0})
