@@ -27,12 +27,11 @@ thresholds (:mod:`._union`), top-k (:mod:`._top_k`), sinks (:mod:`._sinks`).
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Sequence
 
 import attrs
 
-from ..model._rows import Update
+from ..model._rows import Update, accumulate
 
 
 @attrs.define(eq=False)
@@ -88,11 +87,8 @@ class Errors:
         """The least message the collection holds at ``ts``, if any."""
         if not self.counts:
             return None
-        totals: dict[str, int] = defaultdict(int)
-        for (message, time), diff in self.counts.items():
-            if time <= ts:
-                totals[message] += diff
-        held = [message for message, total in totals.items() if total]
+        updates = (((message,), time, diff) for (message, time), diff in self.counts.items())
+        held = [str(row[0]) for row, total in accumulate(updates, ts).items() if total]
         return min(held) if held else None
 
 
