@@ -81,8 +81,6 @@ class _Dataflow:
     since: dict[GlobalId, int]
     scheduled: bool = False
     writable: set[GlobalId] = attrs.field(factory=set)
-    # Why its reads fail: an import compacted past its as_of when it was built.
-    error: str | None = None
 
 
 @attrs.define
@@ -212,9 +210,11 @@ class ReferenceModel:
         for index in description.index_imports:
             imported = self._exporting(index.id)
             if imported is not None and imported.since[index.id] > description.as_of:
-                dataflow.error = (
-                    f"read at ts {description.as_of} is before the compaction frontier "
-                    f"{imported.since[index.id]}"
+                # The replica's workers panic and its process aborts (shared
+                # fate): no read the model could answer comes after it.
+                raise UndecidableError(
+                    f"a dataflow as of {description.as_of} over index {index.id}, compacted "
+                    f"to {imported.since[index.id]}: the replica aborts"
                 )
         self.dataflows.append(dataflow)
 
@@ -281,8 +281,6 @@ class ReferenceModel:
         export = None if dataflow is None else _index_export(dataflow.description, id)
         if dataflow is None or export is None:
             return [UNKNOWN]
-        if dataflow.error is not None:
-            return [f"error: peek error: {dataflow.error}"]
         since = dataflow.since[id]
         if ts < since:
             return [f"error: peek error: read at ts {ts} is before the compaction frontier {since}"]

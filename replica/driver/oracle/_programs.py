@@ -326,6 +326,7 @@ def generate(choose: Chooser, max_steps: int = 10) -> Program:
                 "reexport",
                 "sink",
                 "pair",
+                "setting",
             ]
         )
         if step == "write":
@@ -358,6 +359,11 @@ def generate(choose: Chooser, max_steps: int = 10) -> Program:
             reexport()
         elif step == "sink":
             sink()
+        elif step == "setting":
+            # Placement is decided when a dataflow is created: turning the
+            # setting on or off moves nothing already there.
+            value = choose.choice(["true", "false"])
+            out.append(f"update-configuration\nenable_compute_interactive_dataflows bool {value}")
         elif step == "pair":
             pair()
     read()
