@@ -102,7 +102,7 @@ class PeerView(Reported):
 
 
 @attrs.define(eq=False)
-class PeerRecord:
+class PeerRecord(Reported):
     """A runtime's record of an export another runtime renders, when there is
     nothing to read through it: a sink, or (on maintenance) an export of a
     one-shot read. It holds a compaction frontier that ``AllowCompaction``
