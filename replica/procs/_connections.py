@@ -87,7 +87,7 @@ class Connections(ClusterBase):
 
     def _refused(self, source: str, item: Refused) -> None:
         """Process ``source`` refused a connection: it has no replica (see
-        ``_Server._open``). The connection is lost, named."""
+        ``Server._open``). The connection is lost, named."""
         index = int(source[1:])
         if (index, item.nonce) in self._servers:
             self._connections_lost(index, item.reason)

@@ -2,7 +2,7 @@
 worker 0 adapter sequences goes on the link to every other process
 (:class:`~._items.Sequenced`, one item a run of commands) and to this
 process's workers; the bytes each command arrived as are forwarded as they
-came (:class:`_Encoded`) instead of being encoded again."""
+came (:class:`Encoded`) instead of being encoded again."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from ._links import CHUNK, Hub
 
 
 @attrs.define(eq=False)
-class _Encoded:
+class Encoded:
     """The bytes each command arrived as, by the command, until every runtime
     forwarded it (so process 0 forwards them as they came instead of encoding
     them again). ``uses`` is the number of runtimes; a command routed to
@@ -63,7 +63,7 @@ class _Encoded:
 
 
 @attrs.define(eq=False)
-class _Fanout:
+class Fanout:
     """Process 0's command channel: each batch goes on the link to every other
     process (:class:`~._items.Sequenced`, one item a run), then to this process's workers
     through the local sequencer. Links keep their order, so every process's
@@ -73,7 +73,7 @@ class _Fanout:
     hub: Hub
     others: list[str]
     runtime: str
-    encoded: _Encoded
+    encoded: Encoded
     # The generation's controller reset (see Generation.epoch), when sent.
     epoch: Callable[[], int] = lambda: 0
     # The most bytes of commands one item carries (unless one command is

@@ -30,7 +30,7 @@ from ..runtime._replica import Replica, Runtime, compose
 from ..runtime._worker import SequencedCommand, Worker
 from . import _wire
 from ._fabric import NetFabric
-from ._fanout import _Encoded, _Fanout
+from ._fanout import Encoded, Fanout
 from ._items import Metric, Respond
 from ._links import Hub
 from ._options import CONTROLLER, SHARDS, ServeOptions, process_node
@@ -76,9 +76,9 @@ class Generation:
     # dropped: it was sent before a reset, to the replica that reset ended.
     epoch: int = 0
     connections: dict[int, tuple[CommandLine, ResponseLine]] = attrs.field(factory=dict)
-    encoded: _Encoded = attrs.field(
+    encoded: Encoded = attrs.field(
         default=attrs.Factory(
-            lambda self: _Encoded(uses=2 if self.options.config.interactive else 1),
+            lambda self: Encoded(uses=2 if self.options.config.interactive else 1),
             takes_self=True,
         )
     )
@@ -93,7 +93,7 @@ class Generation:
 
     def commands(self, nonce: int, encoded: list[bytes]) -> None:
         """Commands of connection ``nonce``, each encoded on its own: process
-        0 forwards the same bytes to the other processes (:class:`_Fanout`)."""
+        0 forwards the same bytes to the other processes (:class:`Fanout`)."""
         found = self.connections.get(nonce)
         if found is None:
             return
@@ -219,7 +219,7 @@ def _command_channel(
     if options.process == 0:
         channel = system.sequencer(refs, name=f"{name}/command-channel")
         others = [process_node(other) for other in range(1, options.config.processes)]
-        fanout = _Fanout(
+        fanout = Fanout(
             channel,
             generation.hub,
             others,

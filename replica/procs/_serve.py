@@ -40,7 +40,7 @@ from actors.net import open_node
 from ._errors import ListenFailedError, ProcessAbortedError, ShardHostLostError
 from ._links import MAX_FRAME, Hub, codec
 from ._options import SHARDS, ServeOptions, process_node
-from ._server import _Server
+from ._server import Server
 
 
 async def serve(
@@ -71,7 +71,7 @@ async def serve(
         for other, address in enumerate(options.peers):
             if other != options.process:
                 hub.dial(process_node(other), address)
-        server = _Server(options, hub, nursery)
+        server = Server(options, hub, nursery)
         server.install()
         gc.freeze()
         task_status.started()

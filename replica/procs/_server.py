@@ -49,7 +49,7 @@ logger = logging.getLogger("replica.procs")
 
 
 @attrs.define(eq=False)
-class _Server:
+class Server:
     options: ServeOptions
     hub: Hub
     nursery: trio.Nursery

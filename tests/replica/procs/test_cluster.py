@@ -48,7 +48,7 @@ from replica.procs._items import (
 )
 from replica.procs._links import Hub
 from replica.procs._options import CONTROLLER, ServeOptions
-from replica.procs._server import _Server
+from replica.procs._server import Server
 from replica.runtime._connection import open_connection
 
 
@@ -138,7 +138,7 @@ def test_a_connection_opened_to_a_process_with_no_replica_is_refused_named() -> 
         options = ServeOptions(0, config, ("h", 0), (("h", 0), ("h", 1)), ("h", 3), b"s" * 16)
         async with _running() as (cluster, _hub, nursery):
             process_hub = _Hub(name="p0", outlinks={CONTROLLER: _Link(), "p1": _Link()})
-            server = _Server(options, cast(Hub, process_hub), nursery)
+            server = Server(options, cast(Hub, process_hub), nursery)
             server.generation = cast(Any, types.SimpleNamespace())
             server._peer_lost("p1", "the connection broke")
             assert process_hub.items == [(CONTROLLER, LostPeer("p1"))]
@@ -395,7 +395,7 @@ def test_a_reset_and_a_connection_during_a_generation_start(
         options = ServeOptions(1, config, ("h", 1), (("h", 0), ("h", 1)), ("h", 3), b"s" * 16)
         async with trio.open_nursery() as nursery:
             hub = _Hub(name="p1", outlinks={CONTROLLER: _Link()})
-            server = _Server(options, cast(Hub, hub), nursery)
+            server = Server(options, cast(Hub, hub), nursery)
             server._reset(CONTROLLER, Reset(4))
             nursery.start_soon(server.run)
             await trio.testing.wait_all_tasks_blocked()
@@ -447,9 +447,9 @@ def test_process_0_keeps_at_most_byte_limit_of_commands_a_runtime_never_takes() 
     literals held 193 MB in process 0. The bytes held are bounded too
     (oldest out first); what is evicted is encoded again if asked for."""
     from replica.procs import _wire
-    from replica.procs._fanout import _Encoded
+    from replica.procs._fanout import Encoded
 
-    encoded = _Encoded(uses=2, byte_limit=1_000_000)
+    encoded = Encoded(uses=2, byte_limit=1_000_000)
     peeks = [Peek(n, 1001, 5, tuple((k, "x" * 90) for k in range(100))) for n in range(200)]
     sizes = []
     for peek in peeks:
@@ -568,7 +568,7 @@ def test_items_of_a_replica_that_ended_are_not_counted_by_the_next(
         options = ServeOptions(1, config, ("h", 1), (("h", 0), ("h", 1)), ("h", 3), b"s" * 16)
         async with trio.open_nursery() as nursery:
             hub = _Hub(name="p1", outlinks={CONTROLLER: _Link()})
-            server = _Server(options, cast(Hub, hub), nursery)
+            server = Server(options, cast(Hub, hub), nursery)
             nursery.start_soon(server.run)
             await trio.testing.wait_all_tasks_blocked()
             exchange = server._current_epoch(lambda generation, *args: None)

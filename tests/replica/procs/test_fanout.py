@@ -15,7 +15,7 @@ from replica import (
     Frontier,
 )
 from replica.procs import _wire
-from replica.procs._fanout import _Encoded, _Fanout
+from replica.procs._fanout import Encoded, Fanout
 from replica.procs._items import (
     Item,
     Sequenced,
@@ -25,7 +25,7 @@ from replica.runtime._worker import SequencedCommand
 
 
 def test_process_0_forwards_a_commands_bytes_until_every_runtime_took_them() -> None:
-    encoded = _Encoded(uses=2)
+    encoded = Encoded(uses=2)
     command = AllowCompaction(3, Frontier.at(1))
     encoded.remember(command, b"as it came")
     assert encoded.take(command) == b"as it came"
@@ -63,7 +63,7 @@ def test_process_0_forwards_a_huge_run_of_commands_in_items_a_frame_carries() ->
     one = len(_wire.encode(commands[0]))
     hub = _FakeHub()
     local = _LocalSequencer()
-    fanout = _Fanout(cast(Any, local), cast(Hub, hub), ["p1"], "maintenance", _Encoded())
+    fanout = Fanout(cast(Any, local), cast(Hub, hub), ["p1"], "maintenance", Encoded())
     fanout.item_bytes = 50 * one
     batch = [SequencedCommand(7, 0, command) for command in commands]
     trio.run(fanout.broadcast_many, batch)

@@ -31,7 +31,7 @@ from replica.procs._items import (
 )
 from replica.procs._links import Hub
 from replica.procs._options import CONTROLLER, ServeOptions
-from replica.procs._server import _Server
+from replica.procs._server import Server
 
 
 @attrs.define(eq=False)
@@ -75,7 +75,7 @@ def test_a_lost_connection_to_a_process_closes_its_others_whose_later_loss_is_no
         options = ServeOptions(0, config, ("h", 0), (("h", 1), ("h", 2)), ("h", 3), b"s" * 16)
         async with trio.open_nursery() as nursery:
             hub = _FakeHub(outlinks={CONTROLLER: object()})
-            server = _Server(options, cast(Hub, hub), nursery)
+            server = Server(options, cast(Hub, hub), nursery)
             server.generation = cast(Generation, object())
             dialled, accepted = _FakePeer("p1"), _FakePeer("p1")
             server._watch_link("p1", cast(Peer, dialled))
@@ -123,7 +123,7 @@ def test_a_lost_peer_drops_what_the_ending_generation_queued_for_other_processes
         outlinks = {name: _FakeOutlink([_exchanged(1)]) for name in ("p1", "p2", CONTROLLER)}
         async with trio.open_nursery() as nursery:
             hub = _FakeHub(outlinks=outlinks)
-            server = _Server(options, cast(Hub, hub), nursery)
+            server = Server(options, cast(Hub, hub), nursery)
             server.generation = cast(Generation, object())
             server._peer_lost("p1", "the connection broke")
             assert server._restart.is_set()
@@ -142,7 +142,7 @@ def test_an_item_from_another_process_sent_before_a_reset_is_dropped() -> None:
         config = ReplicaConfig(processes=2, workers=1, interactive=False)
         options = ServeOptions(1, config, ("h", 1), (("h", 0), ("h", 1)), ("h", 3), b"s" * 16)
         async with trio.open_nursery() as nursery:
-            server = _Server(options, cast(Hub, _FakeHub()), nursery)
+            server = Server(options, cast(Hub, _FakeHub()), nursery)
             server.generation = cast(Generation, types.SimpleNamespace(epoch=3, relays={}))
             got: list[Item] = []
             handler = server._current_epoch(lambda generation, item: got.append(item))
@@ -160,7 +160,7 @@ def test_an_item_from_another_process_sent_before_a_reset_is_dropped() -> None:
 
 @attrs.define(eq=False)
 class _CountingHub:
-    """A hub as ``_Server.run`` uses it: items put, and the quiescence counts."""
+    """A hub as ``Server.run`` uses it: items put, and the quiescence counts."""
 
     name: str = "p1"
     outlinks: dict[str, Any] = attrs.field(factory=dict)
@@ -204,7 +204,7 @@ def test_after_a_lost_peer_the_next_replica_starts_at_the_next_reset_and_its_epo
         options = ServeOptions(1, config, ("h", 1), (("h", 0), ("h", 1)), ("h", 3), b"s" * 16)
         async with trio.open_nursery() as nursery:
             hub = _CountingHub(outlinks={CONTROLLER: object()})
-            server = _Server(options, cast(Hub, hub), nursery)
+            server = Server(options, cast(Hub, hub), nursery)
             nursery.start_soon(server.run)
             await trio.testing.wait_all_tasks_blocked()
             assert opened == [0]
@@ -234,7 +234,7 @@ def test_a_relaunched_process_starts_at_the_epoch_it_is_given() -> None:
 
     async def main() -> None:
         async with trio.open_nursery() as nursery:
-            server = _Server(options, cast(Hub, _CountingHub()), nursery)
+            server = Server(options, cast(Hub, _CountingHub()), nursery)
             assert server.epoch == 12
 
     trio.run(main)
