@@ -21,6 +21,7 @@ import attrs
 
 from replica import (
     Command,
+    ComputeState,
     CreateInstance,
     DataflowDescription,
     GlobalId,
@@ -34,7 +35,6 @@ from replica import (
     SubscribeBatch,
     Update,
 )
-from replica.compute._state import ComputeState
 from replica.driver.oracle._evaluate import evaluate as evaluate
 from replica.engine._exchange import Fabric
 from replica.engine._stream import Operator, Queue

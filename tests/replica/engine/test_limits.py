@@ -13,8 +13,7 @@ from replica.engine._linear import FlatMapRows
 from replica.engine._stream import Errors, Stream
 from replica.engine._top_k import TopKOperator
 from replica.engine._union import UnionOperator
-from replica.model._rows import Update
-from replica.model._scalar import Column, Literal
+from replica.model import Column, Literal, Update
 
 LIMIT = 6
 

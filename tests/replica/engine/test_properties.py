@@ -37,7 +37,7 @@ from replica import (
     partition_of,
 )
 from replica.engine._sinks import DELETIONS, INSERTIONS, MaterializedViewSink
-from replica.model._aggregates import AggregateExpr, AggregateFunc
+from replica.model import AggregateExpr, AggregateFunc
 from replica.model._plan import Aggregate, Filter, Map, gets
 from replica.model._scalar import COMPARISONS, Call, Column, Literal, Scalar, ScalarFunc
 

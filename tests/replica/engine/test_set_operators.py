@@ -12,9 +12,20 @@ from hypothesis import strategies as st
 from replica import Get, Plan, Project, Row, Update
 from replica.engine._stream import Stream
 from replica.engine._top_k import TopKOperator
-from replica.model._plan import Constant, FlatMap, Map, Negate, Threshold, TopK, Union
-from replica.model._relational import top_k_rows
-from replica.model._scalar import Call, Column, Literal, ScalarFunc
+from replica.model import (
+    Call,
+    Column,
+    Constant,
+    FlatMap,
+    Literal,
+    Map,
+    Negate,
+    ScalarFunc,
+    Threshold,
+    TopK,
+    Union,
+    top_k_rows,
+)
 
 from .test_properties import PROPERTY, A, B, check_plan
 

@@ -35,7 +35,7 @@ from replica import (
     open_replica,
 )
 from replica.engine._sinks import DELETIONS, INSERTIONS, MaterializedViewSink, SubscribeSink
-from replica.model._plan import Plan
+from replica.model import Plan
 
 from .harness import U, Workers, accumulate, evaluate
 

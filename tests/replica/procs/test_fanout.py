@@ -13,6 +13,7 @@ import trio.testing
 from replica import (
     AllowCompaction,
     Frontier,
+    SequencedCommand,
 )
 from replica.procs import _wire
 from replica.procs._fanout import Encoded, Fanout
@@ -21,7 +22,6 @@ from replica.procs._items import (
     Sequenced,
 )
 from replica.procs._links import Hub
-from replica.runtime._worker import SequencedCommand
 
 
 def test_process_0_forwards_a_commands_bytes_until_every_runtime_took_them() -> None:

@@ -21,33 +21,39 @@ from replica import (
     Peek,
     PeekResponse,
     Rows,
+    SequencedCommand,
     SubscribeBatch,
 )
 from replica.engine._exchange import CLOSED
-from replica.model import _plan
-from replica.model._aggregates import AggregateExpr, AggregateFunc
-from replica.model._dataflow import Build, IndexExport, IndexImport
-from replica.model._plan import (
+from replica.model import (
     Aggregate,
+    AggregateExpr,
+    AggregateFunc,
+    Build,
+    Call,
+    Column,
     Constant,
     Filter,
     FlatMap,
     Get,
+    IndexExport,
+    IndexImport,
     Join,
+    Literal,
     Map,
     Negate,
     Project,
     Reduce,
+    ScalarFunc,
     Threshold,
     TopK,
     Union,
+    _plan,
 )
-from replica.model._scalar import Call, Column, Literal, ScalarFunc
 from replica.procs import WireError, _wire
 from replica.procs._items import (
     ExchangeFrontier,
 )
-from replica.runtime._worker import SequencedCommand
 
 
 @pytest.mark.parametrize(

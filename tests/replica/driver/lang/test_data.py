@@ -24,7 +24,7 @@ from replica.driver.lang._data import (
     scalar_type,
     split_values,
 )
-from replica.model._rows import Datum
+from replica.model import Datum
 
 BIGINT = ColumnType(ScalarType.BIGINT)
 INTEGER = ColumnType(ScalarType.INTEGER)

@@ -10,19 +10,23 @@ import pytest
 
 from replica.driver.lang._payloads import CountRows, Fail, Payload, PeekRows, Print, Send
 from replica.driver.lang._spec import SpecError, parse_spec, read_spec
-from replica.model._dataflow import (
+from replica.model import (
+    Aggregate,
     Build,
     DataflowClass,
     DataflowDescription,
+    Get,
+    GlobalId,
     IndexExport,
     IndexImport,
+    Join,
     MaterializedView,
+    Project,
+    Reduce,
     SinkExport,
     SourceImport,
     Subscribe,
 )
-from replica.model._ids import GlobalId
-from replica.model._plan import Aggregate, Get, Join, Project, Reduce
 from replica.protocol import CreateDataflow, UpdateConfiguration
 
 from ....paths import DRIVER_SCRIPTS as SCRIPTS

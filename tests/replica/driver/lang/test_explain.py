@@ -9,8 +9,8 @@ import pytest
 from replica.driver.lang._explain import CROSS, compact, scalar_text
 from replica.driver.lang._payloads import Fail, Payload, Print
 from replica.driver.lang._spec import SpecError, parse_spec
+from replica.model import Call, Column, Literal, ScalarFunc
 from replica.model._lowering import expected_buckets
-from replica.model._scalar import Call, Column, Literal, ScalarFunc
 
 KV = "define-schema name=kv\n  k bigint\n  v text\n----\nok\n\n"
 IMPORTS = (

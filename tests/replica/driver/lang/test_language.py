@@ -27,8 +27,7 @@ from replica.driver.lang._payloads import (
     Write,
 )
 from replica.driver.lang._spec import Spec, SpecError, Stanza, parse_spec, read_spec, rewrite
-from replica.model._frontier import Frontier
-from replica.model._ids import GlobalId
+from replica.model import Frontier, GlobalId
 from replica.protocol import AllowCompaction, CreateInstance, InstanceConfig, UpdateConfiguration
 
 from ....paths import ROOT

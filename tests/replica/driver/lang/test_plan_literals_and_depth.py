@@ -15,7 +15,7 @@ from replica.driver.lang._expressions import Apply, Const, Ref, parse_expr
 from replica.driver.lang._spec import parse_spec
 from replica.driver.lang._tokens import Cursor, MirError, lex
 from replica.driver.oracle._model import ReferenceModel
-from replica.model._scalar import Literal, ScalarFunc
+from replica.model import Literal, ScalarFunc
 
 from ..scripts import TOPOLOGIES, assert_passes
 

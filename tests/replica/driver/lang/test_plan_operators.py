@@ -8,21 +8,24 @@ import pytest
 
 from replica.driver.lang._payloads import Send
 from replica.driver.lang._spec import SpecError, parse_spec
-from replica.model._ids import GlobalId
-from replica.model._plan import (
+from replica.model import (
     Aggregate,
+    Call,
+    Column,
     Constant,
     FlatMap,
     Get,
+    GlobalId,
+    Literal,
     Map,
     Negate,
     Plan,
     Reduce,
+    ScalarFunc,
     Threshold,
     TopK,
     Union,
 )
-from replica.model._scalar import Call, Column, Literal, ScalarFunc
 from replica.protocol import CreateDataflow
 
 SOURCE = "  import source=1000 shard=r upper=1\n"

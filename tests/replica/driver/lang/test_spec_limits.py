@@ -12,7 +12,7 @@ import pytest
 
 from replica.driver import main
 from replica.driver.lang._spec import RowError, SpecError, parse_row, parse_spec
-from replica.model._ids import GlobalId
+from replica.model import GlobalId
 
 SETUP = "create-instance\n----\nok\n\ninitialization-complete\n----\nok\n\n"
 TOO_LARGE = "number too large to fit in target type"

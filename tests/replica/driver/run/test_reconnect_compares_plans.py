@@ -7,8 +7,7 @@ from __future__ import annotations
 import pytest
 
 from replica.driver.lang._spec import parse_spec
-from replica.model._plan import Constant
-from replica.model._scalar import Literal
+from replica.model import Constant, Literal
 
 from ..scripts import TOPOLOGIES, assert_passes
 

@@ -10,8 +10,7 @@ import pytest
 
 from replica.driver import main
 from replica.driver.lang._spec import parse_spec
-from replica.model import _rows
-from replica.model._relational import MAX_SERIES, table_rows
+from replica.model import MAX_SERIES, _rows, table_rows
 from replica.model._scalar import INT64_MAX, INT64_MIN, EvalError
 
 from ..scripts import TOPOLOGIES, assert_passes
