@@ -27,7 +27,7 @@ import attrs
 
 from replica.model import COMPLETE, DataflowDescription, GlobalId, IndexExport, Subscribe
 from replica.model._plan import gets
-from replica.model._rows import Row, key_of, typed
+from replica.model._rows import Row, Update, key_of, typed
 from replica.protocol import (
     AllowCompaction,
     AllowWrites,
@@ -36,11 +36,12 @@ from replica.protocol import (
     Schedule,
 )
 
-from ..lang._data import render_datum, render_rows
+from ..lang._data import render_datum, render_rows, render_updates
 from ..lang._errors import DriverError
 from ..lang._payloads import (
     Advance,
     AwaitFrontier,
+    AwaitSubscribe,
     CountRows,
     Fail,
     Hold,
@@ -97,6 +98,8 @@ class ReferenceModel:
     held: set[str] = attrs.field(factory=set)
     # Ids dropped on the current connection: the replica refuses to reuse them.
     retired: set[GlobalId] = attrs.field(factory=set)
+    # Per subscribe, the time up to which its updates were printed.
+    delivered: dict[GlobalId, int] = attrs.field(factory=dict)
 
     @property
     def settled(self) -> bool:
@@ -137,6 +140,9 @@ class ReferenceModel:
                 if reached is not None and reached >= ts:
                     return ["ok"]
                 return [f"error: frontier for {id} did not reach {ts} in time"]
+            case AwaitSubscribe(id, up_to, _):
+                self._decidable(stanza)
+                return self._await_subscribe(stanza, id, up_to)
             case PeekRows(id, ts, timeout, shard):
                 self._decidable(stanza)
                 if shard is not None:
@@ -304,6 +310,34 @@ class ReferenceModel:
         if upper is None or upper <= ts:
             return [f"error: timed out after {timeout.text}s"]
         return render_rows(self._rows(dataflow, on, ts).elements())
+
+    def _await_subscribe(self, stanza: Stanza, id: GlobalId, up_to: int) -> list[str]:
+        """What ``await-subscribe`` prints: every update of the subscribe's
+        collection from the last wait's upper to its upper now (the
+        snapshot at ``as_of`` first), once that upper reached ``up_to`` (or
+        the subscribe finished, at its own ``up-to``)."""
+        dataflow = self._exporting(id)
+        sink = None
+        if dataflow is not None:
+            sink = next((s for s in dataflow.description.sink_exports if s.id == id), None)
+        if dataflow is None or sink is None or not isinstance(sink.connection, Subscribe):
+            raise UndecidableError(f"line {stanza.line}: a subscribe the model does not know")
+        upper = self._upper(dataflow, sink.on)
+        end = sink.connection.up_to
+        reached = None if upper is None else upper if end is None else min(upper, end)
+        finished = end is not None and reached is not None and reached >= end
+        if reached is None or (reached < up_to and not finished):
+            return [f"error: subscribe {id} did not reach {up_to} in time"]
+        as_of = dataflow.description.as_of
+        updates: list[Update] = []
+        for time in range(self.delivered.get(id, as_of), reached):
+            now = self._rows(dataflow, sink.on, time)
+            before = self._rows(dataflow, sink.on, time - 1) if time > as_of else Counter()
+            for row in now.keys() | before.keys():
+                if now[row] != before[row]:
+                    updates.append((row, time, now[row] - before[row]))
+        self.delivered[id] = max(reached, self.delivered.get(id, as_of))
+        return render_updates(updates)
 
     def _export_upper(self, id: GlobalId) -> int | None:
         dataflow = self._exporting(id)

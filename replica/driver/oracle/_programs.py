@@ -101,6 +101,7 @@ def generate(choose: Chooser, max_steps: int = 10) -> Program:
     # Ids dropped on the current connection: a controller never reuses one
     # there (the replica refuses the create, then every command naming it).
     retired: set[int] = set()
+    schemas: list[str] = []
 
     def write(shard: str) -> None:
         ts = uppers[shard] + choose.integer(0, 1)
@@ -234,6 +235,31 @@ def generate(choose: Chooser, max_steps: int = 10) -> Program:
         ts = max(uppers[shard] - 1, 0)
         out.append(f"peek id={6000 + n} ts={ts} timeout-secs={READ_TIMEOUT}")
 
+    def subscribe() -> None:
+        """A transient subscribe of a shard (maintained work: the real
+        controller never makes one a one-shot read), awaited up to the
+        shard's upper, then dropped: a subscribe ends with its connection."""
+        shard = choose.choice(SHARDS)
+        source = 1000 if shard == SHARDS[0] else 2000
+        n = fresh()
+        if not schemas:
+            out.append("define-schema name=pairs\n  id bigint\n  payload text")
+            schemas.append("pairs")
+        end = choose.choice(["", f" up-to={uppers[shard] + choose.integer(0, 2)}"])
+        out.append(
+            f"create-dataflow name=watch{n} as-of=0\n"
+            f"  import source={source} shard={shard} upper={uppers[shard]}\n"
+            f"  build id=t{7500 + n}\n"
+            f"    Project (#0, #1)\n"
+            f"      Get u{source}\n"
+            f"  export kind=subscribe sink=t{6500 + n} on=t{7500 + n} schema=pairs{end}"
+        )
+        out.append(f"schedule id=t{6500 + n}")
+        out.append(
+            f"await-subscribe id=t{6500 + n} up-to={uppers[shard]} timeout-secs={READ_TIMEOUT}"
+        )
+        out.append(f"drop id=t{6500 + n}")
+
     def in_flight() -> None:
         """A command sent to the connection about to be lost: it may reach
         only one runtime (the other's adapter drops it with its queue)."""
@@ -327,6 +353,7 @@ def generate(choose: Chooser, max_steps: int = 10) -> Program:
                 "sink",
                 "pair",
                 "setting",
+                "subscribe",
             ]
         )
         if step == "write":
@@ -359,6 +386,8 @@ def generate(choose: Chooser, max_steps: int = 10) -> Program:
             reexport()
         elif step == "sink":
             sink()
+        elif step == "subscribe":
+            subscribe()
         elif step == "setting":
             # Placement is decided when a dataflow is created: turning the
             # setting on or off moves nothing already there.
