@@ -320,6 +320,12 @@ def run_command(
     # The outputs first: one that cannot be written exits 2 with no spec rewritten.
     recording.write()
     for spec, run in rewrites:
+        if len(run.outcomes) < len(spec.stanzas) or run.aborted:
+            # A replica that aborted printed no output to write down.
+            failed = True
+            report_violations(spec, run, out)
+            print(f"not rewritten: {escaped(spec.path)}: the replica aborted", file=out)
+            continue
         replace_text(spec.path, rewritten(spec, run.outcomes))
         print(f"rewrote {escaped(spec.path)} ({len(run.outcomes)} stanzas, {topology})", file=out)
     return 1 if failed else 0

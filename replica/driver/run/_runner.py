@@ -60,6 +60,9 @@ from ..lang._payloads import (
 from ..lang._payloads import Metrics as MetricsWait
 from ..lang._spec import Spec, Stanza
 
+ABORTED = "the replica aborted"
+"""How a run's violation says the replica aborted (shared fate)."""
+
 
 class _PrintedError(Exception):
     """A failure the stanza prints as ``error: <message>``."""
@@ -211,6 +214,11 @@ class SpecRun:
     # The OneShotRead dataflows sent that miss a one-shot read's shape.
     misfits: tuple[str, ...] = ()
 
+    @property
+    def aborted(self) -> bool:
+        """Whether the replica aborted during the run (shared fate)."""
+        return any(v.startswith(ABORTED) for v in self.violations)
+
     def unknown_ids(self) -> list[str]:
         """The refusals of a command naming an id the replica neither renders
         nor holds as a peer: a protocol violation."""
@@ -288,7 +296,7 @@ async def run_stanzas(
             after = (
                 f"; {left} stanza{'' if left == 1 else 's'} after it did not run" if left else ""
             )
-            aborted.append(f"the replica aborted at line {stanza.line} ({error}){after}")
+            aborted.append(f"{ABORTED} at line {stanza.line} ({error}){after}")
             break
         except (ComputeError, _PrintedError) as error:
             actual = [f"error: {error}"]
@@ -297,7 +305,7 @@ async def run_stanzas(
     if not aborted and controller.failure is not None:
         # A panic no stanza waited for (after the last one, or behind one
         # that does not wait): the run did not pass all the same.
-        aborted.append(f"the replica aborted after the stanzas ran ({controller.failure})")
+        aborted.append(f"{ABORTED} after the stanzas ran ({controller.failure})")
     rejected = tuple(f"{type(r.command).__name__}: {r.reason}" for r in controller.rejections)
     misfits = tuple(controller.misfits)
     if aborted:

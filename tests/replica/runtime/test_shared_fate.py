@@ -181,3 +181,13 @@ def test_the_driver_prints_one_line_for_the_stanza_and_exits_1(
         "1 stanza after it did not run\n"
     ) in out
     assert "Traceback" not in out + err
+
+
+def test_rewrite_leaves_a_spec_whose_replica_aborted_as_it_was(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = tmp_path / "late.spec"
+    spec.write_text(SPEC)
+    assert main(["run", str(spec), "--solo", "--rewrite"]) == 1
+    assert spec.read_text() == SPEC
+    assert f"not rewritten: {spec}: the replica aborted\n" in capsys.readouterr().out
