@@ -374,12 +374,18 @@ class Recording:
 
 
 def determinism_command(specs: Sequence[Spec], topology: Topology, seed: int, out: TextIO) -> int:
-    """Run each spec twice with ``seed``; the traces must be identical."""
+    """Run each spec twice with ``seed``; the traces must be identical. A
+    spec whose run does not pass (its mismatches, the invariants it broke, a
+    replica that aborted) fails too, reported as a run reports it."""
     failed = False
     for spec in specs:
         first, second = actors.Trace(), actors.Trace()
-        run_spec(spec, topology, seed=seed, trace=first)
+        run = run_spec(spec, topology, seed=seed, trace=first)
         run_spec(spec, topology, seed=seed, trace=second)
+        if not run.passed or len(run.outcomes) < len(spec.stanzas):
+            failed = True
+            report(spec, run.outcomes, topology, out)
+            report_violations(spec, run, out)
         if first.events == second.events:
             print(
                 f"deterministic {escaped(spec.path)}: {len(first)} trace events, seed {seed}",

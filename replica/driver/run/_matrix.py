@@ -69,9 +69,14 @@ def matrix_command(
             result = run(spec, topology, seed)
             bad = sum(not outcome.matched for outcome in result.outcomes)
             bad += len(result.violations)
+            # Stopped early: the replica aborted.
+            bad += len(result.outcomes) < len(spec.stanzas)
             cells.append(f"FAIL ({bad})" if bad else "ok")
             if bad:
                 failed.append((spec, name, topology, result))
+            else:
+                # A passing run's warnings (a misfit, an unknown id) on stderr.
+                report_violations(spec, result, out)
         row(escaped(spec.path), cells)
     for spec, name, topology, result in failed:
         print(f"\n{escaped(spec.path)} on {name}:", file=out)

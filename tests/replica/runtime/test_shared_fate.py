@@ -191,3 +191,14 @@ def test_rewrite_leaves_a_spec_whose_replica_aborted_as_it_was(
     assert main(["run", str(spec), "--solo", "--rewrite"]) == 1
     assert spec.read_text() == SPEC
     assert f"not rewritten: {spec}: the replica aborted\n" in capsys.readouterr().out
+
+
+def test_check_determinism_fails_a_spec_whose_replica_aborts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = tmp_path / "late.spec"
+    spec.write_text(SPEC)
+    assert main(["run", str(spec), "--solo", "--check-determinism"]) == 1
+    out = capsys.readouterr().out
+    assert "invariant broken: the replica aborted at line 44" in out
+    assert f"deterministic {spec}:" in out  # the two runs are alike all the same
