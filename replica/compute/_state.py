@@ -57,7 +57,7 @@ from ..protocol import (
     UpdateConfiguration,
 )
 from ..storage._shard import ShardCatalog
-from ._errors import WorkerPanicError
+from ._errors import WorkerPanicError, compacted_past, compacted_past_shared
 from ._peers import PeerRecord, PeerView
 from ._placement import renders_interactively
 from ._reconcile import DIFFERENT_INSTANCE, ReconcilePlan, Running
@@ -326,10 +326,7 @@ class ComputeState:
             if arrangement is not None:
                 assert isinstance(collection, IndexPart | PeerView)
                 if collection.since > as_of:
-                    raise WorkerPanicError(
-                        f"Index {id} has been allowed to compact beyond the dataflow as_of: "
-                        f"since [{collection.since}], as_of [{as_of}]"
-                    )
+                    raise compacted_past_shared(id, collection.since, as_of)
                 found.append(arrangement)
             return arrangement
 
@@ -346,10 +343,7 @@ class ComputeState:
             collection = self.collections.get(index.id)
             if collection is None and index.id in self.retired:
                 # Dropped: its compaction frontier is the empty one, past any as_of.
-                raise WorkerPanicError(
-                    f"Index {index.id} has been allowed to compact beyond the dataflow as_of: "
-                    f"since [], as_of [{as_of}]"
-                )
+                raise compacted_past_shared(index.id, None, as_of)
             if isinstance(collection, PeerRecord | SinkPart):
                 # Nothing to read here: a one-shot read's index lives on the
                 # other runtime, which publishes nothing (nor is a sink an index).
@@ -360,14 +354,9 @@ class ComputeState:
                     else f"Index {index.id} is not an index: it is a sink"
                 )
             if isinstance(collection, IndexPart) and collection.since > as_of:
-                raise WorkerPanicError(
-                    f"Index {index.id} has been allowed to compact beyond the dataflow as_of"
-                )
+                raise compacted_past(index.id)
             if isinstance(collection, PeerView) and collection.since > as_of:
-                raise WorkerPanicError(
-                    f"Index {index.id} has been allowed to compact beyond the dataflow as_of: "
-                    f"since [{collection.since}], as_of [{as_of}]"
-                )
+                raise compacted_past_shared(index.id, collection.since, as_of)
 
     def _import_error(self, description: DataflowDescription) -> str | None:
         """Why the dataflow cannot read an import as of its ``as_of``: the

@@ -185,14 +185,19 @@ class Worker:
                 try:
                     await self._handle(inbox, batch)
                 except WorkerPanicError as panic:
-                    inbox.mark(f"panic: {panic}", None)
-                    if self.panic is None:
-                        raise
-                    # Shared fate: the process ends, this worker with it.
-                    self.panic(str(panic))
+                    self._panicked(panic)
                     break
                 del batch  # handled: not kept alive while the next one is awaited
             nursery.cancel_scope.cancel()
+
+    def _panicked(self, panic: WorkerPanicError) -> None:
+        """Shared fate: the process ends, this worker with it (re-raised
+        where no process hears of it)."""
+        if self._inbox is not None:
+            self._inbox.mark(f"panic: {panic}", None)
+        if self.panic is None:
+            raise panic
+        self.panic(str(panic))
 
     def halt(self) -> None:
         """Stop the worker: its process aborted (shared fate)."""
@@ -232,11 +237,7 @@ class Worker:
                 self.state.step(report=self.buffer is None)
             except WorkerPanicError as panic:
                 # A placeholder filled by an index compacted past the reader.
-                if self._inbox is not None:
-                    self._inbox.mark(f"panic: {panic}", None)
-                if self.panic is None:
-                    raise
-                self.panic(str(panic))
+                self._panicked(panic)
                 return
             self._flush()
             self._note_sharing()
