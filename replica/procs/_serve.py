@@ -37,7 +37,7 @@ import trio
 import actors
 from actors.net import open_node
 
-from ._errors import ListenFailedError, ProcessAbortedError, ShardHostLostError
+from ._errors import ListenFailedError
 from ._links import MAX_FRAME, Hub, codec
 from ._options import SHARDS, ServeOptions, process_node
 from ._server import Server
@@ -77,17 +77,9 @@ async def serve(
         task_status.started()
         nursery.start_soon(server.run)
         nursery.start_soon(server.heartbeats)
-        async with trio.open_nursery() as waiting:
-            for event in (server.host_lost, server.aborted):
-                waiting.start_soon(_set_when, event, waiting.cancel_scope)
-        if server.aborted.is_set():
-            raise ProcessAbortedError(server.abort_reason)
-        raise ShardHostLostError(server.host_error)
-
-
-async def _set_when(event: trio.Event, scope: trio.CancelScope) -> None:
-    await event.wait()
-    scope.cancel()
+        await server.ended.wait()
+        assert server.end_error is not None, "set with the event"
+        raise server.end_error
 
 
 async def _listener(options: ServeOptions) -> trio.SocketListener | tuple[str, int]:

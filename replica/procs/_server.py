@@ -19,6 +19,7 @@ from actors.net import Peer
 from ..protocol import ProtocolError
 from ..runtime._worker import SequencedCommand
 from . import _wire
+from ._errors import ProcessAbortedError, ProcsError, ShardHostLostError
 from ._generation import Generation, open_generation
 from ._items import (
     Commands,
@@ -66,12 +67,10 @@ class Server:
     _reset_came: trio.Event = attrs.field(factory=trio.Event)
     # The generation ended for a lost peer: the next starts at the next reset.
     awaiting_reset: bool = False
-    # Set when the shard host cannot be reached (see SHARDS_PATIENCE).
-    host_lost: trio.Event = attrs.field(factory=trio.Event)
-    host_error: str = ""
-    # Set when a worker of this process panicked (shared fate: it exits).
-    aborted: trio.Event = attrs.field(factory=trio.Event)
-    abort_reason: str = ""
+    # Set when the process must end: the shard host cannot be reached (see
+    # SHARDS_PATIENCE), or a worker panicked (shared fate); the first reason.
+    ended: trio.Event = attrs.field(factory=trio.Event)
+    end_error: ProcsError | None = None
     # Why the last generation ended for a lost peer (see _open).
     lost_reason: str = ""
     # The connections to and from other replica processes, by id, with the
@@ -113,15 +112,17 @@ class Server:
         self.hub.on_connected.append(self._connected)
         self.hub.on_unreachable.append(self._unreachable)
 
+    def _end(self, error: ProcsError) -> None:
+        if self.end_error is None:
+            self.end_error = error
+            self.ended.set()
+
     def _aborted(self, reason: str) -> None:
-        if not self.aborted.is_set():
-            self.abort_reason = reason
-            self.aborted.set()
+        self._end(ProcessAbortedError(reason))
 
     def _unreachable(self, target: str, error: Exception) -> None:
         if target == SHARDS:
-            self.host_error = f"the shard host is gone ({error})"
-            self.host_lost.set()
+            self._end(ShardHostLostError(f"the shard host is gone ({error})"))
 
     def _current(self, handle: Callable[[Generation, Any], None]) -> Callable[[str, Any], None]:
         """A handler applied to the current generation; an item that comes
