@@ -6,6 +6,8 @@ publishers and peers, bindings that never move, frozen views.
 
 from ._registry import Incarnation as Incarnation
 from ._registry import Peer as Peer
+from ._registry import PeerHold as PeerHold
+from ._registry import Pin as Pin
 from ._registry import Publisher as Publisher
 from ._registry import Registry as Registry
 from ._registry import RegistryStatistics as RegistryStatistics

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import attrs
 
-from sharing import Peer
+from sharing import Peer, PeerHold
 
 from ..engine._arrangement import Arrangement, Scan
 from ..engine._exports import IndexPart, Reported, compaction_error
@@ -26,6 +26,12 @@ class PeerView(Reported):
     Its frontier is the bound part's upper; a peer bound to a dropped
     publisher keeps that part's last upper forever (a frozen view), and a
     parked peer reports nothing.
+
+    With publisher holds (the design of record), recording the peer takes
+    over the peer hold maintenance registered when it published (or
+    registers one the publication to come takes), and ``AllowCompaction`` on
+    this runtime's stream moves it: maintenance's arrangement compacts no
+    faster than this runtime has allowed.
     """
 
     id: GlobalId
@@ -33,15 +39,47 @@ class PeerView(Reported):
     peer: Peer[IndexPart]
     # Invariant: since >= as_of, and since only moves forward.
     since: int
+    # The peer holds this view took (none without publisher holds).
+    holds: list[PeerHold] = attrs.field(factory=list)
     # The part this view's worker listens to (the bound one, once bound).
     _following: Arrangement | None = None
     _stop: Callable[[], None] | None = None
 
     @classmethod
     def bind(
-        cls, id: GlobalId, description: DataflowDescription, peer: Peer[IndexPart]
+        cls,
+        id: GlobalId,
+        description: DataflowDescription,
+        peer: Peer[IndexPart],
+        *,
+        hold: bool = True,
     ) -> PeerView:
-        return cls(id, description, peer, since=description.as_of)
+        view = cls(id, description, peer, since=description.as_of)
+        if hold:
+            view.take_hold(peer)
+        return view
+
+    def take_hold(self, peer: Peer[IndexPart]) -> None:
+        """Take over ``peer``'s slot's hold, moved to this view's ``since``; a
+        hold of a publication already bound is pinned on its part at once."""
+        hold = peer.take_hold(self.since)
+        self.holds.append(hold)
+        part = None if peer.publisher is None else peer.publisher.value.arrangement
+        if part is not None:
+            hold.attach(part.hold)
+
+    def allow(self, time: int) -> None:
+        """``AllowCompaction`` on this runtime's stream: moves the holds."""
+        self.since = time
+        for hold in self.holds:
+            hold.downgrade(time)
+
+    @property
+    def compaction_frontier(self) -> int:
+        """Reads before it are refused: this runtime's ``since``, or the bound
+        part's own since if it went further (no hold kept it back)."""
+        part = self.arrangement
+        return self.since if part is None or part.since <= self.since else part.since
 
     @property
     def arrangement(self) -> Arrangement | None:
@@ -62,7 +100,7 @@ class PeerView(Reported):
         publisher = self.peer.publisher
         if publisher is not None and publisher.value.error is not None:
             return publisher.value.error
-        error = compaction_error(ts, self.since)
+        error = compaction_error(ts, self.compaction_frontier)
         if error is None and publisher is not None:
             return publisher.value.evaluation_error(ts)
         return error
@@ -90,14 +128,22 @@ class PeerView(Reported):
             self._stop()
         self._following = self._stop = None
 
-    def rebind(self, peer: Peer[IndexPart]) -> Peer[IndexPart]:
-        """Read through ``peer`` from now on; release the old one and return it."""
+    def rebind(self, peer: Peer[IndexPart], *, hold: bool = True) -> Peer[IndexPart]:
+        """Read through ``peer`` from now on (taking its slot's hold); release
+        the old one, and the holds taken through it, and return it."""
         old, self.peer = self.peer, peer
+        for taken in self.holds:
+            taken.release()
+        self.holds = []
+        if hold:
+            self.take_hold(peer)
         old.release()
         return old
 
     def close(self) -> None:
         self._unfollow()
+        for hold in self.holds:
+            hold.release()
         self.peer.release()
 
 

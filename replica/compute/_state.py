@@ -58,6 +58,7 @@ from ..protocol import (
 )
 from ..storage._shard import ShardCatalog
 from ._errors import WorkerPanicError, compacted_past, compacted_past_shared
+from ._holds import HELD_COUNT, HOLD_GAP, HoldMechanism
 from ._peers import PeerRecord, PeerView
 from ._placement import renders_interactively
 from ._reconcile import DIFFERENT_INSTANCE, ReconcilePlan, Running
@@ -171,6 +172,15 @@ class ComputeState:
     # Align incarnations across the runtimes at each reconciliation (see
     # ``begin_reconcile`` and ``align_peers``); False only as a diagnostic.
     align: bool = True
+    # How a shared arrangement is held for its reader (:mod:`._holds`).
+    holds: HoldMechanism = HoldMechanism.PUBLISHER
+    # The arrangements this worker builds whose compaction may be due.
+    compactions: dict[Arrangement, None] = attrs.field(factory=dict)
+    # Index exports whose arrangement is not there yet to hold (re-exports).
+    unheld: list[IndexPart] = attrs.field(factory=list)
+    # The hold gauges this worker last added to the metrics (maintenance).
+    gauges: tuple[int, int] = (0, 0)
+    _gauges_due: bool = False
 
     def apply(self, command: Command) -> None:
         match command:
@@ -248,6 +258,7 @@ class ComputeState:
             self.wake,
             self._imported,
             self._subscribed,
+            self._compacting,
         )
         dataflow = render(description, self.rendered, context)
         error = self._import_error(description)
@@ -256,10 +267,19 @@ class ComputeState:
         self.rendered += 1
         self._install(dataflow)
         self.collections.update(dataflow.exports)
-        if self.role is Role.MAINTENANCE:
-            for export in dataflow.exports.values():
-                if isinstance(export, IndexPart):
+        for export in dataflow.exports.values():
+            if isinstance(export, IndexPart):
+                if not export.hold():
+                    self.unheld.append(export)
+                if self.role is Role.MAINTENANCE:
                     self._publish(export, Incarnation(export.id, description.as_of))
+
+    def _compacting(self, arrangement: Arrangement) -> None:
+        """An arrangement this worker builds may compact: maintain it at the
+        next step."""
+        if arrangement not in self.compactions:
+            self.compactions[arrangement] = None
+            self.wake()
 
     def _renders(self, description: DataflowDescription) -> bool:
         """Whether this runtime renders the dataflow (placement by class:
@@ -280,7 +300,10 @@ class ComputeState:
                 assert self.registry is not None, "an interactive worker has a registry"
                 incarnation = Incarnation(export.id, description.as_of)
                 views[export.id] = PeerView.bind(
-                    export.id, description, self.registry.bind(incarnation, self.wake)
+                    export.id,
+                    description,
+                    self.registry.bind(incarnation, self.wake),
+                    hold=self.holds is HoldMechanism.PUBLISHER,
                 )
             else:
                 views[export.id] = PeerRecord(export.id, description, description.as_of)
@@ -325,8 +348,9 @@ class ComputeState:
             )
             if arrangement is not None:
                 assert isinstance(collection, IndexPart | PeerView)
-                if collection.since > as_of:
-                    raise compacted_past_shared(id, collection.since, as_of)
+                since = collection.compaction_frontier
+                if since > as_of:
+                    raise compacted_past_shared(id, since, as_of)
                 found.append(arrangement)
             return arrangement
 
@@ -353,10 +377,10 @@ class ComputeState:
                     if isinstance(collection, PeerRecord)
                     else f"Index {index.id} is not an index: it is a sink"
                 )
-            if isinstance(collection, IndexPart) and collection.since > as_of:
+            if isinstance(collection, IndexPart) and collection.compaction_frontier > as_of:
                 raise compacted_past(index.id)
-            if isinstance(collection, PeerView) and collection.since > as_of:
-                raise compacted_past_shared(index.id, collection.since, as_of)
+            if isinstance(collection, PeerView) and collection.compaction_frontier > as_of:
+                raise compacted_past_shared(index.id, collection.compaction_frontier, as_of)
 
     def _import_error(self, description: DataflowDescription) -> str | None:
         """Why the dataflow cannot read an import as of its ``as_of``: the
@@ -372,6 +396,17 @@ class ComputeState:
     def _publish(self, export: IndexPart, incarnation: Incarnation) -> None:
         """Publish ``export``'s part as ``incarnation``; a re-export of an index
         not there yet is published once it is (see :meth:`step`)."""
+        assert self.registry is not None, "a maintenance worker has a registry"
+        if self.holds is HoldMechanism.PUBLISHER:
+            # Before any compaction of this index on this runtime's stream.
+            hold = self.registry.register_hold(incarnation, incarnation.as_of)
+            export.peer_holds.append(hold)
+            part = export.arrangement
+            if part is not None:
+                hold.attach(part.hold)
+        self._publish_part(export, incarnation)
+
+    def _publish_part(self, export: IndexPart, incarnation: Incarnation) -> None:
         assert self.registry is not None, "a maintenance worker has a registry"
         if export.arrangement is None:
             self.unpublished.append((export, incarnation))
@@ -419,7 +454,7 @@ class ComputeState:
                 f"its compaction frontier {collection.since}",
             )
             return
-        collection.since = frontier.time
+        self._allow(collection, frontier.time)
         if not self.peeks:
             return
         for uuid, reading in list(self.peeks.items()):
@@ -432,8 +467,22 @@ class ComputeState:
                 del self.peeks[uuid]
                 self.outbox.append(PeekResponse(uuid, PeekError(error)))
 
+    def _allow(self, collection: Collection, time: int) -> None:
+        """Compaction of ``collection`` allowed to ``time`` (at or after its
+        ``since``): the holds follow."""
+        if isinstance(collection, IndexPart | PeerView):
+            if isinstance(collection, PeerView) and self.holds is HoldMechanism.ROUTED:
+                return  # Routed: a compaction reaches only the renderer.
+            collection.allow(time)
+            self._gauges_due = True
+        else:
+            collection.since = time
+
     def _drop(self, id: GlobalId, collection: Collection) -> None:
         del self.collections[id]
+        if isinstance(collection, IndexPart):
+            collection.release()
+            self._gauges_due = True
         self.reported.pop(id, None)
         self._reports.pop(id, None)
         for uuid in [uuid for uuid, reading in self.peeks.items() if reading.peek.id == id]:
@@ -491,7 +540,17 @@ class ComputeState:
             waiting, self.unpublished = self.unpublished, []
             for export, incarnation in waiting:
                 if self.collections.get(export.id) is export:
-                    self._publish(export, incarnation)
+                    self._publish_part(export, incarnation)
+        if self.unheld:
+            self.unheld = [
+                export
+                for export in self.unheld
+                if self.collections.get(export.id) is export and not export.hold()
+            ]
+        if self.compactions:
+            self._maintain()
+        if self._gauges_due and self.role is Role.MAINTENANCE:
+            self._update_gauges()
         if not report:
             return
         self._read()
@@ -514,6 +573,32 @@ class ComputeState:
                         frontier = Frontier.at(upper)
                     last = reports[id] = Frontiers(id, frontier)
                 self.outbox.append(last)
+
+    def _maintain(self) -> None:
+        """Compact what is due, a slice each; step again if more is."""
+        for arrangement in list(self.compactions):
+            if not arrangement.maintain():
+                del self.compactions[arrangement]
+        self._gauges_due = True
+        if self.compactions:
+            self.wake()
+
+    def _update_gauges(self) -> None:
+        """The hold gap and held count of what this worker publishes: how far
+        the arrangement's holds keep it behind what the controller allowed."""
+        self._gauges_due = False
+        gap = held = 0
+        for collection in self.collections.values():
+            if isinstance(collection, IndexPart) and collection.publishers:
+                part = collection.arrangement
+                if part is not None and part.since < collection.since:
+                    held += 1
+                    gap = max(gap, collection.since - part.since)
+        old_gap, old_held = self.gauges
+        if (gap, held) != self.gauges:
+            self.gauges = (gap, held)
+            self.metrics.add(HOLD_GAP, gap - old_gap)
+            self.metrics.add(HELD_COUNT, held - old_held)
 
     def _read(self) -> None:
         if not self.peeks:
@@ -573,7 +658,7 @@ class ComputeState:
             time = compaction.frontier.time
             collection = collections.get(compaction.id)
             if time is not None and collection is not None and time >= collection.since:
-                collection.since = time
+                self._allow(collection, time)
             else:
                 self._compact(compaction, compaction.id, compaction.frontier, report_drop=False)
         publish = self.align and self.role is Role.MAINTENANCE
@@ -596,14 +681,22 @@ class ComputeState:
                     self._publish(export, incarnation)
 
     def align_peers(self, plan: ReconcilePlan) -> list[str]:
-        """After the barrier, before the creates (interactive runtime only):
+        """After the barrier, before the creates. On the interactive runtime,
         a kept peer whose publisher maintenance dropped (frozen), or that is
         parked on another incarnation than ``(id, new as_of)``, is bound
-        afresh to ``(id, new as_of)``. Returns what it rebound, for the trace.
-        Why this makes the runtimes agree: :mod:`replica.compute._reconcile`."""
-        if not self.align or self.role is not Role.INTERACTIVE:
+        afresh to ``(id, new as_of)``, and a kept peer bound elsewhere also
+        takes the hold maintenance registered for ``(id, new as_of)``. On
+        maintenance, a peer hold no peer took for an incarnation other than
+        the kept one is released: only the new connection's creates take
+        holds now, and those are of the kept incarnation. Returns what it
+        did, for the trace. Why this makes the runtimes agree:
+        :mod:`replica.compute._reconcile`; the holds: docs/protocol.md."""
+        if not self.align or self.role is Role.SOLO:
             return []
+        if self.role is Role.MAINTENANCE:
+            return self._release_stale_holds(plan)
         assert self.registry is not None, "an interactive worker has a registry"
+        holding = self.holds is HoldMechanism.PUBLISHER
         rebound: list[str] = []
         for id, as_of in plan.kept.items():
             view = self.collections.get(id)
@@ -613,9 +706,28 @@ class ComputeState:
             peer = view.peer
             if peer.frozen or (not peer.bound and peer.incarnation != target):
                 why = "frozen" if peer.frozen else "parked"
-                view.rebind(self.registry.bind(target, self.wake))
+                view.rebind(self.registry.bind(target, self.wake), hold=holding)
                 rebound.append(f"rebind kept peer {peer.incarnation} ({why}) to {target}")
+            elif holding and peer.incarnation != target:
+                hold = self.registry.take_hold(target, view.since)
+                view.holds.append(hold)
+                part = view.arrangement
+                if part is not None:
+                    hold.attach(part.hold)
         return rebound
+
+    def _release_stale_holds(self, plan: ReconcilePlan) -> list[str]:
+        released: list[str] = []
+        for id, as_of in plan.kept.items():
+            part = self.collections.get(id)
+            if not isinstance(part, IndexPart):
+                continue
+            for hold in part.peer_holds:
+                if not hold.taken and not hold.released and hold.incarnation.as_of != as_of:
+                    hold.release()
+                    released.append(f"release untaken peer hold of {hold.incarnation}")
+            part.peer_holds = [hold for hold in part.peer_holds if not hold.released]
+        return released
 
     def drain(self) -> list[Response]:
         out, self.outbox = self.outbox, []

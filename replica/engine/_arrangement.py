@@ -1,4 +1,4 @@
-"""Arrangements: one worker's part of an index, shared by whoever reads it.
+r"""Arrangements: one worker's part of an index, shared by whoever reads it.
 
 An index export routes each update to the worker its key hashes to; that
 worker's :class:`Arrangement` keeps the updates in arrival order (a log every
@@ -8,6 +8,15 @@ has arrived, so a read at ``ts`` is complete once ``upper > ts``.
 
 The hash is stable across runs and processes (never Python's salted ``hash``
 of a string): integers hash as themselves, strings by CRC-32 of their UTF-8.
+
+An arrangement compacts (docs/protocol.md, "Read holds and physical
+compaction"): its ``since`` is the meet of its :class:`ReadHold`\ s (the
+controller's, through its index export; every importer's; every peer hold),
+never goes back, and never rewinds to a hold registered below it; updates
+before ``since`` are advanced to it and consolidated, a slice of bounded work
+per step (:meth:`Arrangement.maintain`), so its size follows its distinct
+contents, not its history. Importers read the log through a :class:`Cursor`
+the compaction keeps in place; a read in progress keeps the lists it began on.
 """
 
 from __future__ import annotations
@@ -20,7 +29,17 @@ from collections.abc import Callable, Sequence
 import attrs
 
 from ..model._listeners import Listeners
-from ..model._rows import Datum, Row, Update, accumulate, key_of, rows_of_counts, typed
+from ..model._rows import (
+    Datum,
+    Row,
+    Update,
+    accumulate,
+    consolidate,
+    key_of,
+    rows_of_counts,
+    sum_into,
+    typed,
+)
 
 MASK = 0xFFFFFFFFFFFF
 _NULL = 0x9E3779B9
@@ -75,6 +94,66 @@ def partition_of(row: Row, key: tuple[int, ...], parts: int) -> int:
     return stable_hash(key_of(row, key)) % parts
 
 
+COMPACTION_WORK = 4096
+"""The most updates one step of an arrangement's compaction looks at."""
+
+MIN_COMPACTION = 64
+"""The fewest new updates (since the last compaction) worth compacting: a
+compaction begins once the new ones are at least this many and at least as
+many as the compacted ones, so each update is compacted a bounded number of
+times on average and the arrangement stays within about twice its distinct
+contents."""
+
+
+@attrs.define(eq=False)
+class ReadHold:
+    """A read hold on an arrangement at ``time``: its ``since`` never passes
+    a live hold (a hold registered below ``since`` does not rewind it)."""
+
+    _arrangement: Arrangement | None
+    time: int
+
+    @property
+    def released(self) -> bool:
+        return self._arrangement is None
+
+    def downgrade(self, time: int) -> None:
+        """Move the hold forward to ``time`` (never back)."""
+        arrangement = self._arrangement
+        if arrangement is not None and time > self.time:
+            self.time = time
+            arrangement._holds_moved()
+
+    def release(self) -> None:
+        """Let go of the arrangement. Idempotent."""
+        arrangement, self._arrangement = self._arrangement, None
+        if arrangement is not None:
+            del arrangement._holds[self]
+            arrangement._holds_moved()
+
+
+@attrs.define(eq=False)
+class Cursor:
+    """Where an importer is in an arrangement's log; a compaction moves it
+    with what it rewrote."""
+
+    position: int = 0
+
+
+@attrs.define(eq=False)
+class _Compaction:
+    """A compaction in slices: the log's prefix up to ``end`` advanced to
+    ``since`` and consolidated (``sums``), then indexed by key (``by_key``)."""
+
+    since: int
+    end: int
+    position: int = 0
+    sums: dict[tuple[Row, int], int] = attrs.field(factory=dict)
+    consolidated: list[Update] | None = None
+    indexed: int = 0
+    by_key: dict[Row, list[Update]] = attrs.field(factory=dict)
+
+
 @attrs.define(eq=False)
 class Arrangement:
     """A worker's part of one index: its updates, by arrival and by key."""
@@ -86,11 +165,113 @@ class Arrangement:
     # Invariant: every update at a time before upper has arrived; upper only
     # grows. None until the index's dataflow first stepped.
     upper: int | None = None
+    # Invariant: reads at or after since are exact; since only grows.
+    since: int = 0
+    # Called when a compaction may be due (a hold moved, the log grew past the
+    # threshold): the owner then calls maintain at its next step.
+    on_change: Callable[[Arrangement], None] | None = None
     _readers: Listeners = attrs.field(factory=lambda: Listeners("an arrangement"))
     _key_of: Callable[[Row], Row] = attrs.field(init=False)
+    _holds: dict[ReadHold, None] = attrs.field(factory=dict)
+    _cursors: dict[Cursor, None] = attrs.field(factory=dict)
+    # The log's consolidated prefix: how long, and the since it was compacted to.
+    _compacted: int = 0
+    _compacted_since: int = 0
+    _job: _Compaction | None = None
 
     def __attrs_post_init__(self) -> None:
         self._key_of = key_function(self.key)
+
+    def hold(self, time: int) -> ReadHold:
+        """A read hold at ``time`` (below ``since``, it holds nothing back)."""
+        hold = ReadHold(self, time)
+        self._holds[hold] = None
+        self._holds_moved()
+        return hold
+
+    @property
+    def holds(self) -> tuple[int, ...]:
+        """The times of the live holds."""
+        return tuple(hold.time for hold in self._holds)
+
+    def allowed(self) -> int | None:
+        """How far the holds let ``since`` go (``None``: no hold at all)."""
+        if not self._holds:
+            return None
+        return min(hold.time for hold in self._holds)
+
+    def cursor(self) -> Cursor:
+        """A reader of the log from its start (a compaction in progress
+        starts over: the new reader reads what it would rewrite)."""
+        cursor = Cursor()
+        self._cursors[cursor] = None
+        self._job = None
+        return cursor
+
+    def close_cursor(self, cursor: Cursor) -> None:
+        self._cursors.pop(cursor, None)
+
+    @property
+    def compacting(self) -> bool:
+        return self._job is not None
+
+    def _holds_moved(self) -> None:
+        if self.on_change is not None:
+            self.on_change(self)
+
+    def maintain(self, work: int = COMPACTION_WORK) -> bool:
+        """Move ``since`` to what the holds allow, and go on with compaction
+        (up to ``work`` updates looked at); return whether more is due (the
+        owner steps again). A compaction rewrites the log's prefix every
+        importer has read: it starts once that prefix holds at least
+        :data:`MIN_COMPACTION` new updates, and as many as were compacted."""
+        job = self._job
+        if job is None:
+            allowed = self.allowed()
+            if allowed is not None and allowed > self.since:
+                self.since = allowed
+            threshold = max(MIN_COMPACTION, self._compacted)
+            if len(self.log) - self._compacted < threshold:
+                return False
+            end = min((cursor.position for cursor in self._cursors), default=len(self.log))
+            if end - self._compacted < threshold:
+                return False
+            job = self._job = _Compaction(self.since, end)
+        return self._compact(job, work)
+
+    def _compact(self, job: _Compaction, work: int) -> bool:
+        if job.consolidated is None:
+            stop = min(job.end, job.position + work)
+            since = job.since
+            sum_into(
+                (
+                    u if u[1] >= since else (u[0], since, u[2])
+                    for u in self.log[job.position : stop]
+                ),
+                job.sums,
+            )
+            job.position = stop
+            if stop == job.end:
+                job.consolidated, job.sums = consolidate((), into=job.sums), {}
+            return True
+        consolidated = job.consolidated
+        if job.indexed < len(consolidated):
+            stop = min(len(consolidated), job.indexed + work)
+            self._index(consolidated[job.indexed : stop], job.by_key)
+            job.indexed = stop
+            return True
+        # The swap: what came during the compaction follows the new prefix; a
+        # read in progress keeps the old lists, which nothing changes again.
+        compacted = len(consolidated)
+        tail = self.log[job.end :]
+        self._index(tail, job.by_key)
+        consolidated.extend(tail)
+        for cursor in self._cursors:
+            cursor.position += compacted - job.end
+        self.log, self.by_key = consolidated, job.by_key
+        self._compacted, self._compacted_since = compacted, job.since
+        self._job = None
+        return False
 
     def update(self, updates: Sequence[Update], upper: int | None) -> None:
         """Add ``updates`` (at or after the current upper) and move the upper
@@ -106,7 +287,17 @@ class Arrangement:
 
     def _add(self, updates: Sequence[Update]) -> None:
         self.log.extend(updates)
-        by_key = self.by_key
+        if (
+            self.on_change is not None
+            and self._job is None
+            and len(self.log) - self._compacted >= max(MIN_COMPACTION, self._compacted)
+        ):
+            self.on_change(self)
+        self._index(updates, self.by_key)
+
+    def _index(self, updates: Sequence[Update], by_key: dict[Row, list[Update]]) -> None:
+        if not updates:
+            return
         # Every row has the key column (checked in C: no Python call per row).
         if len(self.key) == 1 and min(map(len, map(_ROW, updates))) > self.key[0]:
             (column,) = self.key

@@ -13,13 +13,13 @@ from collections.abc import Callable
 
 import attrs
 
-from sharing import Incarnation, Publisher
+from sharing import Incarnation, PeerHold, Publisher
 
 from ..model._dataflow import DataflowDescription, SinkExport, Subscribe
 from ..model._frontier import Frontier
 from ..model._ids import GlobalId
 from ..model._rows import Row
-from ._arrangement import Arrangement, Scan
+from ._arrangement import Arrangement, ReadHold, Scan
 from ._exchange import Fabric
 from ._sinks import MaterializedViewSink
 from ._stream import Errors, Operator, Times, first_error
@@ -68,6 +68,11 @@ class IndexPart(Export):
 
     provider: Callable[[], Arrangement | None] = attrs.field(kw_only=True)
     publishers: dict[Incarnation, Publisher[IndexPart]] = attrs.field(factory=dict, kw_only=True)
+    # The controller's hold on the arrangement, at since (once it exists: a
+    # re-export's may come later).
+    pin: ReadHold | None = attrs.field(default=None, kw_only=True)
+    # The peer holds its publications registered (maintenance, publisher holds).
+    peer_holds: list[PeerHold] = attrs.field(factory=list, kw_only=True)
     # Why reads fail, if they do (its dataflow could not read an import).
     error: str | None = attrs.field(default=None, kw_only=True)
     # The evaluation errors of the operators its collection comes from.
@@ -76,6 +81,36 @@ class IndexPart(Export):
     @property
     def arrangement(self) -> Arrangement | None:
         return self.provider()
+
+    def hold(self) -> bool:
+        """Hold the arrangement at ``since`` and attach the peer holds, once
+        it exists; return whether it does."""
+        part = self.provider()
+        if part is None:
+            return False
+        if self.pin is None:
+            self.pin = part.hold(self.since)
+        for hold in self.peer_holds:
+            hold.attach(part.hold)
+        return True
+
+    def allow(self, time: int) -> None:
+        """The controller allows compaction to ``time`` (not before ``since``)."""
+        self.since = time
+        if self.pin is not None:
+            self.pin.downgrade(time)
+
+    @property
+    def compaction_frontier(self) -> int:
+        """Reads before it are refused: ``since``, or the arrangement's own
+        since if its holds let it go further (a re-export's may)."""
+        part = self.provider()
+        return self.since if part is None or part.since <= self.since else part.since
+
+    def release(self) -> None:
+        """Dropped by the controller: let go of the arrangement."""
+        if self.pin is not None:
+            self.pin.release()
 
     @property
     def upper(self) -> int | None:
@@ -92,7 +127,7 @@ class IndexPart(Export):
     def read_error(self, ts: int) -> str | None:
         if self.error is not None:
             return self.error
-        return compaction_error(ts, self.since) or self.evaluation_error(ts)
+        return compaction_error(ts, self.compaction_frontier) or self.evaluation_error(ts)
 
     def evaluation_error(self, ts: int) -> str | None:
         """Once the part is complete through ``ts``: the error its
@@ -112,6 +147,11 @@ class IndexPart(Export):
         return part.scan(ts, literals)
 
     def close(self) -> None:
+        self.release()
+        for hold in self.peer_holds:
+            if not hold.taken:
+                # A hold nobody took dies with the publication that registered it.
+                hold.release()
         for publisher in self.publishers.values():
             publisher.drop()
 

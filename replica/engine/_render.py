@@ -70,6 +70,8 @@ class Context:
     imported: Callable[[GlobalId, int], Callable[[], Arrangement | None]]
     # A subscribe's batch for the controller: (id, lower, upper, updates).
     emit: Callable[[GlobalId, int, Frontier, tuple[Update, ...]], None]
+    # Told of an arrangement this worker builds whose compaction may be due.
+    compacting: Callable[[Arrangement], None] | None = None
 
 
 def render(description: DataflowDescription, number: int, context: Context) -> Dataflow:
@@ -237,7 +239,7 @@ def render(description: DataflowDescription, number: int, context: Context) -> D
         if shared is not None and shared[0] == export.key and export.on not in built:
             handle = IndexPart(export.id, dataflow, description.as_of, provider=shared[1])
         else:
-            part = Arrangement(export.key)
+            part = Arrangement(export.key, since=description.as_of, on_change=context.compacting)
             handle = IndexPart(
                 export.id,
                 dataflow,

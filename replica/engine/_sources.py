@@ -10,7 +10,7 @@ import attrs
 from ..model._relational import COMPLETE
 from ..model._rows import Row
 from ..storage._shard import Partitioned, Shard
-from ._arrangement import Arrangement
+from ._arrangement import Arrangement, Cursor, ReadHold
 from ._stream import Operator, Stream, Times
 
 
@@ -69,34 +69,57 @@ class KeyedShardSource(Operator):
 @attrs.define(eq=False)
 class ArrangementSource(Operator):
     """Reads this worker's part of an imported index, through ``provider``
-    (``None`` while the part is not published yet: the import waits)."""
+    (``None`` while the part is not published yet: the import waits).
+
+    The import holds the arrangement at its ``as_of`` once it finds it, and
+    downgrades the hold through its own read handle to what it has read; an
+    import with an ``until`` lets go once the upper reaches it (a one-shot
+    read, ``until = as_of + 1``, as soon as the upper passes ``as_of``)."""
 
     provider: Callable[[], Arrangement | None]
     times: Times
     wake: Callable[[], None]
     out: Stream = attrs.field(factory=Stream)
-    cursor: int = 0
+    cursor: Cursor | None = None
     arrangement: Arrangement | None = None
+    read_hold: ReadHold | None = None
     stop_listening: Callable[[], None] | None = None
 
     def step(self) -> None:
         arrangement = self.provider()
         if arrangement is None:
             return
-        if arrangement is not self.arrangement:
+        cursor = self.cursor
+        if arrangement is not self.arrangement or cursor is None:
             assert self.arrangement is None, "an import reads one arrangement for good"
             self.arrangement = arrangement
             self.stop_listening = arrangement.listen(self.wake)
+            self.read_hold = arrangement.hold(self.times.as_of)
+            cursor = self.cursor = arrangement.cursor()
         log = arrangement.log
-        if len(log) > self.cursor:
-            self.out.push(self.times.admit(log[self.cursor :]))
-            self.cursor = len(log)
-        if arrangement.upper is not None:
-            self.out.frontier = self.times.cap(arrangement.upper)
+        if len(log) > cursor.position:
+            self.out.push(self.times.admit(log[cursor.position :]))
+            cursor.position = len(log)
+        upper = arrangement.upper
+        if upper is not None:
+            self.out.frontier = frontier = self.times.cap(upper)
+            hold = self.read_hold
+            if hold is not None:
+                until = self.times.until
+                if until is not None and upper >= until:
+                    hold.release()
+                    self.read_hold = None
+                else:
+                    hold.downgrade(frontier)
 
     def close(self) -> None:
         if self.stop_listening is not None:
             self.stop_listening()
+        if self.read_hold is not None:
+            self.read_hold.release()
+            self.read_hold = None
+        if self.arrangement is not None and self.cursor is not None:
+            self.arrangement.close_cursor(self.cursor)
 
 
 @attrs.define(eq=False)

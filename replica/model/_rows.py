@@ -63,15 +63,25 @@ def key_of(row: Row, key: tuple[int, ...]) -> Row:
     return tuple(row[column] if column < len(row) else None for column in key)
 
 
-def consolidate(updates: Iterable[Update]) -> list[Update]:
+def consolidate(
+    updates: Iterable[Update], into: dict[tuple[Row, int], int] | None = None
+) -> list[Update]:
     """``updates`` summed by ``(row, time)``, those that sum to zero left out,
     in the order each ``(row, time)`` first came: differential's
-    consolidation, the one every part of the replica calls."""
-    sums: dict[tuple[Row, int], int] = {}
+    consolidation, the one every part of the replica calls. ``into`` holds
+    the sums of a consolidation done in slices (an arrangement's compaction:
+    :func:`sum_into` each slice, then consolidate the last)."""
+    sums: dict[tuple[Row, int], int] = {} if into is None else into
+    sum_into(updates, sums)
+    return [(row, time, diff) for (row, time), diff in sums.items() if diff]
+
+
+def sum_into(updates: Iterable[Update], sums: dict[tuple[Row, int], int]) -> None:
+    """Add ``updates`` to ``sums`` by ``(row, time)``: a slice of
+    :func:`consolidate`."""
     for row, time, diff in updates:
         key = (row, time)
         sums[key] = sums.get(key, 0) + diff
-    return [(row, time, diff) for (row, time), diff in sums.items() if diff]
 
 
 def accumulate(

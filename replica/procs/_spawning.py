@@ -45,6 +45,7 @@ def serve_command(
     command += [] if config.interactive else ["--solo"]
     command += [] if config.barrier else ["--no-barrier"]
     command += [] if config.align else ["--no-align"]
+    command += [] if config.holds == "publisher" else ["--holds", str(config.holds)]
     command += (
         ["--listen", _address(listen)] if listen_fd is None else ["--listen-fd", str(listen_fd)]
     )

@@ -23,6 +23,7 @@ from actors import ActorRef, ActorSystem, Sequencer, Tracer, open_system
 from barrier import ReconcileBarrier, Side
 from sharing import Registry
 
+from ..compute._holds import HoldMechanism
 from ..compute._state import Role
 from ..engine._exchange import Fabric
 from ..engine._exports import IndexPart
@@ -52,6 +53,13 @@ class ReplicaConfig:
     that applied a command of a lost connection the other dropped (a
     compaction, a drop, a create) leaves a peer parked or frozen for good,
     even with the barrier (docs/protocol.md). Never the default.
+
+    ``holds`` says how a shared arrangement is held for the runtime that
+    reads it (:class:`~replica.compute._holds.HoldMechanism`): ``publisher``,
+    the design of record and the default, or the refuted ``broadcast`` and
+    ``routed``, diagnostic, UNSAFE switches under which maintenance may
+    compact an index past the ``as_of`` of a dataflow the interactive runtime
+    has yet to build (its import panics: I1 of docs/protocol.md).
     """
 
     processes: int = attrs.field(default=1, validator=attrs.validators.ge(1))
@@ -59,6 +67,7 @@ class ReplicaConfig:
     interactive: bool = False
     barrier: bool = True
     align: bool = True
+    holds: HoldMechanism = attrs.field(default=HoldMechanism.PUBLISHER, converter=HoldMechanism)
     # Seed-driven fault injection for simulation runs; none by default.
     faults: FaultPlan = attrs.field(factory=FaultPlan)
 
@@ -208,6 +217,7 @@ async def compose(
                 role=role,
                 registry=registries.get((p, local)),
                 align=config.align,
+                holds=config.holds,
                 fabric=exchanges,
                 metrics=metrics,
                 respond_many=adapter.accept_many if respond_many else None,

@@ -19,6 +19,7 @@ from barrier import ReconcileBarrier, Side
 from sharing import Registry
 
 from ..compute._errors import WorkerPanicError
+from ..compute._holds import HoldMechanism
 from ..compute._peers import PeerView
 from ..compute._reconcile import plan_reconcile
 from ..compute._state import Collection, ComputeState, Role
@@ -142,6 +143,7 @@ class Worker:
         role: Role = Role.SOLO,
         registry: Registry[IndexPart] | None = None,
         align: bool = True,
+        holds: HoldMechanism = HoldMechanism.PUBLISHER,
         fabric: Fabric | None = None,
         metrics: Metrics | None = None,
         respond_many: Callable[[int, list[Response]], None] | None = None,
@@ -158,6 +160,7 @@ class Worker:
             fabric=Fabric(workers) if fabric is None else fabric,
             metrics=Metrics() if metrics is None else metrics,
             align=align,
+            holds=holds,
         )
         worker = cls(index, process, local, state, respond, respond_many=respond_many)
         state.wake = worker.wake

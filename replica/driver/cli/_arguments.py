@@ -13,6 +13,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from ...compute._holds import HoldMechanism
 from ...procs import MIN_PEER_TIMEOUT
 from ..lang._escape import print_error
 from ..lang._headers import DIGITS
@@ -102,6 +103,19 @@ def add_no_align(command: argparse.ArgumentParser) -> None:
         help="turn off the alignment of the runtimes' incarnations at reconciliation (unsafe: "
         "a runtime that applied a lost connection's command the other dropped leaves a peer "
         "parked or frozen)",
+    )
+
+
+def add_holds(command: argparse.ArgumentParser) -> None:
+    """``--holds``: how a shared arrangement is held for its reader."""
+    command.add_argument(
+        "--holds",
+        choices=[mechanism.value for mechanism in HoldMechanism],
+        default=HoldMechanism.PUBLISHER.value,
+        help="how the reading runtime holds a shared arrangement: publisher (the design of "
+        "record, the default), or the refuted broadcast and routed (unsafe: maintenance may "
+        "compact an index past the as_of of a dataflow the interactive runtime has yet to "
+        "build)",
     )
 
 

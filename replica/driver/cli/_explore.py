@@ -9,11 +9,21 @@ from typing import TYPE_CHECKING
 
 from actors.testing import ScheduleError
 
+from ...compute._holds import HoldMechanism
 from ..lang._escape import print_error
 from ..lang._inputs import load_specs, spec_files
 from ..run._explore import ExploreOptions, explore_command
 from ..run._runner import Topology
-from ._arguments import MAX_PROGRAMS, PROG, add_no_align, add_seed, add_shape, new_command, up_to
+from ._arguments import (
+    MAX_PROGRAMS,
+    PROG,
+    add_holds,
+    add_no_align,
+    add_seed,
+    add_shape,
+    new_command,
+    up_to,
+)
 
 if TYPE_CHECKING:
     from ._arguments import Commands
@@ -87,6 +97,7 @@ def add_arguments(commands: Commands) -> None:
         help="turn off the reconcile barrier (unsafe: the race is there to be found)",
     )
     add_no_align(explore)
+    add_holds(explore)
     add_seed(explore, "the seed of each run and of the pct and random strategies")
     explore.add_argument(
         "--replay",
@@ -115,12 +126,18 @@ def execute(args: argparse.Namespace) -> int:
         return 2
     specs = load_specs(paths)
     topology = Topology(
-        args.processes, args.workers, args.interactive, barrier=args.barrier, align=args.align
+        args.processes,
+        args.workers,
+        args.interactive,
+        barrier=args.barrier,
+        align=args.align,
+        holds=HoldMechanism(args.holds),
     )
     options = [f"--workers={args.workers}", f"--processes={args.processes}"]
     options += [] if args.interactive else ["--solo"]
     options += [] if args.barrier else ["--no-barrier"]
     options += [] if args.align else ["--no-align"]
+    options += [] if args.holds == HoldMechanism.PUBLISHER else [f"--holds={args.holds}"]
     options += [f"--seed={args.seed}"]
     how = ExploreOptions(
         strategy=args.strategy,

@@ -19,6 +19,7 @@ import attrs
 
 import actors
 
+from ...compute._holds import HoldMechanism
 from ..lang._catalog import MAX_SPEC_SYNTHETIC_BYTES, MAX_SYNTHETIC_BYTES
 from ..lang._escape import escaped
 from ..lang._headers import MAX_KEY_COLUMNS, MAX_LITERALS, MAX_ROW_BYTES
@@ -33,6 +34,7 @@ from ..run._report import report, report_violations, rewritten
 from ..run._runner import DEFAULT_MAX_WAIT, SpecRun, Topology, run_spec
 from ._arguments import (
     CommandParser,
+    add_holds,
     add_no_align,
     add_seed,
     add_shape,
@@ -106,6 +108,7 @@ def add_arguments(commands: Commands) -> None:
         help="turn off the reconcile barrier between the runtimes (unsafe: lets the race happen)",
     )
     add_no_align(run)
+    add_holds(run)
     add_seed(run, "the seed of Trio's scheduler and of injected faults")
     run.add_argument(
         "--faults",
@@ -267,7 +270,13 @@ def execute(args: argparse.Namespace) -> int:
     recording = Recording.of(args.trace, args.chrome_trace, args.timeline)
 
     def with_options(topology: Topology) -> Topology:
-        return attrs.evolve(topology, barrier=args.barrier, faults=args.faults, align=args.align)
+        return attrs.evolve(
+            topology,
+            barrier=args.barrier,
+            faults=args.faults,
+            align=args.align,
+            holds=HoldMechanism(args.holds),
+        )
 
     if args.topologies is not None:
         topologies = {name: with_options(TOPOLOGIES[name]) for name in args.topologies}

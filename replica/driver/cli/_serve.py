@@ -14,6 +14,7 @@ from ._arguments import (
     MAX_PROCESSES,
     PROG,
     CommandParser,
+    add_holds,
     add_no_align,
     add_shape,
     add_tls,
@@ -72,6 +73,7 @@ def add_arguments(commands: Commands) -> None:
         help="turn off the reconcile barrier (unsafe)",
     )
     add_no_align(serve)
+    add_holds(serve)
     listen = serve.add_mutually_exclusive_group(required=True)
     listen.add_argument(
         "--listen",
@@ -206,6 +208,7 @@ def execute(args: argparse.Namespace) -> int:
         interactive=args.interactive,
         barrier=args.barrier,
         align=args.align,
+        holds=args.holds,
     )
     options = ServeOptions(
         args.process,

@@ -12,11 +12,20 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from ...compute._holds import HoldMechanism
 from ..lang._spec import parse_spec
 from ..oracle._programs import GENERATED, RandomChooser, generate
 from ..run._paths import check_outputs, make_folder, write_text
 from ..run._runner import Topology, run_spec
-from ._arguments import MAX_PROGRAMS, add_no_align, add_seed, new_command, parse_rate, up_to
+from ._arguments import (
+    MAX_PROGRAMS,
+    add_holds,
+    add_no_align,
+    add_seed,
+    new_command,
+    parse_rate,
+    up_to,
+)
 
 if TYPE_CHECKING:
     from ._arguments import Commands
@@ -54,6 +63,7 @@ def add_arguments(commands: Commands) -> None:
         help="turn off the reconcile barrier (unsafe: failures are expected)",
     )
     add_no_align(simulate)
+    add_holds(simulate)
     simulate.add_argument(
         "--out",
         default="simulation-failures",
@@ -75,6 +85,7 @@ def execute(args: argparse.Namespace) -> int:
         Path(args.out),
         sys.stdout,
         align=args.align,
+        holds=HoldMechanism(args.holds),
     )
 
 
@@ -87,6 +98,7 @@ def simulate_command(
     out: TextIO,
     *,
     align: bool = True,
+    holds: HoldMechanism = HoldMechanism.PUBLISHER,
 ) -> int:
     """Random programs (seeded), each against a fresh replica of a random shape,
     checked against the reference model and the replica's invariants; a line
@@ -95,7 +107,9 @@ def simulate_command(
     start = time.perf_counter()
     for number in range(programs):
         rng = random.Random(f"simulate/{seed}/{number}")
-        topology = Topology(rng.randint(1, 2), rng.randint(1, 4), True, barrier, faults, align)
+        topology = Topology(
+            rng.randint(1, 2), rng.randint(1, 4), True, barrier, faults, align, holds
+        )
         program = generate(RandomChooser(rng))
         text = program.spec_text()
         run_seed = rng.randrange(2**16)
@@ -118,6 +132,7 @@ def simulate_command(
         flags = f"--workers {topology.workers} --processes {topology.processes} --seed {run_seed}"
         flags += "" if barrier else " --no-barrier"
         flags += "" if align else " --no-align"
+        flags += "" if holds is HoldMechanism.PUBLISHER else f" --holds {holds}"
         flags += f" --faults {faults:g}" if faults else ""
         print(
             f"[{number + 1}/{programs}] {topology}: FAIL; "

@@ -35,6 +35,7 @@ from replica import (
     open_replica,
     runtime_divergence,
 )
+from replica.compute._holds import HoldMechanism
 from replica.compute._state import NOT_A_SINK, UNKNOWN_COLLECTION
 from replica.runtime._invariants import peer_reports
 
@@ -78,13 +79,19 @@ class Topology:
     barrier: bool = True
     faults: float = 0.0
     align: bool = True
+    holds: HoldMechanism = HoldMechanism.PUBLISHER
 
     def __str__(self) -> str:
         runtimes = "two runtimes" if self.interactive else "solo"
         barrier = "" if self.barrier or not self.interactive else ", no barrier"
         align = "" if self.align or not self.interactive else ", no align"
+        holds = (
+            ""
+            if self.holds is HoldMechanism.PUBLISHER or not self.interactive
+            else f", {self.holds} holds"
+        )
         faults = f", faults {self.faults:g}" if self.faults else ""
-        return f"P={self.processes} W={self.workers} {runtimes}{barrier}{align}{faults}"
+        return f"P={self.processes} W={self.workers} {runtimes}{barrier}{align}{holds}{faults}"
 
     def config(self) -> ReplicaConfig:
         return ReplicaConfig(
@@ -93,6 +100,7 @@ class Topology:
             interactive=self.interactive,
             barrier=self.barrier,
             align=self.align,
+            holds=self.holds,
             faults=FaultPlan(self.faults),
         )
 
