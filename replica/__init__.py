@@ -21,6 +21,7 @@ if _typing.TYPE_CHECKING:
     from .client._errors import PeekCanceledError as PeekCanceledError
     from .client._errors import PeekFailedError as PeekFailedError
     from .client._errors import ReplicaAbortedError as ReplicaAbortedError
+    from .compute._holds import HoldMechanism as HoldMechanism
     from .compute._peers import PeerView as PeerView
     from .compute._reconcile import ReconcilePlan as ReconcilePlan
     from .compute._reconcile import Running as Running
@@ -86,7 +87,9 @@ if _typing.TYPE_CHECKING:
     from .runtime._merge import PartitionedState as PartitionedState
     from .runtime._replica import Replica as Replica
     from .runtime._replica import ReplicaConfig as ReplicaConfig
+    from .runtime._replica import ReplicaStatistics as ReplicaStatistics
     from .runtime._replica import Runtime as Runtime
+    from .runtime._replica import WorkerHolds as WorkerHolds
     from .runtime._replica import open_replica as open_replica
     from .runtime._worker import SequencedCommand as SequencedCommand
     from .runtime._worker import Worker as Worker
@@ -147,6 +150,7 @@ _FROM: dict[str, str] = {
     "CreateDataflow": ".protocol",
     "CreateInstance": ".protocol",
     "Frontiers": ".protocol",
+    "HoldMechanism": ".compute._holds",
     "Hello": ".protocol",
     "InitializationComplete": ".protocol",
     "InstanceConfig": ".protocol",
@@ -167,6 +171,8 @@ _FROM: dict[str, str] = {
     "PartitionedState": ".runtime._merge",
     "Replica": ".runtime._replica",
     "ReplicaConfig": ".runtime._replica",
+    "ReplicaStatistics": ".runtime._replica",
+    "WorkerHolds": ".runtime._replica",
     "Runtime": ".runtime._replica",
     "open_replica": ".runtime._replica",
     "SequencedCommand": ".runtime._worker",

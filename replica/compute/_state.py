@@ -594,11 +594,11 @@ class ComputeState:
                 if part is not None and part.since < collection.since:
                     held += 1
                     gap = max(gap, collection.since - part.since)
-        old_gap, old_held = self.gauges
         if (gap, held) != self.gauges:
             self.gauges = (gap, held)
-            self.metrics.add(HOLD_GAP, gap - old_gap)
-            self.metrics.add(HELD_COUNT, held - old_held)
+            source = f"{self.role}/{self.worker}"
+            self.metrics.set_gauge(HOLD_GAP, source, gap)
+            self.metrics.set_gauge(HELD_COUNT, source, held)
 
     def _read(self) -> None:
         if not self.peeks:

@@ -216,20 +216,22 @@ class Arrangement:
         return self._job is not None
 
     def _holds_moved(self) -> None:
+        # The logical frontier follows the holds at once (as differential's
+        # logical compaction does); rewriting the log waits for a step.
+        allowed = self.allowed()
+        if allowed is not None and allowed > self.since:
+            self.since = allowed
         if self.on_change is not None:
             self.on_change(self)
 
     def maintain(self, work: int = COMPACTION_WORK) -> bool:
-        """Move ``since`` to what the holds allow, and go on with compaction
-        (up to ``work`` updates looked at); return whether more is due (the
-        owner steps again). A compaction rewrites the log's prefix every
+        """Go on with compaction (up to ``work`` updates looked at); return
+        whether more is due (the owner steps again). ``since`` moved already,
+        when the holds did. A compaction rewrites the log's prefix every
         importer has read: it starts once that prefix holds at least
         :data:`MIN_COMPACTION` new updates, and as many as were compacted."""
         job = self._job
         if job is None:
-            allowed = self.allowed()
-            if allowed is not None and allowed > self.since:
-                self.since = allowed
             threshold = max(MIN_COMPACTION, self._compacted)
             if len(self.log) - self._compacted < threshold:
                 return False

@@ -31,6 +31,7 @@ from ._errors import ClusterError
 from ._heartbeat import MIN_HEARTBEAT, Heartbeats
 from ._items import (
     AppendShard,
+    Gauge,
     Hello,
     LostPeer,
     Metric,
@@ -66,6 +67,9 @@ class Cluster(Connections, Quiescence, Resets, Processes, Heartbeats):
         hub = self.controller_hub
         hub.on(Respond, self._response)
         hub.on(Metric, lambda source, item: self.metrics.add(item.name, item.amount))
+        hub.on(
+            Gauge, lambda source, item: self.metrics.set_gauge(item.name, item.source, item.value)
+        )
         hub.on(Probed, self._probed)
         hub.on(ResetDone, self._reset_done)
         hub.on(Pong, self._pong)

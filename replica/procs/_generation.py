@@ -31,7 +31,7 @@ from ..runtime._worker import SequencedCommand, Worker
 from . import _wire
 from ._fabric import NetFabric
 from ._fanout import Encoded, Fanout
-from ._items import Metric, Respond
+from ._items import Gauge, Metric, Respond
 from ._links import Hub
 from ._options import CONTROLLER, SHARDS, ServeOptions, process_node
 from ._shards import MirrorCatalog
@@ -54,6 +54,11 @@ class _ForwardedMetrics(Metrics):
         super().add(name, amount)
         if amount and CONTROLLER in self._hub.outlinks:
             self._hub.send(CONTROLLER, Metric(name, amount))
+
+    def set_gauge(self, name: str, source: str, value: int) -> None:
+        super().set_gauge(name, source, value)
+        if CONTROLLER in self._hub.outlinks:
+            self._hub.send(CONTROLLER, Gauge(name, source, value))
 
 
 @attrs.define(eq=False)

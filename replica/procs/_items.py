@@ -127,6 +127,16 @@ class Metric(Item):
     amount: int
 
 
+@attrs.frozen
+class Gauge(Item):
+    """A worker's gauge (``source``) set to ``value``."""
+
+    channel: ClassVar[str] = "gauge"
+    name: str
+    source: str
+    value: int
+
+
 # Quiescence and resets.
 
 
@@ -282,6 +292,7 @@ ITEMS: Final[tuple[type[Item], ...]] = (
     Hold,
     Release,
     Metric,
+    Gauge,
     Probe,
     Probed,
     Reset,

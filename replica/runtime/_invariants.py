@@ -15,9 +15,11 @@ is rendered by exactly one of them, the one its dataflow's class placed it on
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterable
 
 from ..compute._peers import PeerRecord, PeerView
+from ..engine._arrangement import Arrangement
 from ..engine._exports import IndexPart
 from ..model._ids import GlobalId
 from ._process import INTERACTIVE, MAINTENANCE
@@ -55,12 +57,83 @@ def peer_reports(replica: Replica) -> list[str]:
     return found
 
 
+# The since each arrangement and collection was last seen at: it never goes back.
+_SEEN: weakref.WeakKeyDictionary[Arrangement | IndexPart | PeerView, int] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def hold_violations(replica: Replica) -> list[str]:
+    """The read-hold invariants that hold at every moment (docs/protocol.md,
+    "Read holds and physical compaction"): no ``since`` moves back (of an
+    arrangement, of an index part, of a peer), and I1c: an arrangement
+    maintenance publishes compacts no faster than the interactive runtime's
+    stream has allowed (its peer's ``since``, for every peer bound to it).
+    I1 itself is the import's panic (shared fate)."""
+    found: list[str] = []
+    for name, runtime in replica.runtimes.items():
+        for worker in runtime.workers:
+            where = f"{name} p{worker.process}/w{worker.local}"
+            for id, collection in worker.state.collections.items():
+                if not isinstance(collection, IndexPart | PeerView):
+                    continue
+                found += _regressed(collection, collection.since, f"{where}: {id}")
+                part = collection.arrangement
+                if part is None:
+                    continue
+                found += _regressed(part, part.since, f"{where}: the arrangement of {id}")
+                if (
+                    isinstance(collection, PeerView)
+                    and not collection.peer.frozen
+                    and part.since > collection.since
+                ):
+                    found.append(
+                        f"{where}: I1c: the arrangement {id} reads compacted to {part.since}, "
+                        f"past the {collection.since} this runtime's stream allowed"
+                    )
+    return found
+
+
+def _regressed(thing: Arrangement | IndexPart | PeerView, since: int, what: str) -> list[str]:
+    seen = _SEEN.get(thing)
+    _SEEN[thing] = since if seen is None else max(seen, since)
+    if seen is not None and since < seen:
+        return [f"{what}: since went back from {seen} to {since}"]
+    return []
+
+
+def stalled_compaction(replica: Replica) -> list[str]:
+    """Compaction stalled, once the runtimes agree: a peer hold a publication
+    registered that no peer took pins its arrangement for good (the only
+    hold that no command can move): with no reader holding it, ``since``
+    must catch up with what the controller allowed."""
+    found: list[str] = []
+    for worker in replica.maintenance.workers:
+        where = f"p{worker.process}/w{worker.local}"
+        for id, part in worker.state.collections.items():
+            if not isinstance(part, IndexPart):
+                continue
+            for hold in part.peer_holds:
+                if not hold.taken and not hold.released and hold.attached:
+                    arrangement = part.arrangement
+                    since = "?" if arrangement is None else str(arrangement.since)
+                    found.append(
+                        f"{where}: compaction of {id} pinned at {hold.time} for good (since "
+                        f"{since}, allowed {part.since}): the peer hold of {hold.incarnation} "
+                        f"that no peer took"
+                    )
+    return found
+
+
 def runtime_divergence(replica: Replica) -> list[str]:
     """How the interactive runtime disagrees with maintenance, when they must
-    agree (see :func:`runtimes_agreed`); empty otherwise, and for Solo."""
+    agree (see :func:`runtimes_agreed`); empty otherwise, and for Solo. The
+    read-hold invariants (:func:`hold_violations`) at every call; compaction
+    not stalled (:func:`stalled_compaction`) once they must agree."""
+    found = hold_violations(replica)
     if INTERACTIVE not in replica.runtimes or not runtimes_agreed(replica):
-        return []
-    found: list[str] = []
+        return found
+    found += stalled_compaction(replica)
     for worker in replica.maintenance.workers:
         found += _placement_divergence(replica, worker)
     for reader in replica.interactive.workers:

@@ -72,6 +72,35 @@ class ReplicaConfig:
     faults: FaultPlan = attrs.field(factory=FaultPlan)
 
 
+@attrs.frozen
+class WorkerHolds:
+    """One maintenance worker's hold gauges (docs/protocol.md, "The price")."""
+
+    process: int
+    local: int
+    hold_gap_ms: int
+    held_count: int
+
+
+@attrs.frozen
+class ReplicaStatistics:
+    """A snapshot of a replica's read holds and compaction.
+
+    ``hold_gap_ms`` and ``held_count`` are the real gauges
+    ``mz_compute_shared_arrangement_hold_gap_ms`` and
+    ``mz_compute_shared_arrangement_held_count``, as the ``metrics``
+    directive reads them: the largest over the maintenance workers (0 is
+    healthy; always 0 with one runtime, where nothing is shared).
+    ``retained_updates`` counts the updates every arrangement keeps, and
+    ``arrangements`` how many there are (each worker's part counts once)."""
+
+    hold_gap_ms: int
+    held_count: int
+    workers: tuple[WorkerHolds, ...]
+    arrangements: int
+    retained_updates: int
+
+
 @attrs.define(eq=False)
 class Runtime:
     """One runtime across every process: its workers in global order, and the
@@ -111,6 +140,27 @@ class Replica:
     @property
     def interactive(self) -> Runtime:
         return self.runtimes[INTERACTIVE]
+
+    def statistics(self) -> ReplicaStatistics:
+        """The gauges of the read holds, and what the arrangements retain."""
+        workers: list[WorkerHolds] = []
+        parts: dict[int, int] = {}
+        for runtime in self.runtimes.values():
+            for worker in runtime.workers:
+                for collection in worker.state.collections.values():
+                    part = collection.arrangement if isinstance(collection, IndexPart) else None
+                    if part is not None:
+                        parts[id(part)] = len(part.log)
+        for worker in self.maintenance.workers:
+            gap, held = worker.state.gauges
+            workers.append(WorkerHolds(worker.process, worker.local, gap, held))
+        return ReplicaStatistics(
+            max((w.hold_gap_ms for w in workers), default=0),
+            max((w.held_count for w in workers), default=0),
+            tuple(workers),
+            len(parts),
+            sum(parts.values()),
+        )
 
     def hold(self, runtime: str) -> None:
         """Every process's multiplexer queues what it would forward to ``runtime``."""

@@ -1,0 +1,244 @@
+"""Read holds across the two runtimes (docs/protocol.md, "Read holds and
+physical compaction"): the real team's counterexample found with the refuted
+mechanisms and not with the design of record's publisher holds; I1c and the
+stalled-compaction invariant; the hold gauges."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+import pytest
+import trio.testing
+
+from actors.testing import explore
+from replica import (
+    AllowCompaction,
+    CreateDataflow,
+    CreateInstance,
+    DataflowDescription,
+    Frontier,
+    HoldMechanism,
+    InitializationComplete,
+    ReplicaConfig,
+    Schedule,
+    ShardCatalog,
+    open_controller,
+    open_replica,
+)
+from replica.driver.lang._spec import Spec, parse_spec, read_spec
+from replica.driver.run._bundled import bundled_spec
+from replica.driver.run._explore import SpecFailedError
+from replica.driver.run._runner import Topology, _run, run_spec
+
+I1 = "has been allowed to compact beyond the dataflow as_of: since [1], as_of [0]"
+
+
+def bundled(name: str) -> Spec:
+    with bundled_spec(name) as path:
+        return read_spec(path, name)
+
+
+def exploring(spec: Spec, topology: Topology) -> Callable[[], Awaitable[None]]:
+    async def main() -> None:
+        run = await _run(spec, topology, None)
+        if not run.passed:
+            raise SpecFailedError(run)
+
+    return main
+
+
+@pytest.mark.parametrize("holds", [HoldMechanism.BROADCAST, HoldMechanism.ROUTED])
+def test_the_refuted_mechanisms_break_i1_in_the_six_step_scenario(holds: HoldMechanism) -> None:
+    main = exploring(bundled("holds_counterexample.spec"), Topology(holds=holds))
+    exploration = explore(main, strategy="dfs", bound=1, budget=1000, raise_on_failure=False)
+    failure = exploration.failure
+    assert failure is not None
+    assert isinstance(failure.error, SpecFailedError)
+    assert failure.error.run.aborted
+    assert any(I1 in violation for violation in failure.error.run.violations)
+    # Minimised and replayable.
+    replayed = explore(main, replay=str(failure.schedule), raise_on_failure=False)
+    assert replayed.failure is not None
+
+
+@pytest.mark.parametrize(("processes", "workers", "bound"), [(1, 1, 1), (1, 1, 2), (1, 2, 1)])
+def test_publisher_holds_answer_every_schedule_of_the_six_step_scenario(
+    processes: int, workers: int, bound: int
+) -> None:
+    main = exploring(bundled("holds_counterexample.spec"), Topology(processes, workers))
+    exploration = explore(main, strategy="dfs", bound=bound, budget=100_000)
+    assert exploration.complete, exploration.summary()
+    assert exploration.failure is None
+    assert exploration.runs > 50
+
+
+HELD = """\
+create-instance
+----
+ok
+
+initialization-complete
+----
+ok
+
+write-rows shard=r ts=0
+  1 alpha
+----
+wrote 1
+
+hold runtime=interactive
+----
+ok
+
+define-index source=1000 index=1001 shard=r key=[0] as-of=0
+----
+ok
+
+schedule id=1001
+----
+ok
+
+create-dataflow name=one-shot as-of=0 until=1
+  import index=1001
+  build id=t5001
+    Reduce aggregates=[count(*)]
+      Get u1000
+  export index=t4001 on=t5001 key=[0]
+----
+ok
+
+drop id=t4001
+----
+ok
+
+allow-compaction id=1001 since=1
+----
+ok
+
+settle
+----
+ok
+
+release runtime=interactive
+----
+ok
+
+settle
+----
+ok
+"""
+
+
+@pytest.mark.parametrize("holds", list(HoldMechanism))
+def test_the_interactive_runtime_a_whole_create_behind(holds: HoldMechanism) -> None:
+    """The counterexample made deterministic: maintenance applies the
+    compaction while interactive has not reached the index's create."""
+    run = run_spec(parse_spec(HELD, "held.spec"), Topology(holds=holds), seed=1, trace=None)
+    if holds is HoldMechanism.PUBLISHER:
+        assert run.passed, run.violations
+    else:
+        assert run.aborted
+        assert any(I1 in violation for violation in run.violations)
+
+
+COMPACTED_WHILE_HELD = """\
+create-instance
+----
+ok
+
+initialization-complete
+----
+ok
+
+write-rows shard=r ts=0
+  1 alpha
+----
+wrote 1
+
+define-index source=1000 index=1001 shard=r key=[0] as-of=0
+----
+ok
+
+schedule id=1001
+----
+ok
+
+advance shard=r upper=5
+----
+ok
+
+await-frontier id=1001 ts=5
+----
+ok
+
+hold runtime=interactive
+----
+ok
+
+allow-compaction id=1001 since=3
+----
+ok
+
+settle
+----
+ok
+
+release runtime=interactive
+----
+ok
+"""
+
+
+@pytest.mark.parametrize("holds", list(HoldMechanism))
+def test_i1c_a_shared_arrangement_compacts_no_faster_than_the_slower_stream(
+    holds: HoldMechanism,
+) -> None:
+    spec = parse_spec(COMPACTED_WHILE_HELD, "compacted.spec")
+    run = run_spec(spec, Topology(holds=holds), seed=1, trace=None)
+    i1c = [v for v in run.violations if "I1c" in v]
+    if holds is HoldMechanism.PUBLISHER:
+        assert run.passed, run.violations
+    else:
+        assert i1c, run.violations
+        assert "compacted to 3, past the 0 this runtime's stream allowed" in i1c[0]
+
+
+@pytest.mark.parametrize("align", [True, False])
+def test_without_alignment_a_hold_nobody_takes_pins_compaction(align: bool) -> None:
+    spec = bundled("divergent_create_interactive_only.spec")
+    run = run_spec(spec, Topology(align=align), seed=1, trace=None)
+    pinned = [v for v in run.violations if "for good" in v]
+    if align:
+        assert run.passed, run.violations
+    else:
+        assert pinned
+        assert "the peer hold of u11@1 that no peer took" in pinned[0]
+
+
+async def test_the_hold_gauges_grow_while_interactive_is_held_and_close_after() -> None:
+    shards = ShardCatalog()
+    shards.shard("data").write(0, [(1, "a"), (2, "b")])
+    shards.shard("data").advance(10)
+    index = DataflowDescription.index(1000, "data", 1001, (0,), 0)
+    config = ReplicaConfig(workers=2, interactive=True)
+    async with open_replica(config, shards=shards) as replica, open_controller(replica) as c:
+        for command in (CreateInstance(), InitializationComplete(), CreateDataflow(index)):
+            await c.send(command)
+        await c.send(Schedule(1001))
+        await c.await_frontier(1001, 10)
+        assert replica.statistics().hold_gap_ms == 0
+        replica.hold("interactive")
+        await c.send(AllowCompaction(1001, Frontier.at(4)))
+        await trio.testing.wait_all_tasks_blocked()
+        stats = replica.statistics()
+        assert (stats.hold_gap_ms, stats.held_count) == (4, 1)
+        assert [w.hold_gap_ms for w in stats.workers] == [4, 4]
+        assert replica.metrics.value("mz_compute_shared_arrangement_hold_gap_ms") == 4
+        await c.send(AllowCompaction(1001, Frontier.at(7)))
+        await trio.testing.wait_all_tasks_blocked()
+        assert replica.statistics().hold_gap_ms == 7
+        replica.release("interactive")
+        await trio.testing.wait_all_tasks_blocked()
+        stats = replica.statistics()
+        assert (stats.hold_gap_ms, stats.held_count) == (0, 0)
+        assert replica.metrics.value("mz_compute_shared_arrangement_held_count") == 0
