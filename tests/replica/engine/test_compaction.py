@@ -6,12 +6,13 @@ cursor) and reads in progress see exactly what they would have without it."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from replica.engine._arrangement import MIN_COMPACTION, Arrangement
-from replica.model._rows import Update, accumulate
+from replica.model._rows import Row, Update, accumulate
 
 
 def churn(arrangement: Arrangement, keys: int, times: int, per_time: int) -> list[Update]:
@@ -38,7 +39,7 @@ def churn(arrangement: Arrangement, keys: int, times: int, per_time: int) -> lis
     return history
 
 
-def collection(updates: list[Update], ts: int) -> Counter[tuple[object, ...]]:
+def collection(updates: Sequence[Update], ts: int) -> Counter[Row]:
     return +accumulate(updates, ts)
 
 
@@ -84,7 +85,7 @@ def test_since_is_the_meet_of_the_holds_and_never_goes_back() -> None:
 
 def test_compaction_is_done_in_slices_of_bounded_work() -> None:
     arrangement = Arrangement((0,))
-    updates = [((key % 10, key), key, 1) for key in range(1000)]
+    updates: list[Update] = [((key % 10, key), key, 1) for key in range(1000)]
     arrangement.update(updates, 1000)
     hold = arrangement.hold(0)
     hold.downgrade(1000)
@@ -120,7 +121,7 @@ def test_an_importer_reads_across_compactions_what_it_would_have_read() -> None:
 
 def test_a_read_in_progress_keeps_the_lists_it_began_on() -> None:
     arrangement = Arrangement((0,))
-    updates = [((key % 4, key % 3), key, 1) for key in range(MIN_COMPACTION * 4)]
+    updates: list[Update] = [((key % 4, key % 3), key, 1) for key in range(MIN_COMPACTION * 4)]
     arrangement.update(updates, len(updates))
     scan = arrangement.scan(len(updates) - 1, None)
     scan.run(work=5)
@@ -140,9 +141,9 @@ def test_a_new_reader_restarts_a_compaction_in_progress() -> None:
     hold = arrangement.hold(0)
     hold.downgrade(len(updates))
     assert arrangement.maintain(work=10)
-    assert arrangement.compacting
+    compacting_before = arrangement.compacting
     cursor = arrangement.cursor()
-    assert not arrangement.compacting
+    assert (compacting_before, arrangement.compacting) == (True, False)
     while arrangement.maintain():
         pass
     # The reader read nothing yet: its cursor held the whole log back.
@@ -171,12 +172,11 @@ def test_reads_at_or_after_since_match_the_uncompacted_history(
     controller = arrangement.hold(0)
     history: list[Update] = []
     read: list[Update] = []
-    time = 0
-    for row, diff, move, reads, work in steps:
-        update = ((row,), time, 1 if diff % 2 == 0 else -1)
-        arrangement.update([update] * (diff + 1), time + 1)
+    for now, (row, diff, move, reads, work) in enumerate(steps):
+        update = ((row,), now, 1 if diff % 2 == 0 else -1)
+        time = now + 1
+        arrangement.update([update] * (diff + 1), time)
         history += [update] * (diff + 1)
-        time += 1
         controller.downgrade(min(time, controller.time + move))
         if reads:
             read += arrangement.log[cursor.position :]
