@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, find, given, settings
 from hypothesis import strategies as st
 
 import actors
+from replica import HoldMechanism
 from replica.driver import main
 from replica.driver.lang._spec import parse_spec
 from replica.driver.run._runner import SpecRun, Topology, run_spec
@@ -138,3 +139,33 @@ def test_without_the_barrier_the_simulation_finds_the_frozen_read(tmp_path: Path
     assert any(v.endswith("a frozen view") for v in without.violations), without.violations
     mismatches = [o.actual for o in without.outcomes if not o.matched]
     assert all(actual == ("error: timed out after 5s",) for actual in mismatches)
+
+
+def test_with_broadcast_holds_the_simulation_finds_the_compacted_import(tmp_path: Path) -> None:
+    """The real team's counterexample, found by the generator: with no peer
+    hold, maintenance compacts an index past the as_of of a one-shot read the
+    interactive runtime has yet to build, whose import panics (I1)."""
+    broadcast = Topology(1, 1, True, holds=HoldMechanism.BROADCAST)
+
+    def aborts(program: Program) -> bool:
+        return simulate(program, broadcast, seed=1)[1].aborted
+
+    program = find(
+        programs(),
+        aborts,
+        settings=settings(max_examples=2000, deadline=None, database=None),
+        random=random.Random(0),
+    )
+    text = program.spec_text()
+    _, run = simulate(program, broadcast, seed=1)
+    assert any("has been allowed to compact beyond the dataflow as_of" in v for v in run.violations)
+    # The shrunk program has the race: a one-shot read created, and its
+    # index compacted past its as_of; with publisher holds it passes.
+    assert " until=" in text
+    assert "allow-compaction" in text
+    _, publisher = simulate(program, Topology(1, 1, True), seed=1)
+    assert publisher.passed, publisher.violations
+    spec = tmp_path / "race.spec"
+    spec.write_text(text, encoding="utf-8")
+    assert main(["run", str(spec), "--holds", "broadcast", "--seed", "1"]) == 1
+    assert main(["run", str(spec), "--seed", "1"]) == 0

@@ -8,7 +8,9 @@ replay, change or leave out indexes,
 connections abandoned mid-reconciliation, holds and releases of either
 runtime around a reconnect (with compactions, drops and creates in flight on
 the connection being lost, so that the runtimes may apply different
-commands), compactions, drops and reads. The expected output
+commands), compactions (one racing the create of a one-shot read dropped at
+once, the real team's counterexample, maybe across a reconnect), drops and
+reads. The expected output
 of every directive comes from the plain reference model, so a program is a
 complete spec: a failing one replays with ``trio-reconcile run``.
 
@@ -170,6 +172,30 @@ def generate(choose: Chooser, max_steps: int = 10) -> Program:
                 out.append(f"drop id=t{4000 + n}")
             case _:
                 pass
+
+    def race() -> None:
+        """The real team's counterexample (docs/protocol.md, "Read holds"): a
+        one-shot read created and dropped at once (as a cancelled peek drops
+        it), and the index it reads compacted past its ``as_of`` right
+        after, maybe across a reconnect: maintenance may apply the compaction
+        before the interactive runtime has reached the read's create."""
+        id = choose.choice(sorted(defined))
+        n = fresh()
+        as_of = floor[id]
+        out.append(
+            f"create-dataflow name=race{n} as-of={as_of} until={as_of + 1}\n"
+            f"  import index={id}\n"
+            f"  build id=t{5000 + n}\n"
+            f"    Reduce aggregates=[count(*)]\n"
+            f"      Get u{id - 1}\n"
+            f"  export index=t{4000 + n} on=t{5000 + n} key=[0]"
+        )
+        out.append(f"drop id=t{4000 + n}")
+        since = as_of + choose.integer(1, 2)
+        out.append(f"allow-compaction id={id} since={since}")
+        floor[id] = max(floor[id], since)
+        if choose.boolean():
+            reconnect()
 
     def reexport() -> None:
         """An index that re-exports another's arrangement, read once."""
@@ -354,6 +380,7 @@ def generate(choose: Chooser, max_steps: int = 10) -> Program:
                 "pair",
                 "setting",
                 "subscribe",
+                "race",
             ]
         )
         if step == "write":
@@ -395,5 +422,7 @@ def generate(choose: Chooser, max_steps: int = 10) -> Program:
             out.append(f"update-configuration\nenable_compute_interactive_dataflows bool {value}")
         elif step == "pair":
             pair()
+        elif step == "race" and defined:
+            race()
     read()
     return Program(tuple(out))
