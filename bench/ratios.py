@@ -52,6 +52,14 @@ PAIRS = [
     # Issue 13: an explored run against a plain seeded run (overhead at most
     # 3x: ratio >= 0.33).
     ("explore dfs recreate W=1", "spec seeded runs recreate W=1"),
+    # Issue 23: compaction's cost to a write's frontier (goal >= 1/1.2, so a
+    # ratio >= 0.83), and an explored run of the holds counterexample against
+    # the explored recreate row.
+    (
+        "compute write to controller frontier W=2 compaction on",
+        "compute write to controller frontier W=2 compaction off",
+    ),
+    ("explore dfs holds counterexample W=1", "explore dfs recreate W=1"),
     # Issue 14: a remote ask against a raw TCP ping-pong of its frames (goal
     # >= 0.7) and against the bare 4-hop relay; remote tells against raw
     # frames (goal >= 0.5).

@@ -29,6 +29,7 @@ EXTRAS = (
     HERE / "compute_bench.py",
     HERE / "dataflow_bench.py",
     HERE / "explore_bench.py",
+    HERE / "holds_bench.py",
     HERE / "net_bench.py",
     HERE / "persist_bench.py",
     HERE / "procs_bench.py",
@@ -89,6 +90,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"idle actor memory: {per_actor:,.0f} bytes per actor ({n:,} actors, tracemalloc)")
     print(f"  for scale, a bare trio task on a capacity-64 memory channel: {per_task:,.0f} bytes")
     from dataflow_bench import ROWS_N, WRITE_K, scripts_wall_time, write_times
+    from holds_bench import churn_memory, print_churn
+
+    churn = churn_memory()
+    print_churn(churn)
 
     # The whole-run figures, unless the run was narrowed to some rows.
     whole = _option(args, "--only") is None
@@ -117,6 +122,7 @@ def main(argv: list[str] | None = None) -> int:
             "bytes_per_idle_trio_task": per_task,
             "method": "tracemalloc snapshot diff / n",
         }
+        doc["churn_memory"] = churn
         if times:
             doc["index_writes"] = {
                 "index_rows": rows,
