@@ -29,6 +29,7 @@ from replica.driver.lang._spec import Spec, parse_spec, read_spec
 from replica.driver.run._bundled import bundled_spec
 from replica.driver.run._explore import SpecFailedError
 from replica.driver.run._runner import Topology, _run, run_spec
+from replica.model._rows import Update
 
 I1 = "has been allowed to compact beyond the dataflow as_of: since [1], as_of [0]"
 
@@ -242,3 +243,32 @@ async def test_the_hold_gauges_grow_while_interactive_is_held_and_close_after() 
         stats = replica.statistics()
         assert (stats.hold_gap_ms, stats.held_count) == (0, 0)
         assert replica.metrics.value("mz_compute_shared_arrangement_held_count") == 0
+
+
+@pytest.mark.parametrize("interactive", [False, True])
+async def test_an_index_under_churn_keeps_its_contents_not_its_history(interactive: bool) -> None:
+    shards = ShardCatalog()
+    data = shards.shard("data")
+    keys = 200
+    data.write(0, [(key, 0) for key in range(keys)])
+    index = DataflowDescription.index(1000, "data", 1001, (0,), 0)
+    config = ReplicaConfig(workers=1, interactive=interactive)
+    version = dict.fromkeys(range(keys), 0)
+    async with open_replica(config, shards=shards) as replica, open_controller(replica) as c:
+        for command in (CreateInstance(), InitializationComplete(), CreateDataflow(index)):
+            await c.send(command)
+        await c.send(Schedule(1001))
+        for ts in range(1, 100):
+            changed = [(ts * 20 + step) % keys for step in range(20)]
+            batch: list[Update] = [((key, version[key]), ts, -1) for key in changed]
+            for key in changed:
+                version[key] += 1
+            batch += [((key, version[key]), ts, 1) for key in changed]
+            data.append(batch, ts, ts + 1)
+            await c.await_frontier(1001, ts + 1)
+            await c.send(AllowCompaction(1001, Frontier.at(ts)))
+        await trio.testing.wait_all_tasks_blocked()
+        stats = replica.statistics()
+        assert stats.arrangements == 1
+        assert keys <= stats.retained_updates <= 2 * keys
+        assert sorted(await c.peek(1001, 99)) == sorted(version.items())
