@@ -105,6 +105,8 @@ def test_the_public_names_are_pinned() -> None:
     assert {name for name in vars(sharing) if not name.startswith("_")} == {
         "Incarnation",
         "Peer",
+        "PeerHold",
+        "Pin",
         "Publisher",
         "Registry",
         "RegistryStatistics",

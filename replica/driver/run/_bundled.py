@@ -56,6 +56,8 @@ BUNDLED_TWO_RUNTIME = (
     "flat_map.spec",
     "let.spec",
     "explain.spec",
+    "holds_counterexample.spec",
+    "hold_gap.spec",
 )
 
 

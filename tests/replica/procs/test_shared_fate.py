@@ -32,5 +32,11 @@ def test_a_panic_ends_the_serve_process_and_the_run(tmp_path: Path, processes: i
         in done.stderr
     ]
     assert logged, done.stderr
-    assert "trio-reconcile: error: lost the connection to replica process" in done.stderr
+    # The run ends on the first loss it hears of: the driver's own connection
+    # to the aborted process, or (with two) the other process's report that
+    # it lost that one and restarted, whichever comes first on a busy machine.
+    assert (
+        "trio-reconcile: error: lost the connection to replica process" in done.stderr
+        or "lost its connection to replica process 0 and restarted" in done.stderr
+    ), done.stderr
     assert "Traceback" not in done.stdout + done.stderr
