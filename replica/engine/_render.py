@@ -225,7 +225,9 @@ def render(description: DataflowDescription, number: int, context: Context) -> D
         arities[source.id] = source.arity
     for index in description.index_imports:
         provider = context.imported(index.id, description.as_of)
-        streams[index.on] = add(ArrangementSource(provider, times, context.wake))
+        reader = ArrangementSource(provider, times, context.wake)
+        reader.take_hold()
+        streams[index.on] = add(reader)
         arities[index.on] = index.arity
         imported[index.on] = (index.key, provider)
     for build in description.objects_to_build:

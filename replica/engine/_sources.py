@@ -85,16 +85,28 @@ class ArrangementSource(Operator):
     read_hold: ReadHold | None = None
     stop_listening: Callable[[], None] | None = None
 
+    def take_hold(self) -> None:
+        """Hold the imported arrangement at ``as_of`` from the build on, as
+        the real import's trace handle does (a dataflow not scheduled yet
+        holds it too); a placeholder holds it once filled."""
+        if self.read_hold is None and self.arrangement is None:
+            arrangement = self.provider()
+            if arrangement is not None:
+                self.arrangement = arrangement
+                self.read_hold = arrangement.hold(self.times.as_of)
+
     def step(self) -> None:
         arrangement = self.provider()
         if arrangement is None:
             return
         cursor = self.cursor
-        if arrangement is not self.arrangement or cursor is None:
-            assert self.arrangement is None, "an import reads one arrangement for good"
-            self.arrangement = arrangement
+        if cursor is None:
+            # The first step that finds it: read it from its start, from now on.
+            assert self.arrangement in (None, arrangement), "an import reads one arrangement"
+            if self.arrangement is None:
+                self.arrangement = arrangement
+                self.read_hold = arrangement.hold(self.times.as_of)
             self.stop_listening = arrangement.listen(self.wake)
-            self.read_hold = arrangement.hold(self.times.as_of)
             cursor = self.cursor = arrangement.cursor()
         log = arrangement.log
         if len(log) > cursor.position:

@@ -272,3 +272,84 @@ async def test_an_index_under_churn_keeps_its_contents_not_its_history(interacti
         assert stats.arrangements == 1
         assert keys <= stats.retained_updates <= 2 * keys
         assert sorted(await c.peek(1001, 99)) == sorted(version.items())
+
+
+UNSCHEDULED_IMPORT = """\
+create-instance
+----
+ok
+
+initialization-complete
+----
+ok
+
+write-single-ts shard=r ts=0 count=100 row-bytes=1
+----
+wrote 100
+
+define-index source=1000 index=1001 shard=r key=[0] as-of=0
+----
+ok
+
+schedule id=1001
+----
+ok
+
+await-frontier id=1001 ts=1
+----
+ok
+
+create-dataflow name=reader as-of=0
+  import index=1001
+  build id=2000
+    Reduce aggregates=[count(*)]
+      Get u1000
+  export index=2001 on=2000 key=[0]
+----
+ok
+
+write-single-ts shard=r ts=3 count=100 start=100 row-bytes=1
+----
+wrote 100
+
+advance shard=r upper=10
+----
+ok
+
+await-frontier id=1001 ts=10
+----
+ok
+
+allow-compaction id=1001 since=5
+----
+ok
+
+settle
+----
+ok
+
+schedule id=2001
+----
+ok
+
+await-frontier id=2001 ts=6
+----
+ok
+
+peek id=2001 ts=0
+----
+100
+
+peek id=2001 ts=5
+----
+200
+"""
+
+
+def test_an_import_holds_from_its_build_even_before_it_is_scheduled() -> None:
+    """A dataflow built at as_of 0 over an index holds it there from the
+    build, scheduled or not: the index compacts no further while it waits."""
+    spec = parse_spec(UNSCHEDULED_IMPORT, "unscheduled.spec")
+    for topology in (Topology(), Topology(2, 2), Topology(interactive=False)):
+        run = run_spec(spec, topology, seed=1, trace=None)
+        assert run.passed, (topology, run.violations, [o.actual for o in run.outcomes])
