@@ -22,11 +22,11 @@ HOLD_GAP = "mz_compute_shared_arrangement_hold_gap_ms"
 """The largest difference, over the arrangements a maintenance worker
 publishes, between the compaction frontier the controller allowed and the
 one the holds let the arrangement apply (in virtual milliseconds: a
-timestamp is one). Summed over the workers in ``metrics``."""
+timestamp is one). ``metrics`` reads the largest over the workers."""
 
 HELD_COUNT = "mz_compute_shared_arrangement_held_count"
 """How many of the arrangements a maintenance worker publishes are held back
-at all. Summed over the workers in ``metrics``."""
+at all. ``metrics`` reads the largest over the workers."""
 
 
 class HoldMechanism(enum.StrEnum):

@@ -174,8 +174,10 @@ class ComputeState:
     align: bool = True
     # How a shared arrangement is held for its reader (:mod:`._holds`).
     holds: HoldMechanism = HoldMechanism.PUBLISHER
-    # The arrangements this worker builds whose compaction may be due.
+    # The arrangements this worker builds whose compaction may be due, and
+    # those to compact once the worker is idle (their since moved on).
     compactions: dict[Arrangement, None] = attrs.field(factory=dict)
+    settling: dict[Arrangement, None] = attrs.field(factory=dict)
     # Index exports whose arrangement is not there yet to hold (re-exports).
     unheld: list[IndexPart] = attrs.field(factory=list)
     # The hold gauges this worker last added to the metrics (maintenance).
@@ -579,9 +581,27 @@ class ComputeState:
         for arrangement in list(self.compactions):
             if not arrangement.maintain():
                 del self.compactions[arrangement]
+                if not arrangement.settled:
+                    self.settling[arrangement] = None
         self._gauges_due = True
         if self.compactions:
             self.wake()
+
+    def idle(self) -> bool:
+        """The worker is about to park with nothing else to do: compact the
+        arrangements whose ``since`` moved past what they hold compacted (a
+        quiet index gives its memory back); return whether that made work."""
+        if not self.settling:
+            return False
+        started = False
+        for arrangement in list(self.settling):
+            del self.settling[arrangement]
+            if arrangement.compact_when_idle():
+                self.compactions[arrangement] = None
+                started = True
+        if started:
+            self.wake()
+        return started
 
     def _update_gauges(self) -> None:
         """The hold gap and held count of what this worker publishes: how far

@@ -135,9 +135,27 @@ class ReadHold:
 @attrs.define(eq=False)
 class Cursor:
     """Where an importer is in an arrangement's log; a compaction moves it
-    with what it rewrote."""
+    with what it rewrote. A reader that came during a compaction, and had
+    not read the whole prefix rewritten, keeps what it had left of it
+    (``backlog``) to read first."""
 
     position: int = 0
+    backlog: list[Update] = attrs.field(factory=list)
+
+    def take(self, log: list[Update]) -> list[Update]:
+        """What the reader has not read yet of ``log``, once: its backlog,
+        then the log from its position."""
+        backlog = self.backlog
+        if backlog:
+            self.backlog = []
+            backlog.extend(log[self.position :])
+            self.position = len(log)
+            return backlog
+        if len(log) > self.position:
+            taken = log[self.position :]
+            self.position = len(log)
+            return taken
+        return backlog
 
 
 @attrs.define(eq=False)
@@ -201,11 +219,10 @@ class Arrangement:
         return min(hold.time for hold in self._holds)
 
     def cursor(self) -> Cursor:
-        """A reader of the log from its start (a compaction in progress
-        starts over: the new reader reads what it would rewrite)."""
+        """A reader of the log from its start (one that comes during a
+        compaction reads the prefix being rewritten as it was)."""
         cursor = Cursor()
         self._cursors[cursor] = None
-        self._job = None
         return cursor
 
     def close_cursor(self, cursor: Cursor) -> None:
@@ -223,6 +240,26 @@ class Arrangement:
             self.since = allowed
         if self.on_change is not None:
             self.on_change(self)
+
+    @property
+    def settled(self) -> bool:
+        """Whether a compaction now would change nothing: every update is
+        compacted to the current ``since``."""
+        return self._compacted_since >= self.since and len(self.log) == self._compacted
+
+    def compact_when_idle(self) -> bool:
+        """The worker has nothing else to do: compact what can be, whatever
+        the threshold (as differential's idle merge effort does); return
+        whether a compaction began (the owner then steps again)."""
+        if self._job is not None:
+            return True
+        if self.settled or not self._holds:
+            return False
+        end = min((cursor.position for cursor in self._cursors), default=len(self.log))
+        if end == 0 or (end <= self._compacted and self._compacted_since >= self.since):
+            return False
+        self._job = _Compaction(self.since, end)
+        return True
 
     def maintain(self, work: int = COMPACTION_WORK) -> bool:
         """Go on with compaction (up to ``work`` updates looked at); return
@@ -265,11 +302,18 @@ class Arrangement:
         # The swap: what came during the compaction follows the new prefix; a
         # read in progress keeps the old lists, which nothing changes again.
         compacted = len(consolidated)
-        tail = self.log[job.end :]
+        old = self.log
+        tail = old[job.end :]
         self._index(tail, job.by_key)
         consolidated.extend(tail)
         for cursor in self._cursors:
-            cursor.position += compacted - job.end
+            if cursor.position < job.end:
+                # A reader that came during the compaction: the rest of the
+                # prefix it was reading, as it was, comes first.
+                cursor.backlog += old[cursor.position : job.end]
+                cursor.position = compacted
+            else:
+                cursor.position += compacted - job.end
         self.log, self.by_key = consolidated, job.by_key
         self._compacted, self._compacted_since = compacted, job.since
         self._job = None

@@ -108,10 +108,9 @@ class ArrangementSource(Operator):
                 self.read_hold = arrangement.hold(self.times.as_of)
             self.stop_listening = arrangement.listen(self.wake)
             cursor = self.cursor = arrangement.cursor()
-        log = arrangement.log
-        if len(log) > cursor.position:
-            self.out.push(self.times.admit(log[cursor.position :]))
-            cursor.position = len(log)
+        fresh = cursor.take(arrangement.log)
+        if fresh:
+            self.out.push(self.times.admit(fresh))
         upper = arrangement.upper
         if upper is not None:
             self.out.frontier = frontier = self.times.cap(upper)

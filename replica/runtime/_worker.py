@@ -244,6 +244,9 @@ class Worker:
                 return
             self._flush()
             self._note_sharing()
+            if not self._work.is_set():
+                # Nothing else to do: a quiet index compacts (sets work if so).
+                self.state.idle()
             await self._work.wait()
             self._work = trio.Event()
 

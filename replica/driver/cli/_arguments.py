@@ -112,10 +112,10 @@ def add_holds(command: argparse.ArgumentParser) -> None:
         "--holds",
         choices=[mechanism.value for mechanism in HoldMechanism],
         default=HoldMechanism.PUBLISHER.value,
-        help="how the reading runtime holds a shared arrangement: publisher (the design of "
-        "record, the default), or the refuted broadcast and routed (unsafe: maintenance may "
-        "compact an index past the as_of of a dataflow the interactive runtime has yet to "
-        "build)",
+        help="how the reading runtime holds a shared arrangement, with two runtimes (with "
+        "--solo nothing is shared and it changes nothing): publisher (the design of record, the "
+        "default), or the refuted broadcast and routed (unsafe: maintenance may compact an index "
+        "past the as_of of a dataflow the interactive runtime has yet to build)",
     )
 
 

@@ -113,7 +113,7 @@ def test_an_importer_reads_across_compactions_what_it_would_have_read() -> None:
             cursor.position = len(arrangement.log)
         hold.downgrade(time)
         arrangement.maintain()
-    read += arrangement.log[cursor.position :]
+    read += cursor.take(arrangement.log)
     assert collection(read, 10**9) == collection(history, 10**9)
     # The importer's cursor let the compaction rewrite what it had read only.
     assert arrangement.since == 199
@@ -134,21 +134,62 @@ def test_a_read_in_progress_keeps_the_lists_it_began_on() -> None:
     assert Counter(scan.rows()) == collection(updates, len(updates) - 1)
 
 
-def test_a_new_reader_restarts_a_compaction_in_progress() -> None:
+def test_readers_that_come_during_a_compaction_do_not_starve_it() -> None:
+    """A reader opened every few slices (one-shot reads, one after another)
+    reads exactly the history, and the compaction still finishes."""
     arrangement = Arrangement((0,))
-    updates = [((key % 4,), key, 1) for key in range(MIN_COMPACTION * 4)]
+    updates: list[Update] = [((key % 7,), key, 1 if key % 2 else -1) for key in range(20_000)]
+    arrangement.update(updates, 20_000)
+    hold = arrangement.hold(0)
+    hold.downgrade(20_000)
+    steps = 0
+    while arrangement.maintain(work=1000):
+        steps += 1
+        if steps % 3 == 0:
+            cursor = arrangement.cursor()
+            assert collection(cursor.take(arrangement.log), 20_000) == collection(updates, 20_000)
+            arrangement.close_cursor(cursor)
+        assert steps < 1000, "the compaction never finishes"
+    assert len(arrangement.log) < 10
+
+
+def test_a_reader_mid_prefix_keeps_the_rest_of_the_prefix_as_it_was() -> None:
+    arrangement = Arrangement((0,))
+    updates: list[Update] = [((key % 4,), key, 1) for key in range(MIN_COMPACTION * 4)]
     arrangement.update(updates, len(updates))
     hold = arrangement.hold(0)
     hold.downgrade(len(updates))
     assert arrangement.maintain(work=10)
-    compacting_before = arrangement.compacting
     cursor = arrangement.cursor()
-    assert (compacting_before, arrangement.compacting) == (True, False)
+    # It reads part of the old prefix during the compaction...
+    read = arrangement.log[:50]
+    cursor.position = 50
+    arrangement.update([((9,), len(updates), 1)], len(updates) + 1)
     while arrangement.maintain():
         pass
-    # The reader read nothing yet: its cursor held the whole log back.
-    assert len(arrangement.log) == len(updates)
-    assert cursor.position == 0
+    # ...and the rest of it, then what came, after.
+    assert len(cursor.backlog) == len(updates) - 50
+    read += cursor.take(arrangement.log)
+    assert collection(read, 10**9) == collection([*updates, ((9,), len(updates), 1)], 10**9)
+
+
+def test_a_quiet_arrangement_compacts_when_its_owner_is_idle() -> None:
+    arrangement = Arrangement((0,))
+    updates: list[Update] = [((key % 5,), key, 1) for key in range(1000)]
+    arrangement.update(updates, 1000)
+    hold = arrangement.hold(0)
+    while arrangement.maintain():
+        pass  # compacted at since 0: nothing consolidates
+    assert len(arrangement.log) == 1000
+    hold.downgrade(1000)
+    # Below the threshold for new updates: only an idle compaction shrinks it.
+    assert not arrangement.maintain()
+    assert arrangement.compact_when_idle()
+    while arrangement.maintain():
+        pass
+    assert len(arrangement.log) == 5
+    assert arrangement.settled
+    assert not arrangement.compact_when_idle()
 
 
 @settings(max_examples=150, deadline=None)
@@ -179,12 +220,13 @@ def test_reads_at_or_after_since_match_the_uncompacted_history(
         history += [update] * (diff + 1)
         controller.downgrade(min(time, controller.time + move))
         if reads:
-            read += arrangement.log[cursor.position :]
-            cursor.position = len(arrangement.log)
+            read += cursor.take(arrangement.log)
         arrangement.maintain(work)
+        if not reads and work % 3 == 0:
+            arrangement.compact_when_idle()
         since = arrangement.since
         assert since == controller.time
         for ts in (since, since + 1, time):
             assert collection(arrangement.log, ts) == collection(history, ts)
-    read += arrangement.log[cursor.position :]
+    read += cursor.take(arrangement.log)
     assert collection(read, 10**9) == collection(history, 10**9)

@@ -17,7 +17,9 @@ from replica import (
     CreateInstance,
     DataflowDescription,
     Frontier,
+    GlobalId,
     HoldMechanism,
+    IndexPart,
     InitializationComplete,
     ReplicaConfig,
     Schedule,
@@ -30,6 +32,7 @@ from replica.driver.run._bundled import bundled_spec
 from replica.driver.run._explore import SpecFailedError
 from replica.driver.run._runner import Topology, _run, run_spec
 from replica.model._rows import Update
+from replica.runtime._invariants import hold_violations
 
 I1 = "has been allowed to compact beyond the dataflow as_of: since [1], as_of [0]"
 
@@ -353,3 +356,62 @@ def test_an_import_holds_from_its_build_even_before_it_is_scheduled() -> None:
     for topology in (Topology(), Topology(2, 2), Topology(interactive=False)):
         run = run_spec(spec, topology, seed=1, trace=None)
         assert run.passed, (topology, run.violations, [o.actual for o in run.outcomes])
+
+
+@pytest.mark.parametrize("interactive", [False, True])
+async def test_a_quiet_index_gives_its_history_back_once_compaction_is_allowed(
+    interactive: bool,
+) -> None:
+    """Loaded with a long history, then allowed to compact to its end at
+    once: once the workers are idle the arrangement keeps only its contents
+    (no new update comes to cross a threshold)."""
+    shards = ShardCatalog()
+    data = shards.shard("data")
+    batch: list[Update] = []
+    for ts in range(300):
+        # Each key's value moves on at each time: one row a key at the end.
+        batch += [((key, ts), ts, 1) for key in range(50)]
+        batch += [((key, ts - 1), ts, -1) for key in range(50) if ts]
+    data.append(batch, 0, 300)
+    index = DataflowDescription.index(1000, "data", 1001, (0,), 0)
+    config = ReplicaConfig(workers=1, interactive=interactive)
+    async with open_replica(config, shards=shards) as replica, open_controller(replica) as c:
+        for command in (CreateInstance(), InitializationComplete(), CreateDataflow(index)):
+            await c.send(command)
+        await c.send(Schedule(1001))
+        await c.await_frontier(1001, 300)
+        await trio.testing.wait_all_tasks_blocked()
+        assert replica.statistics().retained_updates == len(batch)
+        await c.send(AllowCompaction(1001, Frontier.at(299)))
+        await trio.testing.wait_all_tasks_blocked()
+        assert replica.statistics().retained_updates == 50
+        assert sorted(await c.peek(1001, 299)) == [(key, 299) for key in range(50)]
+
+
+async def test_the_hold_invariants_fire_on_a_since_that_went_back() -> None:
+    """The checks are not vacuous: a since moved back by hand is reported."""
+    shards = ShardCatalog()
+    shards.shard("data").write(0, [(1, "a")])
+    index = DataflowDescription.index(1000, "data", 1001, (0,), 0)
+    config = ReplicaConfig(interactive=True)
+    async with open_replica(config, shards=shards) as replica, open_controller(replica) as c:
+        for command in (CreateInstance(), InitializationComplete(), CreateDataflow(index)):
+            await c.send(command)
+        await c.send(Schedule(1001))
+        await c.send(AllowCompaction(1001, Frontier.at(2)))
+        await trio.testing.wait_all_tasks_blocked()
+        assert hold_violations(replica) == []
+        (worker,) = replica.maintenance.workers
+        part = worker.state.collections[GlobalId.user(1001)]
+        assert isinstance(part, IndexPart)
+        assert part.arrangement is not None
+        part.arrangement.since = 1
+        found = hold_violations(replica)
+        # Seen by both runtimes: maintenance's part and the peer reading it.
+        assert found == [
+            f"{name} p0/w0: the arrangement of u1001: since went back from 2 to 1"
+            for name in ("maintenance", "interactive")
+        ]
+        # I1c: the arrangement past what the interactive runtime allowed.
+        part.arrangement.since = 5
+        assert any("I1c" in v for v in hold_violations(replica))
