@@ -195,6 +195,8 @@ class Arrangement:
     # The log's consolidated prefix: how long, and the since it was compacted to.
     _compacted: int = 0
     _compacted_since: int = 0
+    # The latest time in the compacted prefix: what a later since may merge.
+    _prefix_latest: int = 0
     _job: _Compaction | None = None
 
     def __attrs_post_init__(self) -> None:
@@ -243,20 +245,28 @@ class Arrangement:
 
     @property
     def settled(self) -> bool:
-        """Whether a compaction now would change nothing: every update is
-        compacted to the current ``since``."""
-        return self._compacted_since >= self.since and len(self.log) == self._compacted
+        """Whether a compaction when idle would merge nothing more: the
+        compacted prefix holds no time that ``since`` passed since it was
+        compacted (new updates wait for the threshold)."""
+        compacted_since = self._compacted_since
+        return self.since <= compacted_since or self._prefix_latest <= compacted_since
 
     def compact_when_idle(self) -> bool:
-        """The worker has nothing else to do: compact what can be, whatever
-        the threshold (as differential's idle merge effort does); return
-        whether a compaction began (the owner then steps again)."""
+        """The worker has nothing else to do: compact, whatever the count of
+        new updates, once ``since`` went at least halfway from where the
+        prefix was compacted to its latest time (so a quiet index gives its
+        history back, and a since that creeps costs a bounded number of
+        compactions per doubling of its lag); return whether a compaction
+        began (the owner then steps again)."""
         if self._job is not None:
             return True
         if self.settled or not self._holds:
             return False
+        compacted_since = self._compacted_since
+        if 2 * (self.since - compacted_since) < self._prefix_latest - compacted_since:
+            return False
         end = min((cursor.position for cursor in self._cursors), default=len(self.log))
-        if end == 0 or (end <= self._compacted and self._compacted_since >= self.since):
+        if end == 0:
             return False
         self._job = _Compaction(self.since, end)
         return True
@@ -316,6 +326,7 @@ class Arrangement:
                 cursor.position += compacted - job.end
         self.log, self.by_key = consolidated, job.by_key
         self._compacted, self._compacted_since = compacted, job.since
+        self._prefix_latest = max((u[1] for u in consolidated[:compacted]), default=job.since)
         self._job = None
         return False
 
