@@ -58,6 +58,10 @@ BUNDLED_TWO_RUNTIME = (
     "explain.spec",
     "holds_counterexample.spec",
     "hold_gap.spec",
+    "holds_reconnect_untaken.spec",
+    "holds_reconnect_taken.spec",
+    "holds_recreate_same_incarnation.spec",
+    "holds_reexport_reconnect.spec",
 )
 
 

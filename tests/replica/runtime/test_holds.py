@@ -415,3 +415,32 @@ async def test_the_hold_invariants_fire_on_a_since_that_went_back() -> None:
         # I1c: the arrangement past what the interactive runtime allowed.
         part.arrangement.since = 5
         assert any("I1c" in v for v in hold_violations(replica))
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "holds_reconnect_untaken.spec",
+        "holds_reconnect_taken.spec",
+        "holds_recreate_same_incarnation.spec",
+        "holds_reexport_reconnect.spec",
+    ],
+)
+def test_holds_across_reconnects_every_schedule_within_bound_1(name: str) -> None:
+    """Where the real team's model did not look: publisher holds across
+    reconnects, with the barrier, in every schedule within bound 1."""
+    main = exploring(bundled(name), Topology())
+    exploration = explore(main, strategy="dfs", bound=1, budget=100_000)
+    assert exploration.complete, exploration.summary()
+    assert exploration.failure is None
+    assert exploration.runs > 100
+
+
+def test_without_the_barrier_a_recreate_of_the_same_incarnation_aborts_the_replica() -> None:
+    """Without the barrier, the interactive runtime binds the old
+    publication of the same (id, as_of), compacted past the new as_of: the
+    one-shot read's import panics (I1), where before compaction it only froze."""
+    spec = bundled("holds_recreate_same_incarnation.spec")
+    run = run_spec(spec, Topology(barrier=False), seed=1, trace=None)
+    assert run.aborted
+    assert any("since [3], as_of [0]" in violation for violation in run.violations)
