@@ -7,6 +7,8 @@ by task creation order, then shuffle with the seeded generator) and seeding
 the generator. :func:`run` does the same for one ``trio.run``, and restores
 Trio's settings afterwards. With Trio's ``MockClock`` (the default here) and
 no real I/O, the same seed then gives the same schedule, and so the same trace.
+With message latency on (``run(main, latency=...)``), the delays of messages
+are drawn from a generator of their own, seeded from the same seed.
 """
 
 from __future__ import annotations
@@ -21,17 +23,27 @@ import trio._core._run as _trio_run
 from trio._core._mock_clock import MockClock
 
 from ._core._errors import DeadlockError
+from ._core._transit import Bounds, Latency, check_latency
 from ._deadlock import DeadlockWatch
 
 T = TypeVar("T")
 Ts = TypeVarTuple("Ts")
 
 _RUN_SEED: trio.lowlevel.RunVar[int] = trio.lowlevel.RunVar("actors_run_seed", default=0)
+_RUN_LATENCY: trio.lowlevel.RunVar[Bounds | None] = trio.lowlevel.RunVar(
+    "actors_run_latency", default=None
+)
 
 
 def current_seed() -> int:
     """The seed :func:`run` was given for the current Trio run, or 0."""
     return _RUN_SEED.get()
+
+
+def current_latency() -> Bounds | None:
+    """The bounds ``(low, high)`` of the message latency :func:`run` was
+    given for the current Trio run, or None (off)."""
+    return _RUN_LATENCY.get()
 
 
 @final
@@ -56,6 +68,7 @@ def run(
     *args: *Ts,
     seed: int = 0,
     clock: trio.abc.Clock | None = None,
+    latency: Latency = None,
 ) -> T:
     """``trio.run(async_fn, *args)`` with a deterministic, seeded scheduler.
 
@@ -74,7 +87,20 @@ def run(
     task and what it waits on. A wake-up that only another thread could give
     (``trio.from_thread`` from a thread the run did not start) is not seen:
     use ``RealClock`` there.
+
+    ``latency`` (default None: off) delays every message between actors by
+    a virtual time drawn from a generator seeded with ``seed``: ``L`` draws
+    each delay uniformly in ``[0, L]`` seconds, ``(low, high)`` in
+    ``[low, high]``. Each message's sender and receiver keep their order (as
+    Erlang's processes do); messages of different senders to one receiver
+    arrive as their delays fall, so seeds reorder them. Each
+    :func:`actors.open_system` in the run takes it as its default; see
+    "Latency" in ``docs/actors.md``. A ``latency`` that is not None, a
+    finite number of seconds >= 0 or a pair ``(low, high)`` of them with
+    ``low <= high`` raises :class:`TypeError` (not a number: a ``bool`` is
+    not one) or :class:`ValueError`, before anything runs.
     """
+    bounds = check_latency(latency)
     if clock is None:
         clock = MockClock(autojump_threshold=0)
     saved_state = _trio_run._r.getstate()
@@ -85,6 +111,7 @@ def run(
     @functools.wraps(async_fn)
     async def seeded() -> T:
         _RUN_SEED.set(seed)
+        _RUN_LATENCY.set(bounds)
         if not isinstance(clock, MockClock):
             return await async_fn(*args)
         with trio.CancelScope() as scope:

@@ -24,6 +24,7 @@ from ._core._mailbox import ActorRef
 from ._core._monitors import KILLED, ExitReason, Failed, Normal, Stopped
 from ._core._timekeeper import Timekeeper
 from ._core._trace import EventKind, Tracer
+from ._core._transit import Bounds, Transit
 from ._core._util import NoPublicConstructor
 
 M = TypeVar("M")
@@ -55,7 +56,9 @@ class Supervised(Protocol):
 class Spawner(metaclass=NoPublicConstructor):
     """Cells and actor tasks: the base of :class:`~actors.ActorSystem`."""
 
-    def __init__(self, nursery: trio.Nursery, seed: int, tracer: Tracer | None) -> None:
+    def __init__(
+        self, nursery: trio.Nursery, seed: int, tracer: Tracer | None, latency: Bounds | None
+    ) -> None:
         self._nursery = nursery
         self._token = trio.lowlevel.current_trio_token()
         self.seed = seed
@@ -66,6 +69,14 @@ class Spawner(metaclass=NoPublicConstructor):
         self._live: dict[str, _Cell[Any]] = {}
         # The system's one timer task (started with the first deadline).
         self._timekeeper = Timekeeper(nursery)
+        # With message latency on, what carries its actors' messages, with
+        # delays drawn from a generator of their own (the seed's, not
+        # system.random's nor Trio's scheduler's draws).
+        self._transit = (
+            None
+            if latency is None
+            else Transit(nursery, self._timekeeper, latency, random.Random(f"latency/{seed}"))
+        )
 
     def _allocate(self, name: str) -> Address:
         return Address(name, next(self._uids))
@@ -85,7 +96,9 @@ class Spawner(metaclass=NoPublicConstructor):
             name = f"{getattr(behaviour, '__name__', 'actor')}-{uid}"
         if name in self._live:
             raise ActorNameError(f"an actor named {name!r} is already running")
-        cell: _Cell[M] = _Cell.open(Address(name, uid), capacity, self.tracer, self._timekeeper)
+        cell: _Cell[M] = _Cell.open(
+            Address(name, uid), capacity, self.tracer, self._timekeeper, self._transit
+        )
         self._live[name] = cell
         try:
             # The task is named as the actor (the name is already held: trio

@@ -19,8 +19,9 @@ from ._core._envelope import Address
 from ._core._inbox import Inbox
 from ._core._mailbox import ActorRef
 from ._core._trace import Tracer
+from ._core._transit import Bounds, Latency, check_latency
 from ._core._util import foreign_thread_error, in_trio_thread
-from ._determinism import current_seed
+from ._determinism import current_latency, current_seed
 from ._pool import Pool, Routing, open_pool
 from ._registry import Listing, ServiceKey, _Registry
 from ._restarts import Escalate, OneForAll, OneForOne, RestForOne, Strategy
@@ -40,12 +41,22 @@ class ActorSystem(Spawner):
     ``random``; ``tracer`` (if any) receives every delivery and lifecycle event.
     """
 
-    def __init__(self, nursery: trio.Nursery, seed: int, tracer: Tracer | None) -> None:
-        super().__init__(nursery, seed, tracer)
+    def __init__(
+        self, nursery: trio.Nursery, seed: int, tracer: Tracer | None, latency: Bounds | None
+    ) -> None:
+        super().__init__(nursery, seed, tracer, latency)
         self._registry: _Registry | None = None
 
     def __repr__(self) -> str:
-        return f"<ActorSystem seed={self.seed} actors={len(self._live)}>"
+        latency = "" if self._transit is None else f" latency={self.latency}"
+        return f"<ActorSystem seed={self.seed}{latency} actors={len(self._live)}>"
+
+    @property
+    def latency(self) -> tuple[float, float] | None:
+        """The bounds ``(low, high)`` of each message's delay, or None: latency
+        is off (see :func:`open_system`)."""
+        transit = self._transit
+        return None if transit is None else (transit.low, transit.high)
 
     async def spawn(
         self,
@@ -297,10 +308,9 @@ def _strategy(strategy: Strategy) -> Strategy:
     return strategy
 
 
-@asynccontextmanager
-async def open_system(
-    *, seed: int | None = None, tracer: Tracer | None = None
-) -> AsyncIterator[ActorSystem]:
+def open_system(
+    *, seed: int | None = None, tracer: Tracer | None = None, latency: Latency = None
+) -> AbstractAsyncContextManager[ActorSystem]:
     """Open an actor system: a nursery scope whose actors end with it.
 
     When the block ends normally, every live actor of the system is stopped
@@ -311,11 +321,29 @@ async def open_system(
     :class:`BaseExceptionGroup`, as Trio's nurseries do).
 
     ``seed`` defaults to the seed :func:`actors.run` was given, or 0.
+
+    ``latency`` (default: the latency :func:`actors.run` was given, else
+    off) delays each message between actors by a virtual time drawn from a
+    generator seeded with ``seed``: ``L`` draws each delay uniformly in
+    ``[0, L]`` seconds, ``(low, high)`` in ``[low, high]``. The messages of
+    one sender to one receiver keep their order; those of different senders
+    interleave as their delays fall. See "Latency" in ``docs/actors.md``.
+    A bad ``latency`` raises :class:`TypeError` or :class:`ValueError` here,
+    before the system opens.
     """
+    return _open_system(seed, tracer, None if latency is None else check_latency(latency))
+
+
+@asynccontextmanager
+async def _open_system(
+    seed: int | None, tracer: Tracer | None, latency: Bounds | None
+) -> AsyncIterator[ActorSystem]:
     if seed is None:
         seed = current_seed()
+    if latency is None:
+        latency = current_latency()
     async with trio.open_nursery() as nursery:
-        system = ActorSystem._create(nursery, seed, tracer)
+        system = ActorSystem._create(nursery, seed, tracer, latency)
         try:
             yield system
             if not nursery.cancel_scope.cancel_called:

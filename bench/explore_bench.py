@@ -9,15 +9,18 @@ with ``--extra``):
 * ``explore dfs recreate W=1``: ``explore`` of the same spec, ``dfs`` with
   bound 1, n runs (its 106 schedules, then again). One op is one run, so the
   ratio of the two rows is what choosing every batch's order costs a run.
+* ``explore dfs delays recreate W=1``: the same with one delay and no
+  reordering (``bound=0, delays=1``): its runs each hold a task back.
 
 Figures, printed by ``.venv/bin/python bench/explore_bench.py [--proofs]``:
 
 * runs until the race is found without the barrier, on the bundled
   ``two_runtime_recreate_race.spec`` (nothing held): ``pct`` and ``random``
   for exploration seeds 0..19 (median), and ``dfs`` (deterministic);
-* with ``--proofs``, the exhaustive runs: ``dfs`` on the recreate and
-  divergent scenarios, P, W in {1, 2}, with the barrier: runs, choice points
-  and time until complete.
+* with ``--proofs B [--delays D]``, the exhaustive runs: ``dfs`` with
+  reorder bound B and delay budget D on the recreate and divergent
+  scenarios, P, W in {1, 2}, with the barrier: runs, choice points and time
+  until complete (``--with-race`` prints the figures above first).
 """
 
 from __future__ import annotations
@@ -87,12 +90,25 @@ def explored_runs(n: int) -> tuple[int, float]:
     return done, time.perf_counter() - start
 
 
+def explored_runs_with_delays(n: int) -> tuple[int, float]:
+    main = spec_main(bundled(RECREATE), Topology(1, 1))
+    start = time.perf_counter()
+    done = 0
+    while done < n:
+        exploration = explore(main, strategy="dfs", bound=0, delays=1, budget=n - done)
+        done += exploration.runs
+    return done, time.perf_counter() - start
+
+
 def explore_benchmarks() -> list[object]:
     from baseline import Bench  # registered by baseline.py before it loads this module
 
     return [
         Bench("spec seeded runs recreate W=1", seeded_runs, RUNS, RUNS // 10, "run"),
         Bench("explore dfs recreate W=1", explored_runs, RUNS, RUNS // 10, "run"),
+        Bench(
+            "explore dfs delays recreate W=1", explored_runs_with_delays, RUNS, RUNS // 10, "run"
+        ),
     ]
 
 
@@ -129,16 +145,25 @@ def runs_until_found(topology: Topology) -> None:
     print(f"  dfs    ({topology}): bound 2, found {where}")
 
 
-def proofs(bound: int) -> None:
-    for name in PROOF_SPECS:
+TOPOLOGIES = ((1, 1), (1, 2), (2, 1), (2, 2))
+
+
+def proofs(
+    bound: int,
+    delays: int = 0,
+    specs: tuple[str, ...] = PROOF_SPECS,
+    topologies: tuple[tuple[int, int], ...] = TOPOLOGIES,
+) -> None:
+    for name in specs:
         spec = bundled(name)
-        for processes, workers in ((1, 1), (1, 2), (2, 1), (2, 2)):
+        for processes, workers in topologies:
             topology = Topology(processes, workers)
             start = time.perf_counter()
             exploration = explore(
                 spec_main(spec, topology),
                 strategy="dfs",
                 bound=bound,
+                delays=delays,
                 budget=10**9,
                 raise_on_failure=False,
             )
@@ -149,11 +174,76 @@ def proofs(bound: int) -> None:
             )
 
 
+def found_with_delays() -> None:
+    """Without the barrier, dfs with one delay and no reordering, each
+    topology: the run that finds the frozen read, and its schedule."""
+    spec = bundled(RACE)
+    for processes, workers in ((1, 1), (1, 2), (2, 1), (2, 2)):
+        topology = Topology(processes, workers, barrier=False)
+        start = time.perf_counter()
+        found = explore(
+            spec_main(spec, topology),
+            strategy="dfs",
+            bound=0,
+            delays=1,
+            budget=10**6,
+            raise_on_failure=False,
+        )
+        failure = found.failure
+        what = "not found" if failure is None else f"found at run {found.runs}: {failure.schedule}"
+        print(f"  {RACE} ({topology}): {what} [{time.perf_counter() - start:.1f}s]", flush=True)
+
+
+def reduction(bound: int, delays: int, topology: Topology, budget: int) -> None:
+    """The recreate scenario with and without the reduction: runs and
+    distinct interleavings (the same, if the reduction loses nothing)."""
+    main = spec_main(bundled(RECREATE), topology)
+    for reduced in (True, False):
+        start = time.perf_counter()
+        exploration = explore(
+            main,
+            strategy="dfs",
+            bound=bound,
+            delays=delays,
+            budget=budget,
+            reduction=reduced,
+            raise_on_failure=False,
+        )
+        print(
+            f"  {RECREATE} ({topology}) bound {bound} delays {delays}, reduction "
+            f"{'on' if reduced else 'off'}: {exploration.summary()} "
+            f"[{time.perf_counter() - start:.1f}s]",
+            flush=True,
+        )
+
+
+def _option(name: str, default: int) -> int:
+    if name not in sys.argv or sys.argv.index(name) + 1 >= len(sys.argv):
+        return default
+    following = sys.argv[sys.argv.index(name) + 1]
+    return int(following) if following.isdigit() else default
+
+
 if __name__ == "__main__":
-    print("runs until the race is found without the barrier (two_runtime_recreate_race.spec):")
-    for topology in (Topology(1, 1, barrier=False), Topology(2, 2, barrier=False)):
-        runs_until_found(topology)
+    if "--proofs" not in sys.argv or "--with-race" in sys.argv:
+        print("runs until the race is found without the barrier (two_runtime_recreate_race.spec):")
+        for topology in (Topology(1, 1, barrier=False), Topology(2, 2, barrier=False)):
+            runs_until_found(topology)
     if "--proofs" in sys.argv:
-        bound = int(sys.argv[sys.argv.index("--proofs") + 1]) if sys.argv[-1] != "--proofs" else 1
-        print(f"dfs bound {bound} with the barrier, until complete:")
-        proofs(bound)
+        bound = _option("--proofs", 1)
+        delays = _option("--delays", 0)
+        print(f"dfs bound {bound} delays {delays} with the barrier, until complete:")
+        proofs(bound, delays, topologies=TOPOLOGIES[:1] if "--small" in sys.argv else TOPOLOGIES)
+    if "--found" in sys.argv:
+        print("without the barrier, dfs bound 0 delays 1 until the frozen read:")
+        found_with_delays()
+    if "--reduction" in sys.argv:
+        budget = _option("--budget", 10**6)
+        print(f"the reduction, at most {budget} runs each:")
+        for bound, delays, topology in (
+            (0, 2, Topology(1, 1)),
+            (1, 1, Topology(1, 1)),
+            (1, 2, Topology(1, 1)),
+            (1, 2, Topology(2, 2)),
+        ):
+            reduction(bound, delays, topology, budget)

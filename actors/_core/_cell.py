@@ -12,8 +12,8 @@ import collections
 import enum
 import logging
 import math
-from collections.abc import Callable, Hashable
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
+from collections.abc import Awaitable, Callable, Hashable
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, TypeVarTuple, cast
 
 import attrs
 import trio
@@ -33,12 +33,17 @@ logger = logging.getLogger("actors")
 
 M = TypeVar("M")
 T = TypeVar("T")
+R = TypeVar("R")
+Ts = TypeVarTuple("Ts")
 
 DEFAULT_CAPACITY = 64
 """How many messages a mailbox holds before senders wait, unless told otherwise."""
 
 RECEIVE_BATCH = 64
 """An inbox gives the scheduler a turn at least once per this many receives."""
+
+RECEIVING = -1
+"""A cell's ``receive_budget`` while its inbox waits in a receive."""
 
 
 class ActorState(enum.StrEnum):
@@ -62,7 +67,10 @@ def check_capacity(capacity: float) -> None:
 class ActorStatistics:
     """A snapshot of one actor's mailbox, from :meth:`ActorRef.statistics`.
     ``queued`` counts the framework's messages (``Down``, ``Listing``) waiting
-    beyond the capacity too."""
+    beyond the capacity too. With message latency on (``actors.run(main,
+    latency=...)``), ``in_flight`` counts the messages on their way to the
+    actor, and ``dropped_in_flight`` those that arrived after it had stopped
+    accepting (both 0 with latency off)."""
 
     address: Address
     state: ActorState
@@ -71,6 +79,40 @@ class ActorStatistics:
     delivered: int
     restarts: int
     pending_asks: int
+    in_flight: int = 0
+    dropped_in_flight: int = 0
+
+
+class Carrier(Protocol):
+    """What carries messages to an actor with latency on: the system's
+    :class:`actors._core._transit.Transit`, as a cell and its references
+    see it (declared here so that the cell does not import the transit that
+    delivers into it)."""
+
+    # Messages on their way to each actor, and those that arrived after it
+    # had stopped accepting; by address, absent for none.
+    in_flight: dict[Address, int]
+    dropped: dict[Address, int]
+
+    def tell_nowait(self, cell: _Cell[M], message: M) -> None:
+        """``ref.tell_nowait(message)``, with latency."""
+
+    def tell(self, cell: _Cell[M], message: M) -> Awaitable[None]:
+        """``ref.tell(message)``, with latency."""
+
+    def ask(
+        self,
+        cell: _Cell[M],
+        build: Callable[[*Ts, Reply[R]], M],
+        args: tuple[*Ts],
+        deadline: float,
+        timeout: float | None,
+    ) -> Awaitable[R]:
+        """``ref.ask(build, *args)``, with latency, until ``deadline``."""
+
+    def post_from(self, sender: Address, cell: _Cell[Any], message: object) -> None:
+        """:meth:`_Cell.post` ``message`` (a ``Down`` of ``sender``) after
+        what ``sender`` sent ``cell`` and is still on its way."""
 
 
 @attrs.define(eq=False)
@@ -108,6 +150,9 @@ class _Cell(Generic[M]):
     token: trio.lowlevel.TrioToken
     # The system's timer task: timers and the deadlines of asks.
     timekeeper: Timekeeper
+    # With message latency on, what carries tells, asks and their answers
+    # (see ._transit); None with latency off, and for a remote reference.
+    transit: Carrier | None = None
     # Invariant: every direct envelope's seq is below next_seq, and the stamps
     # the mailbox accepts are strictly increasing (a sender cancelled while it
     # waited for room leaves a gap: its message was never accepted).
@@ -120,6 +165,9 @@ class _Cell(Generic[M]):
     pending: dict[int, Reply[Any]] | None = None
     restarts: int = 0
     state: ActorState = ActorState.RUNNING
+    # Receives left in the inbox's batch; RECEIVING exactly while the inbox
+    # waits in a receive, which may hand it an envelope it has not counted
+    # in ``delivered`` yet (see post).
     receive_budget: int = RECEIVE_BATCH
     # The current incarnation's scope (kill cancels it), or between
     # incarnations the scope of the wait for the next one (a back-off).
@@ -147,12 +195,17 @@ class _Cell(Generic[M]):
 
     @classmethod
     def open(
-        cls, address: Address, capacity: float, tracer: Tracer | None, timekeeper: Timekeeper
+        cls,
+        address: Address,
+        capacity: float,
+        tracer: Tracer | None,
+        timekeeper: Timekeeper,
+        transit: Carrier | None = None,
     ) -> _Cell[M]:
         check_capacity(capacity)
         send, receive = trio.open_memory_channel[Envelope[M]](capacity)
         token = trio.lowlevel.current_trio_token()
-        return cls(address, send, receive, capacity, tracer, token, timekeeper)
+        return cls(address, send, receive, capacity, tracer, token, timekeeper, transit)
 
     def linked(self) -> _Links:
         links = self.links
@@ -217,8 +270,21 @@ class _Cell(Generic[M]):
             if queue is None:
                 queue = self.system_queue = collections.deque()
         ahead = buffered(self.receive_channel) + len(queue)
+        if self.receive_budget == RECEIVING and not self.receive_channel._state.receive_tasks:
+            # The inbox was handed an envelope (the mailbox accepted it) and
+            # has not run since to count it as delivered: it comes first too.
+            ahead += 1
         queue.append((self.delivered + ahead, envelope))
         return envelope
+
+    def post_from(self, sender: Address, message: object) -> None:
+        """:meth:`post` ``message`` on behalf of the actor at ``sender`` (a
+        ``Down`` of it): with latency on, after the messages ``sender`` sent
+        this actor that are still on their way, so it never overtakes them."""
+        if self.transit is None:
+            self.post(message)
+        else:
+            self.transit.post_from(sender, self, message)
 
     def post_latest(self, message: object, supersedes: Callable[[object], bool]) -> None:
         """:meth:`post` ``message``, first withdrawing the framework message
@@ -280,7 +346,7 @@ class _Cell(Generic[M]):
         monitor = Monitor(self.address, target.address, links.monitors_made)
         links.monitors_made += 1
         if target.exit_reason is not None:
-            self.post(Down(target.address, target.exit_reason, monitor))
+            self.post_from(target.address, Down(target.address, target.exit_reason, monitor))
         else:
             target.linked().watchers[monitor] = self
             links.watching[monitor] = target
@@ -383,7 +449,7 @@ class _Cell(Generic[M]):
                 for monitor, watcher in links.watchers.items():
                     assert watcher.links is not None, "a watcher has links"
                     del watcher.links.watching[monitor]
-                    watcher.post(Down(address, reason, monitor))
+                    watcher.post_from(address, Down(address, reason, monitor))
                 links.watchers.clear()
             if links.on_end:
                 for callback in links.on_end:

@@ -9,7 +9,7 @@ from typing import Any, Generic, Never, Protocol, Self, TypeVar, cast, final
 import trio
 from trio._core._run import GLOBAL_RUN_CONTEXT
 
-from ._cell import RECEIVE_BATCH, _Cell
+from ._cell import RECEIVE_BATCH, RECEIVING, _Cell
 from ._envelope import Address, Envelope
 from ._mailbox import ActorRef
 from ._monitors import Down, Monitor
@@ -163,17 +163,23 @@ class Inbox(Generic[M], metaclass=NoPublicConstructor):
                         channel._tasks.add(task)
                         state.receive_tasks[task] = None
                         task.custom_sleep_data = channel
+                        cell.receive_budget = RECEIVING
                         envelope = await trio.lowlevel.wait_task_rescheduled(
                             functools.partial(_abort_receive, channel, task)
                         )
                         cell.receive_budget = RECEIVE_BATCH
                     else:
+                        cell.receive_budget = RECEIVING
                         envelope = await channel.receive()
                         cell.receive_budget = RECEIVE_BATCH
                 except trio.EndOfChannel:
+                    cell.receive_budget = RECEIVE_BATCH
                     if not cell.system_queue:
                         raise StopAsyncIteration from None
                     envelope = await self._receive_system()
+                except BaseException:
+                    cell.receive_budget = RECEIVE_BATCH  # cancelled: nothing taken
+                    raise
             if envelope is None:
                 raise StopAsyncIteration
             # _took, inline (once per message)
@@ -226,9 +232,14 @@ class Inbox(Generic[M], metaclass=NoPublicConstructor):
         try:
             if has_queued(channel):
                 return channel.receive_nowait()
-            return await channel.receive()
+            cell.receive_budget = RECEIVING
+            envelope = await channel.receive()
         except trio.EndOfChannel:
             return cell.take_system(closed=True)
+        finally:
+            if cell.receive_budget == RECEIVING:
+                cell.receive_budget = RECEIVE_BATCH
+        return envelope
 
     async def receive_batch(self, limit: int | None = None) -> list[Envelope[M]]:
         """Take every envelope the mailbox holds (at most ``limit``, when

@@ -114,6 +114,10 @@ class ActorRef(Generic[M_contra], metaclass=NoPublicConstructor):
         if it is full (nothing is queued then). Raises
         :class:`~actors.ActorStoppedError` if the actor stopped accepting.
 
+        With message latency on (``actors.run(main, latency=...)``), the
+        message is sent on its way and this never raises
+        :class:`trio.WouldBlock`: see :meth:`tell`.
+
         Only from the Trio thread of the actor's system: any other thread gets
         :class:`RuntimeError`, and nothing is queued. From a worker thread,
         call ``trio.from_thread.run_sync(ref.tell_nowait, message)``.
@@ -124,6 +128,9 @@ class ActorRef(Generic[M_contra], metaclass=NoPublicConstructor):
                 f"tell_nowait to actor {cell.address.name!r}",
                 "trio.from_thread.run_sync(ref.tell_nowait, message)",
             )
+        if cell.transit is not None:
+            cell.transit.tell_nowait(cell, message)
+            return
         envelope = Envelope(message, cell.next_seq, current_address.get())
         try:
             cell.send_channel.send_nowait(envelope)
@@ -138,6 +145,14 @@ class ActorRef(Generic[M_contra], metaclass=NoPublicConstructor):
         will be). Raises :class:`~actors.ActorStoppedError` if the actor stops
         accepting before there is room.
 
+        With message latency on (``actors.run(main, latency=...)``) it
+        returns at once, the message on its way: the mailbox accepts it when
+        it arrives, after the messages this sender sent the actor before
+        (waiting there for room if the mailbox is full). One that arrives
+        after the actor stopped accepting is dropped, and counted in its
+        ``statistics().dropped_in_flight``. An actor stopped already when
+        this is called raises :class:`~actors.ActorStoppedError`, as always.
+
         Only from the Trio thread of the actor's system: any other thread, or
         another ``trio.run``, gets :class:`RuntimeError`, and nothing is
         queued. From another thread, call
@@ -148,6 +163,9 @@ class ActorRef(Generic[M_contra], metaclass=NoPublicConstructor):
             raise foreign_thread_error(
                 f"tell to actor {cell.address.name!r}", "trio.from_thread.run(ref.tell, message)"
             )
+        if cell.transit is not None:
+            await cell.transit.tell(cell, message)
+            return
         seq = cell.next_seq
         cell.next_seq = seq + 1
         try:
@@ -193,6 +211,12 @@ class ActorRef(Generic[M_contra], metaclass=NoPublicConstructor):
         :class:`~actors.Reply`. If cancelled, the message may already have
         been accepted and handled; its reply is discarded.
 
+        With message latency on (``actors.run(main, latency=...)``), the
+        message travels to the mailbox as a :meth:`tell`'s does and the answer
+        travels back, each with its delay, both within ``timeout``; an ask
+        that times out (or is cancelled) while its message is on its way
+        withdraws it: it is never sent.
+
         Only from the Trio thread of the actor's system (see :meth:`tell`):
         from another thread, call ``trio.from_thread.run(ref.ask, build)``.
         """
@@ -216,6 +240,8 @@ class ActorRef(Generic[M_contra], metaclass=NoPublicConstructor):
                 await trio.lowlevel.checkpoint()
                 raise _timeout_error(cell, timeout, accepted=False)
         await trio.lowlevel.checkpoint_if_cancelled()
+        if cell.transit is not None:
+            return await cell.transit.ask(cell, build, args, deadline, timeout)
         seq = cell.next_seq
         # Reply._create without its extra call (the hot path of every ask).
         # The reply is the ask's entry in the cell's pending asks: it holds
@@ -377,6 +403,7 @@ class ActorRef(Generic[M_contra], metaclass=NoPublicConstructor):
 
     def statistics(self) -> ActorStatistics:
         cell = self._cell
+        transit = cell.transit
         return ActorStatistics(
             address=cell.address,
             state=cell.state,
@@ -386,4 +413,6 @@ class ActorRef(Generic[M_contra], metaclass=NoPublicConstructor):
             delivered=cell.delivered,
             restarts=cell.restarts,
             pending_asks=len(cell.pending or ()),
+            in_flight=0 if transit is None else transit.in_flight.get(cell.address, 0),
+            dropped_in_flight=0 if transit is None else transit.dropped.get(cell.address, 0),
         )

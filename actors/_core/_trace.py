@@ -33,7 +33,9 @@ class EventKind(enum.StrEnum):
     ESCALATED = "escalated"
     """A supervisor's restart budget ran out; the failure goes up."""
     DROPPED = "dropped"
-    """An accepted message was never delivered, because the actor ended first."""
+    """An accepted message was never delivered, because the actor ended first;
+    or, with message latency on, a message arrived after the actor stopped
+    accepting (``seq`` None: it was never stamped)."""
     DISCARDED = "discarded"
     """A late ``send`` or ``fail`` on a reply the framework had already failed
     (see :class:`~actors.Reply`) was discarded."""

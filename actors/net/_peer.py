@@ -26,7 +26,7 @@ import trio
 from trio._core._run import GLOBAL_RUN_CONTEXT
 
 from .._core._cell import ActorState, _Cell
-from .._core._envelope import Address, Envelope
+from .._core._envelope import Address, Envelope, current_address
 from .._core._errors import ActorStoppedError
 from .._core._mailbox import ActorRef
 from .._core._monitors import ExitReason, Failed, NodeDown
@@ -65,6 +65,30 @@ RECEIVE_SIZE = 65536
 WRITE_CHUNK = 256 * 1024
 """The most the writer hands the stream at once: a peer reading slowly still
 shows progress chunk by chunk (see ``stall_timeout``)."""
+
+
+def _tell_nowait(cell: _Cell[Any], message: object) -> None:
+    """``ActorRef.tell_nowait`` of a peer's message, without the latency of a
+    seeded run (``actors.run(main, latency=...)``): the network is its
+    latency, and a peer's tells keep their order with its asks, which go into
+    the mailbox directly."""
+    envelope = Envelope(message, cell.next_seq, current_address.get())
+    try:
+        cell.send_channel.send_nowait(envelope)
+    except (trio.ClosedResourceError, trio.BrokenResourceError):
+        raise cell.stopped_error() from None
+    cell.next_seq += 1
+
+
+async def _tell(cell: _Cell[Any], message: object) -> None:
+    """``ActorRef.tell`` of a peer's message, without latency (as
+    :func:`_tell_nowait`)."""
+    seq = cell.next_seq
+    cell.next_seq = seq + 1
+    try:
+        await cell.send_channel.send(Envelope(message, seq, current_address.get()))
+    except (trio.ClosedResourceError, trio.BrokenResourceError):
+        raise cell.stopped_error() from None
 
 
 @final
@@ -612,7 +636,7 @@ class Peer(metaclass=NoPublicConstructor):
             return True
         if number is None:
             try:
-                export.ref.tell_nowait(message)
+                _tell_nowait(export.cell, message)
             except trio.WouldBlock:
                 return False
             except ActorStoppedError:
@@ -658,7 +682,7 @@ class Peer(metaclass=NoPublicConstructor):
             return
         try:
             if event.reply is None:
-                await export.ref.tell(event.message)
+                await _tell(export.cell, event.message)
                 return
             envelope = self._ask_envelope(export.cell, event)
             try:

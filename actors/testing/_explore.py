@@ -66,14 +66,18 @@ A run in which ``shuffle`` was never called raises ``RuntimeError``.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable
+from typing import Protocol
 
 import trio
 
+from .._core._transit import Latency, check_latency
 from ._schedule import (
     _NONDETERMINISTIC,
     DEFAULT_MAX_STEPS,
     STRATEGIES,
+    Decide,
     Exploration,
     ExplorationFailedError,
     Failure,
@@ -85,8 +89,15 @@ from ._schedule import (
     _name,
     _Run,
     _run_once,
+    repick,
+    unpick,
 )
 from ._strategies import _ddmin, _Dfs, _Pct, _Random, _Strategy
+
+
+class _RunOnce(Protocol):
+    def __call__(self, decide: Decide, *, kind: int, states: bool = False) -> _Run: ...
+
 
 # The entry point ----------------------------------------------------------------
 
@@ -104,6 +115,9 @@ def explore(
     max_steps: int = DEFAULT_MAX_STEPS,
     raise_on_failure: bool = True,
     progress: Callable[[int, Exploration], None] | None = None,
+    delays: int = 0,
+    latency: Latency = None,
+    reduction: bool = True,
 ) -> Exploration:
     """Run ``main`` (an async function of no arguments, a fresh program each
     call) under up to ``budget`` schedules chosen by ``strategy``, each with
@@ -141,6 +155,7 @@ def explore(
         ("bound", bound, 0),
         ("depth", depth, 1),
         ("max_steps", max_steps, 1),
+        ("delays", delays, 0),
         ("seed", seed, None),
     ):
         if (
@@ -152,9 +167,12 @@ def explore(
             raise ValueError(f"{name} must be an integer{at_least}, not {value!r}")
     if progress is not None and not callable(progress):
         raise TypeError(f"progress must be a function of (runs, exploration), not {progress!r}")
+    # As actors.run checks it (TypeError, ValueError), before anything runs.
+    check_latency(latency)
+    run_once = functools.partial(_run_once, main, seed=seed, max_steps=max_steps, latency=latency)
     if replay is not None:
         schedule = Schedule.parse(replay)
-        only = _run_once(main, _following(schedule, strict=True), seed=seed, max_steps=max_steps)
+        only = run_once(_following(schedule, strict=True), kind=schedule.kind)
         if schedule.choices and schedule.choices[-1][0] >= len(only.picks):
             raise ScheduleError(
                 f"the schedule names choice point {schedule.choices[-1][0]}; the run had "
@@ -166,16 +184,19 @@ def explore(
             [only],
             complete=False,
             failure=_failure(only, schedule, schedule, 0, max_steps),
+            delays=delays,
+            bound=bound,
+            latency=latency,
         )
         return _outcome(exploration, main, seed, raise_on_failure)
 
     chosen: _Strategy
     if strategy == "random":
-        chosen = _Random(seed)
+        chosen = _Random(seed, delays)
     elif strategy == "pct":
         chosen = _Pct(seed, depth)
     else:
-        chosen = _Dfs(bound)
+        chosen = _Dfs(bound, delays, cache=reduction)
     runs: list[_Run] = []
     seen = _SeenRuns()
     failure: Failure | None = None
@@ -184,7 +205,7 @@ def explore(
         if decide is None:
             break
         try:
-            run = _run_once(main, decide, seed=seed, max_steps=max_steps)
+            run = run_once(decide, kind=chosen.kind, states=chosen.cache)
         except ScheduleError as error:
             # dfs picks only options an earlier run of the same prefix had.
             raise NondeterminismError(f"{_NONDETERMINISTIC}: {error}") from None
@@ -192,16 +213,29 @@ def explore(
         runs.append(run)
         chosen.after(run)
         if progress is not None:
-            progress(len(runs), _finish(strategy, seed, runs, complete=False, failure=None))
+            progress(
+                len(runs),
+                _finish(
+                    strategy,
+                    seed,
+                    runs,
+                    complete=False,
+                    failure=None,
+                    delays=delays,
+                    bound=bound,
+                    latency=latency,
+                    merged=getattr(chosen, "merged", 0),
+                ),
+            )
         if run.error is not None:
-            found = Schedule.from_picks(run.picks)
+            found = run.schedule
             failure = (
-                _minimised(main, run, found, seed=seed, max_steps=max_steps)
+                _minimised(run_once, run, found, max_steps=max_steps)
                 if minimise
                 else _failure(run, found, found, 0, max_steps)
             )
             assert failure is not None, "a run with an error is a failure"
-            _confirm(main, failure, seed=seed, max_steps=max_steps)
+            _confirm(run_once, failure)
             break
     # A budget spent on the last schedule within the bound is complete too:
     # whether another is left is known without running it.
@@ -210,8 +244,22 @@ def explore(
         and failure is None
         and (chosen.exhausted or chosen.next_run(len(runs)) is None)
     )
-    exploration = _finish(strategy, seed, runs, complete=complete, failure=failure)
+    exploration = _finish(
+        strategy,
+        seed,
+        runs,
+        complete=complete,
+        failure=failure,
+        delays=delays,
+        bound=bound,
+        latency=latency,
+        merged=getattr(chosen, "merged", 0),
+    )
     return _outcome(exploration, main, seed, raise_on_failure)
+
+
+# Picks as hashed by _SeenRuns: non-negative, distinct.
+_PICKS = 1 << 60
 
 
 class _SeenRuns:
@@ -232,14 +280,15 @@ class _SeenRuns:
             if before != options:
                 raise NondeterminismError(
                     f"{_NONDETERMINISTIC}: after the picks of schedule "
-                    f"{Schedule.from_picks(run.picks[:point])}, choice point {point} had "
+                    f"{Schedule.from_picks(run.picks[:point], run.kind)}, choice point {point} had "
                     f"{_ended(before)} in an earlier run and {_ended(options)} in run {index + 1}"
                 )
             if point < len(run.picks):
-                key = hash((key, run.picks[point]))
+                # hash(-1) is hash(-2): a hold is kept apart from the others.
+                key = hash((key, run.picks[point] % _PICKS))
         if self._digests.setdefault(run.picks, run.digest) != run.digest:
             raise NondeterminismError(
-                f"{_NONDETERMINISTIC}: schedule {Schedule.from_picks(run.picks)} ran steps "
+                f"{_NONDETERMINISTIC}: schedule {run.schedule} ran steps "
                 f"{self._digests[run.picks][:12]} once and {run.digest[:12]} in run {index + 1}"
             )
 
@@ -256,9 +305,7 @@ def _in_trio_run() -> bool:
     return True
 
 
-def _minimised(
-    main: Callable[[], Awaitable[object]], run: _Run, found: Schedule, *, seed: int, max_steps: int
-) -> Failure:
+def _minimised(run_once: _RunOnce, run: _Run, found: Schedule, *, max_steps: int) -> Failure:
     assert run.error is not None
     kind = type(run.error)
     tried = 0
@@ -271,17 +318,19 @@ def _minimised(
         key = tuple(choices)
         if key not in last:
             tried += 1
-            last[key] = _run_once(
-                main, _following(Schedule(key), strict=False), seed=seed, max_steps=max_steps
+            last[key] = run_once(
+                _following(Schedule(key, found.kind), strict=False), kind=found.kind
             )
         error = last[key].error
         return error is not None and type(error) is kind
 
+    # Delta debugging removes holds and reorderings alike.
     smallest = _ddmin(list(found.choices), fails)
-    # Then each choice as small as it can be: 1 before 2.
+    # Then each choice as small as it can be: 1 before 2, h0 before h1.
     for index, (point, choice) in enumerate(smallest):
-        for lower in range(1, choice):
-            candidate = [*smallest[:index], (point, lower), *smallest[index + 1 :]]
+        letter, number = unpick(choice)
+        for lower in range(0 if letter else 1, number):
+            candidate = [*smallest[:index], (point, repick(letter, lower)), *smallest[index + 1 :]]
             if fails(candidate):
                 smallest = candidate
                 break
@@ -292,7 +341,7 @@ def _minimised(
     assert final.error is not None, "ddmin keeps a failing set"
     return Failure(
         final.error,
-        Schedule.from_picks(final.picks),
+        final.schedule,
         found,
         tried,
         final.tail,
@@ -302,14 +351,10 @@ def _minimised(
     )
 
 
-def _confirm(
-    main: Callable[[], Awaitable[object]], failure: Failure, *, seed: int, max_steps: int
-) -> None:
+def _confirm(run_once: _RunOnce, failure: Failure) -> None:
     """Replay the failing schedule once more: the same steps and the same
     exception type, or :class:`NondeterminismError` (no replay to print)."""
-    again = _run_once(
-        main, _following(failure.schedule, strict=False), seed=seed, max_steps=max_steps
-    )
+    again = run_once(_following(failure.schedule, strict=False), kind=failure.schedule.kind)
     if again.digest != failure.trace_hash or type(again.error) is not type(failure.error):
         raise NondeterminismError(
             f"{_NONDETERMINISTIC}: schedule {failure.schedule} failed with "
@@ -330,7 +375,16 @@ def _failure(
 
 
 def _finish(
-    strategy: StrategyName, seed: int, runs: list[_Run], *, complete: bool, failure: Failure | None
+    strategy: StrategyName,
+    seed: int,
+    runs: list[_Run],
+    *,
+    complete: bool,
+    failure: Failure | None,
+    delays: int,
+    bound: int,
+    latency: Latency,
+    merged: int = 0,
 ) -> Exploration:
     return Exploration(
         strategy=strategy,
@@ -342,6 +396,11 @@ def _finish(
         max_steps=max((run.steps for run in runs), default=0),
         complete=complete,
         failure=failure,
+        delays=delays,
+        bound=bound,
+        latency=latency,
+        held=sum(pick < 0 for run in runs for pick in run.picks),
+        merged=merged,
     )
 
 
@@ -360,16 +419,29 @@ def _outcome(
 
 
 def failure_report(exploration: Exploration, *, name: str = "main") -> str:
-    """The lines that describe an exploration's failure."""
+    """The lines that describe an exploration's failure: what failed, the
+    schedule and the call that replays it, then the schedule as a person
+    reads it ("ran X before Y", "held X back for k batches"), and the last
+    steps."""
     failure = exploration.failure
     assert failure is not None, "a report of a failure"
-    limit = "" if failure.max_steps == DEFAULT_MAX_STEPS else f", max_steps={failure.max_steps}"
+    extra = "" if failure.max_steps == DEFAULT_MAX_STEPS else f", max_steps={failure.max_steps}"
+    if exploration.latency is not None:
+        extra += f", latency={exploration.latency!r}"
+    schedule = failure.schedule
+    if schedule.holds:
+        counted = (
+            f"{len(schedule)} non-default choices: {schedule.reorders} reorderings, "
+            f"{schedule.holds} holds"
+        )
+    else:
+        counted = f"{len(schedule)} non-default choices"
     lines = [
         f"{exploration.strategy} exploration found a failing schedule in run "
         f"{exploration.runs}: {failure.error!r}",
-        f"schedule: {failure.schedule} ({len(failure.schedule)} non-default choices; "
-        f"minimised from {len(failure.found)} in {failure.minimise_runs} runs)",
-        f'replay: explore({name}, seed={exploration.seed}, replay="{failure.schedule}"{limit})',
+        f"schedule: {schedule} ({counted}; minimised from {len(failure.found)} in "
+        f"{failure.minimise_runs} runs)",
+        f'replay: explore({name}, seed={exploration.seed}, replay="{schedule}"{extra})',
         *(f"choice {deviation}" for deviation in failure.deviations),
         "last steps: " + " > ".join(failure.trace_tail),
     ]

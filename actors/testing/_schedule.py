@@ -17,6 +17,7 @@ import trio._core._run as _trio_run
 from trio.testing import MockClock
 
 from .._core._errors import ActorError
+from .._core._transit import Latency
 from .._determinism import run as _run_seeded
 
 StrategyName = Literal["random", "pct", "dfs"]
@@ -27,7 +28,7 @@ TRACE_TAIL = 12
 DEFAULT_MAX_STEPS = 1_000_000
 # ASCII digits only (``\d`` would take an Arabic-Indic one), at most this many each: a
 # choice point or a pick past it is no run's.
-_SCHEDULE = re.compile(r"1:((?:[0-9]+=[0-9]+)(?:,[0-9]+=[0-9]+)*)?")
+_SCHEDULE = re.compile(r"([12]):((?:[0-9]+=[hw]?[0-9]+)(?:,[0-9]+=[hw]?[0-9]+)*)?")
 MAX_SCHEDULE_DIGITS = 18
 
 
@@ -51,48 +52,110 @@ class NondeterminismError(ExplorationError, RuntimeError):
     schedules cannot be explored, and a printed replay would not reproduce."""
 
 
+# A pick: i >= 0 runs the i-th option; hold(i) holds it back for one batch,
+# wait(i) until no other task can run (written h{i} and w{i}).
+_WAIT = 1 << 40
+
+
+def hold(index: int) -> int:
+    return -1 - index
+
+
+def wait(index: int) -> int:
+    return -_WAIT - index
+
+
+def unpick(pick: int) -> tuple[str, int]:
+    """A pick as ("", index) (run), ("h", index) or ("w", index)."""
+    if pick >= 0:
+        return "", pick
+    if pick > -_WAIT:
+        return "h", -1 - pick
+    return "w", -_WAIT - pick
+
+
+def repick(kind: str, index: int) -> int:
+    return index if not kind else hold(index) if kind == "h" else wait(index)
+
+
+# The two kinds of schedule, by the number a schedule string starts with.
+BATCHES = 1  # each batch Trio runs is ordered, and tasks of it may be held back
+STEPS = 2  # one task runs at a time, any runnable one (pct)
+
+
 @final
 @attrs.frozen
 class Schedule:
-    """The choices of one run other than the default, by choice point."""
+    """The choices of one run other than the default, by choice point.
+
+    A choice is the index of the task run among the options (``1``...), or
+    a task **held back**: for one batch (``h{i}``: it runs after the tasks
+    the others' steps made runnable) or until no other task can run
+    (``w{i}``: until every other task is blocked or held too), each one
+    step of the delay budget (see :func:`hold`, :func:`wait`).
+    ``kind`` is :data:`BATCHES` (``"1:"``: a choice point is a pick within a
+    batch of Trio's) or :data:`STEPS` (``"2:"``: every step is a pick among
+    all runnable tasks; no holds, a task not picked waits)."""
 
     choices: tuple[tuple[int, int], ...] = ()
+    kind: int = BATCHES
 
     @classmethod
     def parse(cls, text: str) -> Schedule:
-        """Read a schedule string (``"1:12=1,40=2"``; ``"1:"`` is the default
+        """Read a schedule string (``"1:12=1,40=h0"``; ``"1:"`` is the default
         schedule, whitespace around it is ignored). :class:`ScheduleError` for
         anything else: a text that is not a ``str``, digits other than ASCII
-        0-9, a number of more than 18 digits."""
+        0-9, a number of more than 18 digits, a hold in a ``"2:"`` schedule."""
         if not isinstance(text, str):
             raise ScheduleError(f"a schedule is a str, not {type(text).__name__}: {text!r:.80}")
         match = _SCHEDULE.fullmatch(text.strip())
         if match is None:
             raise ScheduleError(
-                f"not a schedule: {text[:80]!r} (expected '1:' then point=choice pairs, "
-                "as '1:12=1,40=2')"
+                f"not a schedule: {text[:80]!r} (expected '1:' or '2:' then point=choice "
+                "pairs, as '1:12=1,40=h0')"
             )
+        kind = int(match.group(1))
         pairs = []
-        for part in match.group(1).split(",") if match.group(1) else []:
-            if any(len(n.lstrip("0")) > MAX_SCHEDULE_DIGITS for n in part.split("=")):
+        for part in match.group(2).split(",") if match.group(2) else []:
+            point_text, choice_text = part.split("=")
+            letter = choice_text[0] if choice_text[0] in "hw" else ""
+            numbers = (point_text, choice_text.removeprefix(letter))
+            if any(len(n.lstrip("0")) > MAX_SCHEDULE_DIGITS for n in numbers):
                 raise ScheduleError(
                     f"schedule {text[:80]!r}: a number of more than {MAX_SCHEDULE_DIGITS} digits"
                 )
-            point, choice = (int(n) for n in part.split("="))
-            pairs.append((point, choice))
+            point, choice = (int(n) for n in numbers)
+            if letter and kind == STEPS:
+                raise ScheduleError(
+                    f"schedule {text[:80]!r}: a '2:' schedule runs one task at a time and "
+                    "holds none back (h, w)"
+                )
+            if not letter and choice == 0:
+                raise ScheduleError(f"schedule {text!r}: a default choice (0) is not written")
+            pairs.append((point, repick(letter, choice)))
         points = [point for point, _ in pairs]
         if points != sorted(set(points)):
             raise ScheduleError(f"schedule {text!r}: choice points must increase")
-        if any(choice == 0 for _, choice in pairs):
-            raise ScheduleError(f"schedule {text!r}: a default choice (0) is not written")
-        return cls(tuple(pairs))
+        return cls(tuple(pairs), kind)
 
     @classmethod
-    def from_picks(cls, picks: Sequence[int]) -> Schedule:
-        return cls(tuple((point, pick) for point, pick in enumerate(picks) if pick))
+    def from_picks(cls, picks: Sequence[int], kind: int = BATCHES) -> Schedule:
+        return cls(tuple((point, pick) for point, pick in enumerate(picks) if pick), kind)
+
+    @property
+    def holds(self) -> int:
+        """The tasks held back (each hold is one of the delay budget)."""
+        return sum(choice < 0 for _, choice in self.choices)
+
+    @property
+    def reorders(self) -> int:
+        """The choices that run another task than the default one."""
+        return sum(choice > 0 for _, choice in self.choices)
 
     def __str__(self) -> str:
-        return "1:" + ",".join(f"{point}={choice}" for point, choice in self.choices)
+        return f"{self.kind}:" + ",".join(
+            "{}={}{}".format(point, *unpick(choice)) for point, choice in self.choices
+        )
 
     def __len__(self) -> int:
         return len(self.choices)
@@ -138,17 +201,38 @@ class Exploration:
     choice_points: int
     max_choice_points: int
     max_steps: int
-    # dfs only: every schedule within the bound was run.
+    # dfs only: every schedule within the bounds was run.
     complete: bool
     failure: Failure | None
+    # The delay budget of a run (0: no task held back), dfs's bound of
+    # reorderings, the message latency of the runs.
+    delays: int = 0
+    bound: int = 0
+    latency: Latency = None
+    # The tasks held back over all runs.
+    held: int = 0
+    # dfs with reduction: the runs below whose states nothing more was run,
+    # another node having explored on from the same state.
+    merged: int = 0
 
     def summary(self) -> str:
-        done = " (complete: every schedule within the bound)" if self.complete else ""
+        if not self.complete:
+            done = ""
+        elif self.delays:
+            done = (
+                f" (complete: every schedule within {self.bound} reorderings and "
+                f"{self.delays} delays)"
+            )
+        else:
+            done = " (complete: every schedule within the bound)"
         found = "no failure" if self.failure is None else f"a failure: {self.failure.error!r}"
+        held = f", {self.held} tasks held back" if self.delays and self.strategy != "pct" else ""
+        if self.merged:
+            held += f", {self.merged} runs merged into states explored before"
         return (
             f"{self.strategy}: {self.runs} runs{done}, {self.interleavings} distinct "
             f"interleavings, {self.choice_points} choice points (at most "
-            f"{self.max_choice_points} in a run, {self.max_steps} steps); {found}"
+            f"{self.max_choice_points} in a run, {self.max_steps} steps){held}; {found}"
         )
 
 
@@ -164,8 +248,9 @@ class ExplorationFailedError(ExplorationError, AssertionError):
 
 # One run ------------------------------------------------------------------------
 
-# decide(choice point, ids of the batch's remaining tasks in creation order,
-# step number) -> the index of the task to run next.
+# decide(choice point, ids of the options in creation order, step number) ->
+# the index of the task to run next, or -1 - i to hold back the i-th option
+# (batches only).
 Decide = Callable[[int, list[int], int], int]
 
 
@@ -178,16 +263,35 @@ class _Run:
     tail: tuple[str, ...]
     deviations: tuple[str, ...]
     error: BaseException | None
+    kind: int = BATCHES
+    # With states recorded: at the start of each batch, its first choice
+    # point and the state there (see _Chooser.states).
+    states: tuple[tuple[int, bytes], ...] = ()
+
+    @property
+    def schedule(self) -> Schedule:
+        return Schedule.from_picks(self.picks, self.kind)
 
 
 class _Chooser(random.Random):
     """Takes ``trio._core._run._r``'s place for one run: orders each batch
-    as ``decide`` says and records the choices and the steps."""
+    as ``decide`` says (or, for :data:`STEPS`, keeps one task of it and
+    hands the others back to the run queue), and records the choices and
+    the steps. A task held back goes back to Trio's run queue, which is the
+    next batch: it stays runnable and runs after the others' steps."""
 
-    def __init__(self, decide: Decide, max_steps: int) -> None:
+    def __init__(
+        self, decide: Decide, max_steps: int, kind: int = BATCHES, *, states: bool = False
+    ) -> None:
         super().__init__(0)
+        # The state at the start of each batch (when asked for): the steps
+        # run so far (a deterministic program in the same state after the
+        # same steps) and the tasks held until no other can run.
+        self.states: list[tuple[int, bytes]] | None = [] if states else None
+        self._so_far = hashlib.blake2b(digest_size=16)
         self._decide = decide
         self._max_steps = max_steps
+        self._kind = kind
         self._ids: dict[object, int] = {}
         self._names: list[str] = []
         self.picks: list[int] = []
@@ -198,39 +302,151 @@ class _Chooser(random.Random):
         self.over_limit = False
         self.misfit: str | None = None
         self.scope: trio.CancelScope | None = None
+        # Task id -> (its line in deviations, the choice point of its first
+        # hold, the batch it was last held in, batches held in a row): holds
+        # in a row make one line.
+        self._holding: dict[int, tuple[int, int, int, int]] = {}
+        # The tasks held back until no other can run, and the choice point
+        # that held each.
+        self._waiting: dict[Any, int] = {}
+        # The last "ran" line: (its index, first and last choice point, the
+        # (task, default) pair).
+        self._running: tuple[int, int, int, tuple[int, int]] = (-1, -1, -1, (-1, -1))
 
     def shuffle(self, x: MutableSequence[Any]) -> None:
         # Trio's batch, sorted by creation order; it runs from the end.
         self.batches += 1
-        remaining = list(x)
-        ids = [self._id(task) for task in remaining]
-        order: list[Any] = []
-        while len(remaining) > 1:
-            pick = self._decide(len(self.picks), ids, len(self.steps) + len(order))
-            if not 0 <= pick < len(remaining):
-                # Raising here would break trio's run loop: the run goes on
-                # with the last option, and the error is raised after it.
-                if self.misfit is None:
-                    self.misfit = (
-                        f"choice point {len(self.picks)} has {len(remaining)} options; "
-                        f"the schedule picks {pick}: it does not fit this program"
-                    )
-                pick = len(remaining) - 1
-            if pick:
-                self.deviations.append(
-                    f"{len(self.picks)}: ran {self._names[ids[pick]]}#{ids[pick]} before "
-                    f"{self._names[ids[0]]}#{ids[0]}"
-                )
-            self.picks.append(pick)
-            self.options.append(len(remaining))
-            order.append(remaining.pop(pick))
-            ids.pop(pick)
-        order += remaining
-        self.steps += [self._id(task) for task in order]
-        x[:] = order[::-1]
+        if self._kind == STEPS:
+            self._one(x)
+        else:
+            self._order(x)
         if len(self.steps) > self._max_steps and not self.over_limit and self.scope is not None:
             self.over_limit = True
             self.scope.cancel()
+
+    def _order(self, x: MutableSequence[Any]) -> None:
+        remaining = list(x)
+        held: list[Any] = []
+        if self.states is not None and remaining:
+            waiting = sorted(self._id(task) for task in self._waiting)
+            state = self._so_far.copy()
+            state.update(b"".join(i.to_bytes(4, "little") for i in (0xFFFFFFFF, *waiting)))
+            self.states.append((len(self.picks), state.digest()))
+        if self._waiting:
+            # Tasks that wait until no other can run: held while another can.
+            others = [task for task in remaining if task not in self._waiting]
+            if others:
+                held = [task for task in remaining if task in self._waiting]
+                remaining = others
+            else:
+                for task in remaining:
+                    self._released(task)
+        ids = [self._id(task) for task in remaining]
+        order: list[Any] = []
+        while len(remaining) > 1:
+            point = len(self.picks)
+            options = len(remaining)
+            pick = self._checked(
+                point, self._decide(point, ids, len(self.steps) + len(order)), options
+            )
+            self.picks.append(pick)
+            self.options.append(options)
+            kind, index = unpick(pick)
+            if kind:
+                task = remaining.pop(index)
+                self._hold(point, ids.pop(index), kind)
+                if kind == "w":
+                    self._waiting[task] = point
+                held.append(task)
+                continue
+            if pick:
+                self._ran(point, ids[pick], ids[0])
+            order.append(remaining.pop(pick))
+            ids.pop(pick)
+        order += remaining
+        ran = [self._id(task) for task in order]
+        self.steps += ran
+        if self.states is not None:
+            self._so_far.update(b"".join(i.to_bytes(4, "little") for i in ran))
+        x[:] = order[::-1]
+        if held:
+            _trio_run.GLOBAL_RUN_CONTEXT.runner.runq.extend(held)
+
+    def _one(self, x: MutableSequence[Any]) -> None:
+        if len(x) > 1:
+            ids = [self._id(task) for task in x]
+            point = len(self.picks)
+            pick = self._checked(
+                point, self._decide(point, ids, len(self.steps)), len(x), holds=False
+            )
+            self.picks.append(pick)
+            self.options.append(len(x))
+            if pick:
+                self._ran(point, ids[pick], ids[0])
+            chosen = x[pick]
+            _trio_run.GLOBAL_RUN_CONTEXT.runner.runq.extend(
+                task for index, task in enumerate(x) if index != pick
+            )
+            x[:] = [chosen]
+        if x:  # trio shuffles an empty batch too
+            self.steps.append(self._id(x[0]))
+
+    def _checked(self, point: int, pick: int, options: int, *, holds: bool = True) -> int:
+        kind, index = unpick(pick)
+        if index < options and (holds or not kind):
+            return pick
+        # Raising here would break trio's run loop: the run goes on with the
+        # last option, and the error is raised after it.
+        if self.misfit is None:
+            self.misfit = (
+                f"choice point {point} has {options} options; the schedule picks "
+                f"{kind}{index}: it does not fit this program"
+                + ("" if holds or not kind else " (a '2:' schedule holds no task back)")
+            )
+        return options - 1
+
+    def _ran(self, point: int, task: int, default: int) -> None:
+        # The same pair at the choice points in a row makes one line.
+        line, first, last, pair = self._running
+        if pair == (task, default) and last == point - 1 and line == len(self.deviations) - 1:
+            points = f"{first}-{point}"
+            times = f" ({point - first + 1} choice points in a row)"
+        else:
+            line, first, points, times = len(self.deviations), point, str(point), ""
+            self.deviations.append("")
+        self.deviations[line] = (
+            f"{points}: ran {self._label(task)} before {self._label(default)}{times}"
+        )
+        self._running = (line, first, point, (task, default))
+
+    def _label(self, task: int) -> str:
+        # The function's name without its module and enclosing functions.
+        name = self._names[task]
+        if not name.startswith("<"):
+            name = name.rsplit(".", 1)[-1]
+        return f"{name}#{task}"
+
+    def _hold(self, point: int, task: int, kind: str) -> None:
+        name = self._label(task)
+        if kind == "w":
+            self._holding[task] = (len(self.deviations), point, self.batches, 0)
+            self.deviations.append(f"{point}: held {name} back until no other task could run")
+            return
+        line, first, last, count = self._holding.get(task, (-1, point, -2, 0))
+        if last == self.batches - 1 and count:
+            count += 1
+        else:
+            line, first, count = len(self.deviations), point, 1
+            self.deviations.append("")
+        batches = "1 batch" if count == 1 else f"{count} batches in a row"
+        self.deviations[line] = f"{first}: held {name} back for {batches} (the others ran first)"
+        self._holding[task] = (line, first, self.batches, count)
+
+    def _released(self, task: Any) -> None:
+        del self._waiting[task]
+        number = self._id(task)
+        line, _, start, _ = self._holding.pop(number)
+        self.deviations[line] += f" ({self.batches - start} batches)"
 
     def _id(self, task: Any) -> int:
         known = self._ids.get(task)
@@ -248,9 +464,16 @@ class _Chooser(random.Random):
 
 
 def _run_once(
-    main: Callable[[], Awaitable[object]], decide: Decide, *, seed: int, max_steps: int
+    main: Callable[[], Awaitable[object]],
+    decide: Decide,
+    *,
+    seed: int,
+    max_steps: int,
+    kind: int = BATCHES,
+    latency: Latency = None,
+    states: bool = False,
 ) -> _Run:
-    chooser = _Chooser(decide, max_steps)
+    chooser = _Chooser(decide, max_steps, kind, states=states)
 
     async def bounded() -> None:
         with trio.CancelScope() as scope:
@@ -275,7 +498,10 @@ def _run_once(
     _trio_run._r = chooser
     error: BaseException | None = None
     try:
-        _run_seeded(bounded, seed=seed, clock=MockClock(autojump_threshold=0))
+        if latency is None:
+            _run_seeded(bounded, seed=seed, clock=MockClock(autojump_threshold=0))
+        else:
+            _run_seeded(bounded, seed=seed, clock=MockClock(autojump_threshold=0), latency=latency)
     except _NotAsyncError as caught:
         raise TypeError(str(caught)) from None
     except BaseException as caught:
@@ -301,6 +527,8 @@ def _run_once(
         chooser.tail(),
         tuple(chooser.deviations),
         error,
+        kind,
+        () if chooser.states is None else tuple(chooser.states),
     )
 
 
@@ -329,8 +557,11 @@ def _following(schedule: Schedule, *, strict: bool) -> Decide:
 
     def decide(point: int, ids: list[int], step: int) -> int:
         choice = wanted.get(point, 0)
-        if choice >= len(ids) and not strict:
-            return len(ids) - 1
+        if not strict:
+            # A choice past a smaller batch's end takes its last option.
+            kind, index = unpick(choice)
+            if index >= len(ids):
+                return repick(kind, len(ids) - 1)
         return choice
 
     return decide

@@ -7,12 +7,24 @@ import math
 import random
 from collections.abc import Callable
 
-from ._schedule import Decide, Schedule, _Run
+from ._schedule import BATCHES, STEPS, Decide, Schedule, _Run, hold, unpick, wait
+
+# The chance that random holds a task back at a choice point, while its run
+# has delays left.
+HOLD_CHANCE = 0.25
+
+# Picks as hashed into a node's key: non-negative, distinct (hash(-1) is
+# hash(-2)).
+_PICKS = 1 << 60
 
 # Strategies ---------------------------------------------------------------------
 
 
 class _Strategy:
+    # The kind of schedule its runs make, and whether it wants their states.
+    kind = BATCHES
+    cache = False
+
     def next_run(self, index: int) -> Decide | None:
         raise NotImplementedError
 
@@ -21,16 +33,40 @@ class _Strategy:
 
 
 class _Random(_Strategy):
-    def __init__(self, seed: int) -> None:
+    """Every choice uniform; while the run has delays left, a choice point
+    holds a task (uniform) back with probability :data:`HOLD_CHANCE`, for
+    one batch or until no other can run (even odds)."""
+
+    def __init__(self, seed: int, delays: int = 0) -> None:
         self._seed = seed
+        self._delays = delays
 
     def next_run(self, index: int) -> Decide:
         rng = random.Random(f"random/{self._seed}/{index}")
-        return lambda point, ids, step: rng.randrange(len(ids))
+        if not self._delays:
+            return lambda point, ids, step: rng.randrange(len(ids))
+        left = self._delays
+
+        def decide(point: int, ids: list[int], step: int) -> int:
+            nonlocal left
+            if left and rng.random() < HOLD_CHANCE:
+                left -= 1
+                return (hold if rng.random() < 0.5 else wait)(rng.randrange(len(ids)))
+            return rng.randrange(len(ids))
+
+        return decide
 
 
 class _Pct(_Strategy):
-    def __init__(self, seed: int, depth: int) -> None:
+    """PCT over every runnable task: with ``steps`` (the default), a choice
+    point is each step with two or more runnable tasks, and the one of
+    highest priority runs while the others wait (a :data:`STEPS` schedule);
+    without, each of Trio's batches is put in priority order (the schedules
+    of versions before holds, which cannot run a task woken in a batch
+    before that batch's others)."""
+
+    def __init__(self, seed: int, depth: int, *, steps: bool = True) -> None:
+        self.kind = STEPS if steps else BATCHES
         self._seed = seed
         self._depth = depth
         self._steps = 1
@@ -69,17 +105,29 @@ class _Pct(_Strategy):
 
 
 class _Dfs(_Strategy):
-    """Every schedule with at most ``bound`` non-default choices, by
-    iterative deepening: all with none, then all with exactly one, and so on
-    (as CHESS's iterative context bounding), each level depth-first in
-    lexicographic order. A deeper level walks the tree through the runs of
-    the levels before, kept (the same schedule is the same run), and runs
-    only the schedules it adds. A level that adds none ends it whatever the
-    bound: a schedule of one more non-default choice extends one of this
-    level's."""
+    """Every schedule with at most ``bound`` reorderings (a task run before
+    the default one) and at most ``delays`` holds (a task held back to the
+    next batch), by iterative deepening over their sum: all with none, then
+    all with exactly one, and so on (as CHESS's iterative context bounding),
+    each level depth-first in lexicographic order (at a choice point of n
+    options: run 0, 1, ... n - 1, then hold 0, ... n - 1). A deeper level
+    walks the tree through the runs of the levels before, kept (the same
+    schedule is the same run), and runs only the schedules it adds. A level
+    that adds none ends it whatever the bounds: a schedule of one more
+    non-default choice extends one of this level's."""
 
-    def __init__(self, bound: int) -> None:
+    def __init__(self, bound: int, delays: int = 0, *, cache: bool = False) -> None:
         self._bound = bound
+        self._delays = delays
+        # State caching: a state (the steps so far, at a batch's start)
+        # -> the node (a hash of the picks before it) that explored on from
+        # it first and the budgets left there: (level, reorders, holds).
+        self.cache = cache
+        self._explored: dict[bytes, tuple[int, tuple[int, int, int]]] = {}
+        # The runs whose schedules below a state were left out because
+        # another node had explored on from that state with as much left.
+        self.merged = 0
+        self._cap = bound + delays
         self._level = 0
         self._prefix: list[int] | None = []
         self._known: dict[tuple[tuple[int, int], ...], _Run] = {}
@@ -88,15 +136,15 @@ class _Dfs(_Strategy):
 
     @property
     def exhausted(self) -> bool:
-        return self._prefix is None and self._level >= self._bound
+        return self._prefix is None and self._level >= self._cap
 
     def next_run(self, index: int) -> Decide | None:
         while True:
             prefix = self._prefix
             if prefix is None:
                 if not self._added:
-                    self._bound = self._level
-                if self._level >= self._bound:
+                    self._cap = self._level
+                if self._level >= self._cap:
                     return None
                 self._level += 1
                 self._prefix = []
@@ -109,20 +157,77 @@ class _Dfs(_Strategy):
             self._advance(known)
 
     def after(self, run: _Run) -> None:
-        if sum(pick != 0 for pick in run.picks) < self._bound:
+        if sum(pick != 0 for pick in run.picks) < self._cap:
             self._known[Schedule.from_picks(run.picks).choices] = run
         self._advance(run)
 
     def _advance(self, run: _Run) -> None:
         picks = run.picks
-        used = [0]
+        # The reorderings and holds before each choice point.
+        used = [(0, 0)]
         for pick in picks:
-            used.append(used[-1] + (pick != 0))
-        for point in reversed(range(len(picks))):
-            if picks[point] + 1 < run.options[point] and used[point] + 1 <= self._level:
-                self._prefix = [*picks[:point], picks[point] + 1]
+            reorders, holds = used[-1]
+            used.append((reorders + (pick > 0), holds + (pick < 0)))
+        end = self._merge_point(run, used) if self.cache else len(picks)
+        for point in reversed(range(end)):
+            following = self._following(picks[point], run.options[point], *used[point])
+            if following is not None:
+                self._prefix = [*picks[:point], following]
                 return
         self._prefix = None
+
+    def _merge_point(self, run: _Run, used: list[tuple[int, int]]) -> int:
+        """The first choice point of the first batch of ``run`` whose state
+        another node explored on from with at least the budgets left here
+        (everything below it was run, or left out for the same reason, from
+        that node: the schedules below it here are not needed); the run's
+        end if none. Records the states it passes."""
+        picks = run.picks
+        node = 0
+        at = 0
+        for point, state in run.states:
+            while at < point:
+                node = hash((node, picks[at] % _PICKS))
+                at += 1
+            reorders, holds = used[point]
+            left = (
+                self._level - reorders - holds,
+                self._bound - reorders,
+                self._delays - holds,
+            )
+            known = self._explored.get(state)
+            if known is None:
+                self._explored[state] = (node, left)
+                continue
+            first, had = known
+            if first == node:
+                if all(a >= b for a, b in zip(left, had, strict=True)):
+                    self._explored[state] = (node, left)
+                continue
+            if all(a >= b for a, b in zip(had, left, strict=True)):
+                self.merged += 1
+                return point
+            if all(a >= b for a, b in zip(left, had, strict=True)):
+                self._explored[state] = (node, left)
+        return len(picks)
+
+    def _following(self, pick: int, options: int, reorders: int, holds: int) -> int | None:
+        """The option after ``pick`` that the bounds allow at a choice point
+        with ``reorders`` and ``holds`` before it, if any: run 0, 1, ...
+        n - 1, then hold 0, ... n - 1 for a batch, then 0, ... n - 1 until no
+        other task can run."""
+        if reorders + holds + 1 > self._level:
+            return None
+        if 0 <= pick < options - 1 and reorders < self._bound:
+            return pick + 1
+        if holds >= self._delays:
+            return None
+        kind, index = unpick(pick)
+        if not kind:
+            return hold(0)
+        if index + 1 < options:
+            return hold(index + 1) if kind == "h" else wait(index + 1)
+        return wait(0) if kind == "h" else None
 
 
 # Minimising ---------------------------------------------------------------------

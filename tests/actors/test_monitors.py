@@ -254,6 +254,38 @@ async def test_down_comes_after_every_message_the_watched_actor_sent_before_it_e
     assert order == [0, 1, 2, 3, 4, Normal()]
 
 
+async def test_down_comes_after_a_message_handed_to_a_watcher_that_has_not_run_yet() -> None:
+    """The watched actor's first message goes straight to the parked
+    watcher, its second fills the mailbox, and it ends before the watcher
+    runs: the Down, beyond the capacity, still comes after both."""
+    order: list[object] = []
+
+    async def writer(inbox: Inbox[ActorRef[int]]) -> None:
+        envelope = await inbox.receive()
+        envelope.message.tell_nowait(1)  # handed to the parked watcher
+        envelope.message.tell_nowait(2)  # fills its mailbox
+
+    async def watching(inbox: Inbox[int | Down | ActorRef[ActorRef[int]]]) -> None:
+        async for envelope in inbox:
+            match envelope.message:
+                case ActorRef() as watched:
+                    inbox.monitor(watched)
+                case Down():
+                    order.append("down")
+                    return
+                case value:
+                    order.append(value)
+
+    async with actors.open_system() as system:
+        sink = await system.spawn(watching, name="sink", capacity=1)
+        source = await system.spawn(writer, name="writer")
+        await sink.tell(source)
+        await trio.testing.wait_all_tasks_blocked()
+        source.tell_nowait(sink)
+        await sink.wait_stopped()
+    assert order == [1, 2, "down"]
+
+
 async def test_a_restart_of_the_watched_actor_sends_no_down() -> None:
     downs: list[Down] = []
     async with actors.open_system() as system:

@@ -4,6 +4,7 @@ schedules chosen on purpose (:mod:`replica.driver.run._explore`)."""
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from typing import TYPE_CHECKING
 
@@ -13,6 +14,7 @@ from ...compute._holds import HoldMechanism
 from ..lang._escape import print_error
 from ..lang._inputs import load_specs, spec_files
 from ..run._explore import ExploreOptions, explore_command
+from ..run._paths import check_outputs
 from ..run._runner import Topology
 from ._arguments import (
     MAX_PROGRAMS,
@@ -30,6 +32,8 @@ if TYPE_CHECKING:
 
 
 MAX_BOUND = 100
+# A latency's seconds: digits, a point, digits (no sign, exponent, nan, inf).
+DECIMAL = re.compile(r"[0-9]{1,12}(\.[0-9]{1,12})?|\.[0-9]{1,12}")
 MAX_SCHEDULE = 1_000_000
 
 
@@ -44,8 +48,9 @@ def add_arguments(commands: Commands) -> None:
         "       (or a spec ran differently under one schedule: no replay then)",
         "A choice point is a pick among the tasks Trio runs in one batch; a schedule is\n"
         "the list of picks other than the default (creation order), as '1:12=1,40=2'.\n"
-        "dfs runs every schedule with at most --bound such picks (then says complete);\n"
-        "pct and random run --budget schedules. See docs/protocol.md, Exploring schedules.",
+        "dfs runs every schedule with at most --bound such picks and --delays tasks held\n"
+        "back (then says complete); pct and random run --budget schedules. See\n"
+        "docs/protocol.md, Exploring schedules.",
     )
     explore.add_argument(
         "specs",
@@ -81,6 +86,35 @@ def add_arguments(commands: Commands) -> None:
         metavar="D",
         help=f"pct: the bug depth targeted, 1 to {MAX_BOUND} (default 3)",
     )
+    explore.add_argument(
+        "--delays",
+        type=up_to(MAX_BOUND, least=0),
+        default=0,
+        metavar="N",
+        help=f"the delay budget, 0 to {MAX_BOUND} (default 0): dfs and random may hold up to N "
+        "tasks back a run (for one batch, or until no other task can run); pct needs none: it "
+        "runs the highest-priority runnable task at each step",
+    )
+    explore.add_argument(
+        "--latency",
+        type=_latency,
+        metavar="SECONDS",
+        help="deliver each message between actors after a seeded virtual delay drawn from "
+        "[0, SECONDS] (or LOW,HIGH), keeping each sender's order to each receiver",
+    )
+    explore.add_argument(
+        "--no-reduction",
+        dest="reduction",
+        action="store_false",
+        default=True,
+        help="dfs: run every schedule within the bounds, also those below a state another "
+        "schedule already explored on from with as much budget left (the cross-check)",
+    )
+    explore.add_argument(
+        "--timeline",
+        metavar="FILE",
+        help="draw the failing run (replayed once more with a trace) as SVG",
+    )
     add_shape(explore, default=1)
     explore.add_argument(
         "--solo",
@@ -107,6 +141,28 @@ def add_arguments(commands: Commands) -> None:
     )
 
 
+MAX_LATENCY = 3600.0
+
+
+def _latency(text: str) -> float | tuple[float, float]:
+    parts = text.split(",")
+    try:
+        values = [float(part) for part in parts if DECIMAL.fullmatch(part)]
+    except ValueError:
+        values = []
+    if len(values) != len(parts) or len(values) > 2:
+        raise argparse.ArgumentTypeError(
+            f"not a latency: {text[:40]!r} (seconds, as 0.001, or LOW,HIGH, as 0.001,0.005)"
+        )
+    if any(value > MAX_LATENCY for value in values):
+        raise argparse.ArgumentTypeError(f"a latency is at most {MAX_LATENCY:g} seconds")
+    if len(values) == 2:
+        if values[0] > values[1]:
+            raise argparse.ArgumentTypeError(f"LOW,HIGH needs LOW <= HIGH: {text[:40]!r}")
+        return (values[0], values[1])
+    return values[0]
+
+
 def _schedule(text: str) -> str:
     from actors.testing import Schedule, ScheduleError
 
@@ -124,6 +180,8 @@ def execute(args: argparse.Namespace) -> int:
     if args.replay is not None and len(paths) > 1:
         print_error(f"{PROG}: error: --replay replays one spec, and {len(paths)} are named")
         return 2
+    if args.timeline is not None:
+        check_outputs([("--timeline", args.timeline)])
     specs = load_specs(paths)
     topology = Topology(
         args.processes,
@@ -139,6 +197,13 @@ def execute(args: argparse.Namespace) -> int:
     options += [] if args.align else ["--no-align"]
     options += [] if args.holds == HoldMechanism.PUBLISHER else [f"--holds={args.holds}"]
     options += [f"--seed={args.seed}"]
+    if args.latency is not None:
+        latency = args.latency
+        options += [
+            f"--latency={latency[0]:g},{latency[1]:g}"
+            if isinstance(latency, tuple)
+            else f"--latency={latency:g}"
+        ]
     how = ExploreOptions(
         strategy=args.strategy,
         budget=args.budget,
@@ -147,6 +212,10 @@ def execute(args: argparse.Namespace) -> int:
         seed=args.seed,
         replay=args.replay,
         options=tuple(options),
+        delays=args.delays,
+        latency=args.latency,
+        timeline=args.timeline,
+        reduction=args.reduction,
     )
     try:
         return explore_command(specs, topology, how, sys.stdout)

@@ -18,11 +18,14 @@ from typing import TextIO
 
 import attrs
 
-from actors.testing import Exploration, NondeterminismError, StrategyName, explore
+import actors
+from actors.testing import Exploration, NondeterminismError, Schedule, StrategyName, explore
 
 from ..lang._errors import DriverError
 from ..lang._escape import escaped
 from ..lang._spec import Spec
+from ..pictures._timeline import Panel, render
+from ._paths import write_text
 from ._report import report, report_violations
 from ._runner import SpecRun, Topology, _run
 
@@ -56,6 +59,12 @@ class ExploreOptions:
     replay: str | None
     # The command-line options that give the same replica and seed.
     options: tuple[str, ...]
+    # The delay budget (tasks a run may hold back), the message latency of
+    # each run, and where to draw the failing run's timeline.
+    delays: int = 0
+    latency: float | tuple[float, float] | None = None
+    timeline: str | None = None
+    reduction: bool = True
 
 
 def explore_command(
@@ -97,6 +106,9 @@ def _explore_one(spec: Spec, topology: Topology, how: ExploreOptions, out: TextI
             replay=how.replay,
             raise_on_failure=False,
             progress=progress,
+            delays=how.delays,
+            latency=how.latency,
+            reduction=how.reduction,
         )
     except NondeterminismError as error:
         # The replica is meant to be deterministic for a schedule: a finding.
@@ -116,8 +128,10 @@ def _explore_one(spec: Spec, topology: Topology, how: ExploreOptions, out: TextI
         f"({_counts(exploration)}) ({topology})",
         file=out,
     )
+    holds = failure.schedule.holds
+    held = f", {holds} of them held tasks back" if holds else ""
     print(
-        f"  schedule: {failure.schedule} ({len(failure.schedule)} non-default choices; "
+        f"  schedule: {failure.schedule} ({len(failure.schedule)} non-default choices{held}; "
         f"minimised from {len(failure.found)} in {failure.minimise_runs} runs)",
         file=out,
     )
@@ -127,22 +141,61 @@ def _explore_one(spec: Spec, topology: Topology, how: ExploreOptions, out: TextI
     command = ["trio-reconcile", "explore", spec.path, *how.options]
     command += ["--replay", str(failure.schedule)]
     print(f"  replay: {escaped(shlex.join(command))}", file=out)
+    if how.timeline is not None:
+        _draw(spec, topology, how, failure.schedule, out)
     return True
 
 
+def _draw(
+    spec: Spec, topology: Topology, how: ExploreOptions, schedule: Schedule, out: TextIO
+) -> None:
+    """Replay the failing ``schedule`` once more with a trace, and draw it."""
+    assert how.timeline is not None
+    trace = actors.Trace()
+
+    async def traced() -> None:
+        del trace.events[:]
+        run = await _run(spec, topology, trace)
+        if not run.passed:
+            raise SpecFailedError(run)
+
+    again = explore(
+        traced,
+        seed=how.seed,
+        replay=str(schedule),
+        raise_on_failure=False,
+        latency=how.latency,
+    )
+    if again.failure is None:
+        print(f"  timeline: not drawn: the traced replay of {schedule} did not fail", file=out)
+        return
+    title = f"{spec.path} ({topology}) under {schedule}"
+    write_text("--timeline", how.timeline, render([Panel.from_trace(title, trace)]))
+    print(f"  timeline: {escaped(how.timeline)}", file=out)
+
+
 def _strategy_text(how: ExploreOptions) -> str:
+    latency = "" if how.latency is None else f" latency {_latency_text(how.latency)}"
     if how.replay is not None:
-        return f"replay {how.replay}"
+        return f"replay {how.replay}{latency}"
+    delays = f" delays {how.delays}" if how.delays else ""
     if how.strategy == "dfs":
-        return f"dfs bound {how.bound}"
+        return f"dfs bound {how.bound}{delays}{latency}"
     if how.strategy == "pct":
-        return f"pct depth {how.depth}"
-    return "random"
+        return f"pct depth {how.depth}{latency}"
+    return f"random{delays}{latency}"
+
+
+def _latency_text(latency: float | tuple[float, float]) -> str:
+    if isinstance(latency, tuple):
+        return f"{latency[0]:g}-{latency[1]:g}s"
+    return f"0-{latency:g}s"
 
 
 def _counts(exploration: Exploration) -> str:
     complete = ", complete" if exploration.complete else ""
+    merged = f", {exploration.merged} merged" if exploration.merged else ""
     return (
         f"{exploration.runs} runs{complete}, {exploration.interleavings} interleavings, "
-        f"{exploration.choice_points} choice points"
+        f"{exploration.choice_points} choice points{merged}"
     )

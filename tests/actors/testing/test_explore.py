@@ -215,7 +215,12 @@ def test_a_failing_schedule_is_minimised_to_the_choices_that_matter() -> None:
     [
         "",
         "1",
-        "2:",
+        "3:",
+        "2:1=h0",
+        "1:1=h",
+        "1:1=hh1",
+        "1:1=H1",
+        "1:1=h-1",
         "1:x=1",
         "1:3=0",
         "1:5=1,2=1",
@@ -626,7 +631,7 @@ def test_the_replay_line_of_a_run_past_a_lowered_step_limit_names_the_limit() ->
         explore(main, max_steps=300, budget=2)
     failure = raised.value.exploration.failure
     assert failure is not None
-    assert 'replay: explore(main, seed=0, replay="1:", max_steps=300)\n' in str(raised.value)
+    assert 'replay: explore(main, seed=0, replay="2:", max_steps=300)\n' in str(raised.value)
     again = explore(main, replay=str(failure.schedule), max_steps=300, raise_on_failure=False)
     assert again.failure is not None
     assert again.failure.trace_hash == failure.trace_hash

@@ -158,3 +158,79 @@ def test_ctrl_c_during_an_exploration_exits_130_with_one_line(
     assert capsys.readouterr() == ("", f"{ERROR[: -len('error: ')]}interrupted\n")
     assert (trio_run._r, trio_run._ALLOW_DETERMINISTIC_SCHEDULING) == before
     assert len(calls) == 3
+
+
+def test_with_a_delay_budget_dfs_finds_the_frozen_read_by_holding_a_worker_back(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    timeline = tmp_path / "failing.svg"
+    args = ["explore", RACE, "--no-barrier", "--strategy", "dfs", "--bound", "0"]
+    assert main([*args, "--delays", "1", "--timeline", str(timeline)]) == 1
+    out = capsys.readouterr().out
+    assert "a frozen view" in out
+    assert re.search(rf"^FAIL {re.escape(RACE)}: dfs bound 0 delays 1: ", out, re.M), out
+    assert re.search(r"^  choice \d+: held \S+ back for 1 batch", out, re.M), out
+    assert f"  timeline: {timeline}" in out
+    assert timeline.read_text().startswith("<svg")
+    assert "held tasks back" in out
+    (replay,) = re.findall(r"^  replay: (trio-reconcile explore .*)$", out, re.M)
+    assert main(shlex.split(replay)[1:]) == 1
+    assert "a failing schedule in run 1 (1 runs" in capsys.readouterr().out
+
+
+def test_with_the_barrier_every_schedule_within_one_delay_answers_every_read(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    args = ["explore", RECREATE, "--strategy", "dfs", "--bound", "0", "--delays", "1"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert re.search(
+        rf"^ok {re.escape(RECREATE)}: dfs bound 0 delays 1: \d+ runs, complete, ", out, re.M
+    ), out
+
+
+def test_a_latency_makes_the_runs_and_the_replay_line_carry_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    args = ["explore", RECREATE, "--strategy", "random", "--budget", "3", "--latency", "0.001"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert re.search(rf"^ok {re.escape(RECREATE)}: random latency 0-0.001s: 3 runs", out, re.M)
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("--delays", "-1"),
+        ("--delays", "101"),
+        ("--delays", "x"),
+        ("--latency", "-0.1"),
+        ("--latency", "nan"),
+        ("--latency", "inf"),
+        ("--latency", "1e3"),
+        ("--latency", "0.5,0.1"),
+        ("--latency", "1,2,3"),
+        ("--latency", "3601"),
+        ("--latency", ""),
+    ],
+)
+def test_a_bad_delay_budget_or_latency_is_refused_before_anything_runs(
+    capsys: pytest.CaptureFixture[str], option: str, value: str
+) -> None:
+    assert main(["explore", RECREATE, option, value]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert f"{EXPLORE_ERROR}argument {option}: " in err
+
+
+def test_with_and_without_the_reduction_the_same_failing_schedule_is_found(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    args = ["explore", RACE, "--no-barrier", "--strategy", "dfs", "--bound", "1", "--delays", "1"]
+    found = []
+    for extra in ([], ["--no-reduction"]):
+        assert main([*args, *extra]) == 1
+        out = capsys.readouterr().out
+        found.append(re.findall(r"^  schedule: (\S+)", out, re.M))
+    assert found[0] == found[1]
+    assert len(found[0]) == 1
