@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable, Hashable
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, TypeVarTuple, cast
 
 import attrs
+import outcome
 import trio
 
 from ._envelope import Address, Envelope
@@ -169,6 +170,9 @@ class _Cell(Generic[M]):
     # waits in a receive, which may hand it an envelope it has not counted
     # in ``delivered`` yet (see post).
     receive_budget: int = RECEIVE_BATCH
+    # The inbox's task while RECEIVING: how it will resume says whether it
+    # was handed an envelope or its wait was cancelled.
+    receiver: Any = None
     # The current incarnation's scope (kill cancels it), or between
     # incarnations the scope of the wait for the next one (a back-off).
     scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
@@ -270,9 +274,15 @@ class _Cell(Generic[M]):
             if queue is None:
                 queue = self.system_queue = collections.deque()
         ahead = buffered(self.receive_channel) + len(queue)
-        if self.receive_budget == RECEIVING and not self.receive_channel._state.receive_tasks:
+        if (
+            self.receive_budget == RECEIVING
+            and not self.receive_channel._state.receive_tasks
+            and not isinstance(getattr(self.receiver, "_next_send", None), outcome.Error)
+        ):
             # The inbox was handed an envelope (the mailbox accepted it) and
             # has not run since to count it as delivered: it comes first too.
+            # (Not when its wait was cancelled: it resumes with the error, and
+            # took nothing.)
             ahead += 1
         queue.append((self.delivered + ahead, envelope))
         return envelope

@@ -164,12 +164,14 @@ class Inbox(Generic[M], metaclass=NoPublicConstructor):
                         state.receive_tasks[task] = None
                         task.custom_sleep_data = channel
                         cell.receive_budget = RECEIVING
+                        cell.receiver = task
                         envelope = await trio.lowlevel.wait_task_rescheduled(
                             functools.partial(_abort_receive, channel, task)
                         )
                         cell.receive_budget = RECEIVE_BATCH
                     else:
                         cell.receive_budget = RECEIVING
+                        cell.receiver = GLOBAL_RUN_CONTEXT.task
                         envelope = await channel.receive()
                         cell.receive_budget = RECEIVE_BATCH
                 except trio.EndOfChannel:
@@ -233,6 +235,7 @@ class Inbox(Generic[M], metaclass=NoPublicConstructor):
             if has_queued(channel):
                 return channel.receive_nowait()
             cell.receive_budget = RECEIVING
+            cell.receiver = GLOBAL_RUN_CONTEXT.task
             envelope = await channel.receive()
         except trio.EndOfChannel:
             return cell.take_system(closed=True)

@@ -67,6 +67,11 @@ Bounds = tuple[float, float]
 _RUNNING = ActorState.RUNNING
 
 
+# The longest delay: a virtual year (beyond it the clock's time plus the
+# delay loses its precision, or overflows to inf).
+MAX_LATENCY = 365 * 24 * 3600.0
+
+
 def _seconds(value: object, latency: object) -> float:
     """One bound of ``latency``, as a float, or a named error."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
@@ -78,10 +83,10 @@ def _seconds(value: object, latency: object) -> float:
         seconds = float(value)
     except OverflowError:
         seconds = math.inf
-    if not (math.isfinite(seconds) and seconds >= 0):
+    if not (math.isfinite(seconds) and 0 <= seconds <= MAX_LATENCY):
         raise ValueError(
-            "latency must be a finite number of seconds >= 0 or a pair (low, high) of them, "
-            f"not {latency!r:.80}"
+            f"latency must be a number of seconds from 0 to {MAX_LATENCY:g} or a pair "
+            f"(low, high) of them, not {latency!r:.80}"
         )
     return abs(seconds)  # -0.0 as 0.0
 
@@ -90,7 +95,8 @@ def check_latency(latency: object) -> Bounds | None:
     """``latency`` as the bounds ``(low, high)`` of each delay, or None (off):
     :class:`TypeError` for what is not a number or a pair of numbers (a
     ``bool`` is not), :class:`ValueError` for a negative, NaN or infinite
-    bound, or a pair whose low bound is above its high one."""
+    bound, one over :data:`MAX_LATENCY` (a year), or a pair whose low bound
+    is above its high one."""
     if latency is None:
         return None
     if isinstance(latency, tuple):

@@ -84,6 +84,7 @@ from ._schedule import (
     NondeterminismError,
     Schedule,
     ScheduleError,
+    StepLimitError,
     StrategyName,
     _following,
     _name,
@@ -149,6 +150,11 @@ def explore(
         raise TypeError(f"main must be an async function of no arguments, not {main!r}")
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}, not {strategy!r}")
+    if strategy == "pct" and delays and replay is None:
+        raise ValueError(
+            "pct holds no task back (it runs the highest-priority runnable task at each "
+            f"step, so any task can fall behind): delays={delays!r} is for dfs and random"
+        )
     least: int | None
     for name, value, least in (
         ("budget", budget, 1),
@@ -196,7 +202,8 @@ def explore(
     elif strategy == "pct":
         chosen = _Pct(seed, depth)
     else:
-        chosen = _Dfs(bound, delays, cache=reduction)
+        # Without holds no two schedules run the same steps: nothing to merge.
+        chosen = _Dfs(bound, delays, cache=reduction and delays > 0)
     runs: list[_Run] = []
     seen = _SeenRuns()
     failure: Failure | None = None
@@ -229,9 +236,11 @@ def explore(
             )
         if run.error is not None:
             found = run.schedule
+            # A run past the step limit is not minimised: each try is as
+            # long, and ddmin tries about as many as it has choices.
             failure = (
                 _minimised(run_once, run, found, max_steps=max_steps)
-                if minimise
+                if minimise and not isinstance(run.error, StepLimitError)
                 else _failure(run, found, found, 0, max_steps)
             )
             assert failure is not None, "a run with an error is a failure"

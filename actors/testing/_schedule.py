@@ -4,10 +4,12 @@ scheduler random source for a run (see :mod:`actors.testing._explore`)."""
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import inspect
 import random
 import re
+import sys
 from collections.abc import Awaitable, Callable, MutableSequence, Sequence
 from typing import Any, Literal, final
 
@@ -26,6 +28,8 @@ STRATEGIES: tuple[StrategyName, ...] = ("random", "pct", "dfs")
 TRACE_TAIL = 12
 # The step limit of a run unless explore is given another.
 DEFAULT_MAX_STEPS = 1_000_000
+# The most batches a task held back until no other can run waits.
+WAIT_LIMIT = 1000
 # ASCII digits only (``\d`` would take an Arabic-Indic one), at most this many each: a
 # choice point or a pick past it is no run's.
 _SCHEDULE = re.compile(r"([12]):((?:[0-9]+=[hw]?[0-9]+)(?:,[0-9]+=[hw]?[0-9]+)*)?")
@@ -89,8 +93,9 @@ class Schedule:
     """The choices of one run other than the default, by choice point.
 
     A choice is the index of the task run among the options (``1``...), or
-    a task **held back**: for one batch (``h{i}``: it runs after the tasks
-    the others' steps made runnable) or until no other task can run
+    a task **held back**: for one batch (``h{i}``: it runs in the next one,
+    with the tasks the others' steps made runnable, in creation order) or
+    until no other task can run
     (``w{i}``: until every other task is blocked or held too), each one
     step of the delay budget (see :func:`hold`, :func:`wait`).
     ``kind`` is :data:`BATCHES` (``"1:"``: a choice point is a pick within a
@@ -125,6 +130,10 @@ class Schedule:
                     f"schedule {text[:80]!r}: a number of more than {MAX_SCHEDULE_DIGITS} digits"
                 )
             point, choice = (int(n) for n in numbers)
+            if letter and choice >= _WAIT - 1:
+                raise ScheduleError(
+                    f"schedule {text[:80]!r}: a task held back is at most {letter}{_WAIT - 2}"
+                )
             if letter and kind == STEPS:
                 raise ScheduleError(
                     f"schedule {text[:80]!r}: a '2:' schedule runs one task at a time and "
@@ -306,8 +315,8 @@ class _Chooser(random.Random):
         # hold, the batch it was last held in, batches held in a row): holds
         # in a row make one line.
         self._holding: dict[int, tuple[int, int, int, int]] = {}
-        # The tasks held back until no other can run, and the choice point
-        # that held each.
+        # The tasks held back until no other can run, and the batch that
+        # held each.
         self._waiting: dict[Any, int] = {}
         # The last "ran" line: (its index, first and last choice point, the
         # (task, default) pair).
@@ -320,9 +329,14 @@ class _Chooser(random.Random):
             self._one(x)
         else:
             self._order(x)
-        if len(self.steps) > self._max_steps and not self.over_limit and self.scope is not None:
-            self.over_limit = True
-            self.scope.cancel()
+        if len(self.steps) > self._max_steps and self.scope is not None:
+            if not self.over_limit:
+                self.over_limit = True
+                self.scope.cancel()
+            elif len(self.steps) > 2 * self._max_steps + HARD_STOP:
+                # Cancelled and still running: a task swallows Cancelled (or
+                # shields itself). Only breaking Trio's run loop ends it.
+                raise _HardStopError
 
     def _order(self, x: MutableSequence[Any]) -> None:
         remaining = list(x)
@@ -335,9 +349,15 @@ class _Chooser(random.Random):
         if self._waiting:
             # Tasks that wait until no other can run: held while another can.
             others = [task for task in remaining if task not in self._waiting]
+            # A task waits at most WAIT_LIMIT batches: a held task does not
+            # wait for ever behind one that spins on checkpoints.
             if others:
+                for task in [t for t in remaining if t in self._waiting]:
+                    if self.batches - self._waiting[task] >= WAIT_LIMIT:
+                        self._released(task)
+                        others.append(task)
                 held = [task for task in remaining if task in self._waiting]
-                remaining = others
+                remaining = sorted(others, key=remaining.index)
             else:
                 for task in remaining:
                     self._released(task)
@@ -356,7 +376,7 @@ class _Chooser(random.Random):
                 task = remaining.pop(index)
                 self._hold(point, ids.pop(index), kind)
                 if kind == "w":
-                    self._waiting[task] = point
+                    self._waiting[task] = self.batches
                 held.append(task)
                 continue
             if pick:
@@ -497,6 +517,7 @@ def _run_once(
         )
     _trio_run._r = chooser
     error: BaseException | None = None
+    broken = False
     try:
         if latency is None:
             _run_seeded(bounded, seed=seed, clock=MockClock(autojump_threshold=0))
@@ -504,12 +525,27 @@ def _run_once(
             _run_seeded(bounded, seed=seed, clock=MockClock(autojump_threshold=0), latency=latency)
     except _NotAsyncError as caught:
         raise TypeError(str(caught)) from None
+    except trio.TrioInternalError as caught:
+        if not isinstance(caught.__cause__, _HardStopError):
+            raise
+        broken = True
+        error = StepLimitError(
+            f"the run took more than {max_steps} steps, and went on for {max_steps + HARD_STOP} "
+            "more once cancelled (a task that swallows trio.Cancelled, or shields itself?): "
+            "broken off"
+        )
     except BaseException as caught:
         if _passes_on(caught):
             raise
         error = caught  # a failure of the program under test
     finally:
         _trio_run._r = saved
+    if broken:
+        # The chooser's tasks first: then nothing here holds the run's.
+        chooser._ids.clear()
+        chooser._waiting.clear()
+        chooser.scope = None
+        _collect_quietly()
     if chooser.misfit is not None:
         raise ScheduleError(chooser.misfit)
     if chooser.batches == 0:
@@ -530,6 +566,27 @@ def _run_once(
         kind,
         () if chooser.states is None else tuple(chooser.states),
     )
+
+
+# Steps past twice the limit after which a run that was cancelled at the
+# limit and goes on is broken off.
+HARD_STOP = 1000
+
+
+class _HardStopError(Exception):
+    """Raised into Trio's run loop to end a run that ignores cancellation."""
+
+
+def _collect_quietly() -> None:
+    """Collect what a run broken off left behind (its tasks' coroutines,
+    which object to being closed) now, with nothing reported, rather than
+    in whatever runs next."""
+    saved = sys.unraisablehook
+    sys.unraisablehook = lambda unraisable: None
+    try:
+        gc.collect()
+    finally:
+        sys.unraisablehook = saved
 
 
 class _NotAsyncError(Exception):

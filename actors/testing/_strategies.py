@@ -12,6 +12,10 @@ from ._schedule import BATCHES, STEPS, Decide, Schedule, _Run, hold, unpick, wai
 # The chance that random holds a task back at a choice point, while its run
 # has delays left.
 HOLD_CHANCE = 0.25
+# pct's fairness: a runnable task passed over at this many choice points in a
+# row runs next (priorities alone would starve it behind a task that spins on
+# checkpoints, a livelock no Trio schedule has).
+STARVATION = 256
 
 # Picks as hashed into a node's key: non-negative, distinct (hash(-1) is
 # hash(-2)).
@@ -63,7 +67,8 @@ class _Pct(_Strategy):
     highest priority runs while the others wait (a :data:`STEPS` schedule);
     without, each of Trio's batches is put in priority order (the schedules
     of versions before holds, which cannot run a task woken in a batch
-    before that batch's others)."""
+    before that batch's others). Fair after :data:`STARVATION` choice
+    points: a task passed over that many times in a row runs next."""
 
     def __init__(self, seed: int, depth: int, *, steps: bool = True) -> None:
         self.kind = STEPS if steps else BATCHES
@@ -76,6 +81,9 @@ class _Pct(_Strategy):
         depth = self._depth
         changes = self.change_points(rng)
         priority: dict[int, float] = {}
+        # The choice points in a row at which each task was an option and
+        # did not run.
+        passed: dict[int, int] = {}
 
         def decide(point: int, ids: list[int], step: int) -> int:
             for task in ids:
@@ -88,6 +96,12 @@ class _Pct(_Strategy):
                 _, lowered = changes.pop()
                 priority[ids[best]] = lowered + rng.random() / 2
                 best = max(range(len(ids)), key=lambda i: priority[ids[i]])
+            for task in ids:
+                passed[task] = passed.get(task, 0) + 1
+            starved = max(range(len(ids)), key=lambda i: passed[ids[i]])
+            if passed[ids[starved]] > STARVATION:
+                best = starved
+            passed[ids[best]] = 0
             return best
 
         return decide
@@ -124,8 +138,9 @@ class _Dfs(_Strategy):
         # it first and the budgets left there: (level, reorders, holds).
         self.cache = cache
         self._explored: dict[bytes, tuple[int, tuple[int, int, int]]] = {}
-        # The runs whose schedules below a state were left out because
-        # another node had explored on from that state with as much left.
+        # The runs (each counted once) whose schedules below a state were
+        # left out because another node had explored on from that state
+        # with as much left.
         self.merged = 0
         self._cap = bound + delays
         self._level = 0
@@ -159,16 +174,16 @@ class _Dfs(_Strategy):
     def after(self, run: _Run) -> None:
         if sum(pick != 0 for pick in run.picks) < self._cap:
             self._known[Schedule.from_picks(run.picks).choices] = run
-        self._advance(run)
+        self._advance(run, new=True)
 
-    def _advance(self, run: _Run) -> None:
+    def _advance(self, run: _Run, *, new: bool = False) -> None:
         picks = run.picks
         # The reorderings and holds before each choice point.
         used = [(0, 0)]
         for pick in picks:
             reorders, holds = used[-1]
             used.append((reorders + (pick > 0), holds + (pick < 0)))
-        end = self._merge_point(run, used) if self.cache else len(picks)
+        end = self._merge_point(run, used, new=new) if self.cache else len(picks)
         for point in reversed(range(end)):
             following = self._following(picks[point], run.options[point], *used[point])
             if following is not None:
@@ -176,7 +191,7 @@ class _Dfs(_Strategy):
                 return
         self._prefix = None
 
-    def _merge_point(self, run: _Run, used: list[tuple[int, int]]) -> int:
+    def _merge_point(self, run: _Run, used: list[tuple[int, int]], *, new: bool) -> int:
         """The first choice point of the first batch of ``run`` whose state
         another node explored on from with at least the budgets left here
         (everything below it was run, or left out for the same reason, from
@@ -205,7 +220,8 @@ class _Dfs(_Strategy):
                     self._explored[state] = (node, left)
                 continue
             if all(a >= b for a, b in zip(had, left, strict=True)):
-                self.merged += 1
+                # Counted once, when the run ran (a deeper level walks it again).
+                self.merged += new
                 return point
             if all(a >= b for a, b in zip(left, had, strict=True)):
                 self._explored[state] = (node, left)

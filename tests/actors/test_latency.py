@@ -552,13 +552,19 @@ def test_the_runs_latency_is_each_systems_default() -> None:
     assert actors.run(latencies) == (None, (1.0, 2.0), 0)
 
 
-NOT_SECONDS = r"^latency must be a finite number of seconds >= 0 or a pair \(low, high\) of them, "
+NOT_SECONDS = (
+    r"^latency must be a number of seconds from 0 to 3.1536e\+07 or a pair \(low, high\) "
+    r"of them, "
+)
 NOT_A_NUMBER = r"^latency must be None, a number of seconds or a pair \(low, high\) of them, "
 BAD = [
     (-1, ValueError, NOT_SECONDS + r"not -1$"),
     (math.nan, ValueError, NOT_SECONDS + r"not nan$"),
     (math.inf, ValueError, NOT_SECONDS + r"not inf$"),
     (10**400, ValueError, NOT_SECONDS + r"not 10{79}$"),
+    # Finite, but the clock's time plus it would overflow (a false deadlock).
+    (1.7e308, ValueError, NOT_SECONDS + r"not 1.7e\+308$"),
+    ((1.0, 1e9), ValueError, NOT_SECONDS + r"not \(1.0, 1000000000.0\)$"),
     ((-1, 1), ValueError, NOT_SECONDS + r"not \(-1, 1\)$"),
     ((2, 1), ValueError, r"^latency \(low, high\) must have low <= high, not \(2, 1\)$"),
     (True, TypeError, NOT_A_NUMBER + r"not True$"),

@@ -546,3 +546,31 @@ async def test_an_actor_may_stop_itself_without_waiting() -> None:
         await ref.tell(1)
         await ref.wait_stopped()
     assert ended == ["took 1"]
+
+
+async def _watch_with_timeouts() -> None:
+    async def target(inbox: actors.Inbox[object]) -> None:
+        await trio.sleep(1)
+
+    async def watcher(inbox: actors.Inbox[object], ref: actors.ActorRef[object]) -> None:
+        inbox.monitor(ref)
+        while True:
+            # A receive that times out at the very time the Down is posted.
+            with trio.move_on_after(1):
+                envelope = await inbox.receive()
+                if isinstance(envelope.message, actors.Down):
+                    return
+
+    async with actors.open_system() as system:
+        target_ref = await system.spawn(target, name="target")
+        watching = await system.spawn(watcher, target_ref, name="watcher", capacity=0)
+        with trio.move_on_after(100) as scope:
+            await watching.wait_stopped()
+        assert not scope.cancelled_caught, "the watcher never got its Down"
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_a_down_posted_as_a_receive_is_cancelled_is_delivered(seed: int) -> None:
+    # A receive cancelled in the batch the Down is posted in took nothing:
+    # the Down must not wait for one more message than the mailbox holds.
+    actors.run(_watch_with_timeouts, seed=seed)

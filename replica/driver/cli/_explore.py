@@ -92,15 +92,16 @@ def add_arguments(commands: Commands) -> None:
         default=0,
         metavar="N",
         help=f"the delay budget, 0 to {MAX_BOUND} (default 0): dfs and random may hold up to N "
-        "tasks back a run (for one batch, or until no other task can run); pct needs none: it "
+        "tasks back a run (for one batch, or until no other task can run); not for pct, which "
         "runs the highest-priority runnable task at each step",
     )
     explore.add_argument(
         "--latency",
         type=_latency,
         metavar="SECONDS",
-        help="deliver each message between actors after a seeded virtual delay drawn from "
-        "[0, SECONDS] (or LOW,HIGH), keeping each sender's order to each receiver",
+        help="deliver each tell, ask and reply between actors after a seeded virtual delay "
+        "drawn from [0, SECONDS] (or LOW,HIGH), keeping each sender's order to each receiver "
+        "(the replica's sequenced command channels are not delayed: see docs/actors.md)",
     )
     explore.add_argument(
         "--no-reduction",
@@ -180,6 +181,12 @@ def execute(args: argparse.Namespace) -> int:
     if args.replay is not None and len(paths) > 1:
         print_error(f"{PROG}: error: --replay replays one spec, and {len(paths)} are named")
         return 2
+    if args.strategy == "pct" and args.delays and args.replay is None:
+        print_error(
+            f"{PROG} explore: error: argument --delays: pct holds no task back (it runs the "
+            "highest-priority runnable task at each step); --delays is for dfs and random"
+        )
+        return 2
     if args.timeline is not None:
         check_outputs([("--timeline", args.timeline)])
     specs = load_specs(paths)
@@ -199,10 +206,11 @@ def execute(args: argparse.Namespace) -> int:
     options += [f"--seed={args.seed}"]
     if args.latency is not None:
         latency = args.latency
+        # repr: the shortest text that reads back as the same float.
         options += [
-            f"--latency={latency[0]:g},{latency[1]:g}"
+            f"--latency={latency[0]!r},{latency[1]!r}"
             if isinstance(latency, tuple)
-            else f"--latency={latency:g}"
+            else f"--latency={latency!r}"
         ]
     how = ExploreOptions(
         strategy=args.strategy,

@@ -20,6 +20,7 @@ from actors.testing import (
     ExplorationFailedError,
     Schedule,
     ScheduleError,
+    StrategyName,
     explore,
     failure_report,
 )
@@ -380,3 +381,85 @@ def test_a_latency_that_is_not_one_is_refused_before_anything_runs(
     with pytest.raises(error):
         explore(recorder(seen), latency=latency)  # type: ignore[arg-type]
     assert seen == []
+
+
+# Programs that spin, and programs that will not stop ------------------------------
+
+
+async def spin_wait() -> None:
+    # Correct under Trio's scheduler: the setter runs in the spinner's next
+    # batch. Under priorities alone the spinner could run for ever.
+    state = {"set": False}
+
+    async def setter() -> None:
+        await trio.lowlevel.checkpoint()
+        state["set"] = True
+
+    async def spinner() -> None:
+        while not state["set"]:
+            await trio.lowlevel.checkpoint()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(setter)
+        nursery.start_soon(spinner)
+
+
+def test_pct_is_fair_enough_that_a_spin_wait_is_no_livelock() -> None:
+    for seed in range(10):
+        explore(spin_wait, strategy="pct", budget=20, seed=seed, max_steps=5000)
+
+
+@pytest.mark.parametrize("strategy", ["dfs", "random"])
+def test_a_task_held_until_no_other_can_run_does_not_wait_for_ever_behind_a_spinner(
+    strategy: StrategyName,
+) -> None:
+    exploration = explore(spin_wait, strategy=strategy, delays=1, budget=200, max_steps=5000)
+    assert exploration.held > 0
+
+
+def test_a_run_past_the_step_limit_is_reported_without_minimising() -> None:
+    async def livelock() -> None:
+        while True:
+            await trio.lowlevel.checkpoint()
+
+    exploration = explore(livelock, strategy="pct", max_steps=300, raise_on_failure=False)
+    failure = exploration.failure
+    assert failure is not None
+    assert failure.minimise_runs == 0
+
+
+def test_a_run_that_swallows_cancelled_is_broken_off_past_the_step_limit() -> None:
+    async def stubborn() -> None:
+        while True:
+            try:
+                await trio.lowlevel.checkpoint()
+            except BaseException:  # the bug under test
+                continue
+
+    exploration = explore(
+        stubborn, strategy="random", budget=1, max_steps=500, raise_on_failure=False
+    )
+    failure = exploration.failure
+    assert failure is not None
+    assert "swallows trio.Cancelled" in str(failure.error)
+
+
+def test_a_hold_index_that_would_read_as_another_kind_is_refused() -> None:
+    with pytest.raises(ScheduleError, match="at most h"):
+        Schedule.parse(f"1:1=h{(1 << 40) - 1}")
+    assert str(Schedule.parse(f"1:1=h{(1 << 40) - 2}")) == f"1:1=h{(1 << 40) - 2}"
+
+
+def test_pct_refuses_a_delay_budget_it_would_not_use() -> None:
+    seen: list[str] = []
+    with pytest.raises(ValueError, match="pct holds no task back"):
+        explore(recorder(seen), strategy="pct", delays=1)
+    assert seen == []
+
+
+def test_a_merge_is_counted_once_however_many_levels_walk_it() -> None:
+    seen: list[str] = []
+    exploration = explore(
+        recorder(seen, steps=4), strategy="dfs", bound=2, delays=2, budget=100_000
+    )
+    assert 0 < exploration.merged < exploration.runs

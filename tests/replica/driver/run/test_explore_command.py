@@ -234,3 +234,18 @@ def test_with_and_without_the_reduction_the_same_failing_schedule_is_found(
         found.append(re.findall(r"^  schedule: (\S+)", out, re.M))
     assert found[0] == found[1]
     assert len(found[0]) == 1
+
+
+def test_pct_with_a_delay_budget_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["explore", RECREATE, "--strategy", "pct", "--delays", "1"]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert f"{EXPLORE_ERROR}argument --delays: pct holds no task back" in err
+
+
+def test_the_replay_line_carries_the_latency_exactly(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["explore", RACE, "--no-barrier", "--strategy", "dfs", "--bound", "1"]
+    assert main([*args, "--latency", "0.00123456789,0.0020000001"]) == 1
+    out = capsys.readouterr().out
+    (replay,) = re.findall(r"^  replay: (trio-reconcile explore .*)$", out, re.M)
+    assert "--latency=0.00123456789,0.0020000001" in shlex.split(replay)

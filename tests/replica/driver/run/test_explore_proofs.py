@@ -82,3 +82,37 @@ def test_without_the_barrier_dfs_finds_the_frozen_read_in_one_reordering(
     assert " before maintenance/" in deviation
     # The default schedule passes: the race needs the scheduler.
     assert explore(main, replay="1:").failure is None
+
+
+@pytest.mark.parametrize(("processes", "workers"), [(1, 1), (1, 2), (2, 1), (2, 2)])
+def test_with_the_barrier_every_schedule_within_one_delay_answers_every_read(
+    processes: int, workers: int
+) -> None:
+    # One task held back (for a batch, or until no other can run) anywhere:
+    # a worker falling behind the others by any number of steps.
+    exploration = explore(
+        exploring(bundled("two_runtime_recreate_index.spec"), Topology(processes, workers)),
+        strategy="dfs",
+        bound=0,
+        delays=1,
+        budget=100_000,
+    )
+    assert exploration.complete, exploration.summary()
+    assert exploration.failure is None
+    assert exploration.held >= exploration.runs - 1
+
+
+@pytest.mark.parametrize(("processes", "workers"), [(1, 1), (2, 2)])
+def test_without_the_barrier_one_delay_finds_the_frozen_read(processes: int, workers: int) -> None:
+    spec = bundled("two_runtime_recreate_race.spec")
+    main = exploring(spec, Topology(processes, workers, barrier=False))
+    exploration = explore(
+        main, strategy="dfs", bound=0, delays=1, budget=100_000, raise_on_failure=False
+    )
+    failure = exploration.failure
+    assert failure is not None
+    assert isinstance(failure.error, SpecFailedError)
+    assert any(v.endswith("a frozen view") for v in failure.error.run.violations)
+    assert (failure.schedule.holds, failure.schedule.reorders) == (1, 0)
+    ((deviation),) = failure.deviations
+    assert " held maintenance/" in deviation
