@@ -33,7 +33,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from actors.testing import StrategyName, explore
+from actors.testing import Exploration, StrategyName, explore
 from replica.driver.lang._spec import Spec, read_spec
 from replica.driver.run._bundled import bundled_spec
 from replica.driver.run._runner import Topology, _run, run_spec
@@ -194,25 +194,45 @@ def found_with_delays() -> None:
         print(f"  {RACE} ({topology}): {what} [{time.perf_counter() - start:.1f}s]", flush=True)
 
 
-def reduction(bound: int, delays: int, topology: Topology, budget: int) -> None:
-    """The recreate scenario with and without the reduction: runs and
-    distinct interleavings (the same, if the reduction loses nothing)."""
-    main = spec_main(bundled(RECREATE), topology)
+class _OutOfTime(Exception):
+    pass
+
+
+def reduction(
+    bound: int, delays: int, topology: Topology, seconds: float, spec: str = RECREATE
+) -> None:
+    """A scenario with and without the reduction, each for at most
+    ``seconds``: runs and distinct interleavings (the same, if the reduction
+    loses nothing and both completed)."""
+    main = spec_main(bundled(spec), topology)
     for reduced in (True, False):
         start = time.perf_counter()
-        exploration = explore(
-            main,
-            strategy="dfs",
-            bound=bound,
-            delays=delays,
-            budget=budget,
-            reduction=reduced,
-            raise_on_failure=False,
-        )
+        last: list[Exploration] = []
+
+        def progress(
+            runs: int, so_far: Exploration, last: list[Exploration] = last, start: float = start
+        ) -> None:
+            last[:] = [so_far]
+            if time.perf_counter() - start > seconds:
+                raise _OutOfTime
+
+        try:
+            exploration = explore(
+                main,
+                strategy="dfs",
+                bound=bound,
+                delays=delays,
+                budget=10**9,
+                reduction=reduced,
+                raise_on_failure=False,
+                progress=progress,
+            )
+            summary = exploration.summary()
+        except _OutOfTime:
+            summary = f"stopped after {seconds:g} s: {last[0].summary()}"
         print(
-            f"  {RECREATE} ({topology}) bound {bound} delays {delays}, reduction "
-            f"{'on' if reduced else 'off'}: {exploration.summary()} "
-            f"[{time.perf_counter() - start:.1f}s]",
+            f"  {spec} ({topology}) bound {bound} delays {delays}, reduction "
+            f"{'on' if reduced else 'off'}: {summary} [{time.perf_counter() - start:.1f}s]",
             flush=True,
         )
 
@@ -238,12 +258,12 @@ if __name__ == "__main__":
         print("without the barrier, dfs bound 0 delays 1 until the frozen read:")
         found_with_delays()
     if "--reduction" in sys.argv:
-        budget = _option("--budget", 10**6)
-        print(f"the reduction, at most {budget} runs each:")
+        seconds = _option("--seconds", 600)
+        print(f"the reduction, at most {seconds} s each:")
         for bound, delays, topology in (
             (0, 2, Topology(1, 1)),
             (1, 1, Topology(1, 1)),
             (1, 2, Topology(1, 1)),
             (1, 2, Topology(2, 2)),
         ):
-            reduction(bound, delays, topology, budget)
+            reduction(bound, delays, topology, seconds)

@@ -176,6 +176,22 @@ def explore(
     # As actors.run checks it (TypeError, ValueError), before anything runs.
     check_latency(latency)
     run_once = functools.partial(_run_once, main, seed=seed, max_steps=max_steps, latency=latency)
+
+    def finish(
+        runs: list[_Run], *, complete: bool, failure: Failure | None, merged: int = 0
+    ) -> Exploration:
+        return _finish(
+            strategy,
+            seed,
+            runs,
+            complete=complete,
+            failure=failure,
+            delays=delays,
+            bound=bound,
+            latency=latency,
+            merged=merged,
+        )
+
     if replay is not None:
         schedule = Schedule.parse(replay)
         only = run_once(_following(schedule, strict=True), kind=schedule.kind)
@@ -184,15 +200,10 @@ def explore(
                 f"the schedule names choice point {schedule.choices[-1][0]}; the run had "
                 f"{len(only.picks)}: it does not fit this program"
             )
-        exploration = _finish(
-            strategy,
-            seed,
+        exploration = finish(
             [only],
             complete=False,
             failure=_failure(only, schedule, schedule, 0, max_steps),
-            delays=delays,
-            bound=bound,
-            latency=latency,
         )
         return _outcome(exploration, main, seed, raise_on_failure)
 
@@ -222,15 +233,10 @@ def explore(
         if progress is not None:
             progress(
                 len(runs),
-                _finish(
-                    strategy,
-                    seed,
+                finish(
                     runs,
                     complete=False,
                     failure=None,
-                    delays=delays,
-                    bound=bound,
-                    latency=latency,
                     merged=getattr(chosen, "merged", 0),
                 ),
             )
@@ -253,15 +259,10 @@ def explore(
         and failure is None
         and (chosen.exhausted or chosen.next_run(len(runs)) is None)
     )
-    exploration = _finish(
-        strategy,
-        seed,
+    exploration = finish(
         runs,
         complete=complete,
         failure=failure,
-        delays=delays,
-        bound=bound,
-        latency=latency,
         merged=getattr(chosen, "merged", 0),
     )
     return _outcome(exploration, main, seed, raise_on_failure)
