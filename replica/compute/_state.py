@@ -608,12 +608,23 @@ class ComputeState:
         the arrangement's holds keep it behind what the controller allowed."""
         self._gauges_due = False
         gap = held = 0
+        # Per arrangement: the least since the controller allowed its exports
+        # (a re-export shares it, and its own hold is no reader's), and
+        # whether any of them publishes it.
+        allowed: dict[int, tuple[Arrangement, int, bool]] = {}
         for collection in self.collections.values():
-            if isinstance(collection, IndexPart) and collection.publishers:
+            if isinstance(collection, IndexPart) and collection.arrangement is not None:
                 part = collection.arrangement
-                if part is not None and part.since < collection.since:
-                    held += 1
-                    gap = max(gap, collection.since - part.since)
+                _, since, published = allowed.get(id(part), (part, collection.since, False))
+                allowed[id(part)] = (
+                    part,
+                    min(since, collection.since),
+                    published or bool(collection.publishers),
+                )
+        for part, since, published in allowed.values():
+            if published and part.since < since:
+                held += 1
+                gap = max(gap, since - part.since)
         if (gap, held) != self.gauges:
             self.gauges = (gap, held)
             source = f"{self.role}/{self.worker}"
@@ -730,10 +741,17 @@ class ComputeState:
                 rebound.append(f"rebind kept peer {peer.incarnation} ({why}) to {target}")
             elif holding and peer.incarnation != target:
                 hold = self.registry.take_hold(target, view.since)
-                view.holds.append(hold)
                 part = view.arrangement
                 if part is not None:
                     hold.attach(part.hold)
+                # The target holds of earlier connections are not needed any
+                # more (the new one holds from the same since or later; the
+                # peer's own, of its incarnation, stays): without this, one
+                # more hold a reconnect.
+                for older in view.holds:
+                    if older.incarnation != peer.incarnation:
+                        older.release()
+                view.holds = [*(h for h in view.holds if not h.released), hold]
         return rebound
 
     def _release_stale_holds(self, plan: ReconcilePlan) -> list[str]:

@@ -21,6 +21,7 @@ from replica import (
     HoldMechanism,
     IndexPart,
     InitializationComplete,
+    PeerView,
     ReplicaConfig,
     Schedule,
     ShardCatalog,
@@ -444,3 +445,108 @@ def test_without_the_barrier_a_recreate_of_the_same_incarnation_aborts_the_repli
     run = run_spec(spec, Topology(barrier=False), seed=1, trace=None)
     assert run.aborted
     assert any("since [3], as_of [0]" in violation for violation in run.violations)
+
+
+async def test_peer_holds_do_not_pile_up_across_reconnects() -> None:
+    # Each connection replays the index at the as_of the one before compacted
+    # it to; interactive keeps its peer (bound to the first incarnation) and
+    # takes the hold maintenance registered for the new one each time: the
+    # older target holds go, or they would pile up one a reconnect.
+    shards = ShardCatalog()
+    shards.shard("data").write(0, [(1, "a"), (2, "b")])
+    shards.shard("data").advance(20)
+    config = ReplicaConfig(workers=1, interactive=True)
+    async with open_replica(config, shards=shards) as replica, open_controller(replica) as c:
+        for command in (CreateInstance(), InitializationComplete()):
+            await c.send(command)
+        await c.send(CreateDataflow(DataflowDescription.index(1000, "data", 1001, (0,), 0)))
+        await c.send(Schedule(1001))
+        await c.await_frontier(1001, 20)
+        for as_of in range(1, 6):
+            await c.send(AllowCompaction(1001, Frontier.at(as_of)))
+            await trio.testing.wait_all_tasks_blocked()
+            await c.connect()
+            index = DataflowDescription.index(1000, "data", 1001, (0,), as_of)
+            for replayed in (CreateInstance(), CreateDataflow(index), Schedule(1001)):
+                await c.send(replayed)
+            await c.send(InitializationComplete())
+            await trio.testing.wait_all_tasks_blocked()
+        views = [
+            collection
+            for worker in replica.interactive.workers
+            for collection in worker.state.collections.values()
+            if isinstance(collection, PeerView)
+        ]
+        assert views
+        live = [len([hold for hold in view.holds if not hold.released]) for view in views]
+        assert max(live) <= 2, live
+        assert not hold_violations(replica)
+
+
+REEXPORT = """create-instance
+----
+ok
+
+initialization-complete
+----
+ok
+
+write-rows shard=r ts=0
+  1 alpha
+----
+wrote 1
+
+define-index source=1000 index=1001 shard=r key=[0] as-of=0
+----
+ok
+
+schedule id=1001
+----
+ok
+
+create-dataflow name=again as-of=0
+  import index=1001
+  export kind=index index=1002 on=1000 key=[0]
+----
+ok
+
+schedule id=1002
+----
+ok
+
+advance shard=r upper=8
+----
+ok
+
+await-frontier id=1002 ts=8
+----
+ok
+
+allow-compaction id=1001 since=3
+----
+ok
+
+settle
+----
+ok
+"""
+
+
+async def test_a_re_exports_own_hold_is_not_counted_as_held_for_the_reader() -> None:
+    # 1002 shares 1001's arrangement and was not compacted: the arrangement
+    # stays at 0 for 1002's own controller hold, which is no peer's hold.
+    from replica.driver.run._runner import LocalBackend, run_stanzas
+
+    spec = parse_spec(REEXPORT, "reexport.spec")
+    shards = ShardCatalog()
+    config = Topology(1, 1).config()
+    async with open_replica(config, shards=shards) as replica, open_controller(replica) as c:
+
+        async def found() -> list[str]:
+            return []
+
+        run = await run_stanzas(spec, LocalBackend(replica), c, shards, found)
+        assert run.passed
+        await trio.testing.wait_all_tasks_blocked()
+        stats = replica.statistics()
+        assert (stats.hold_gap_ms, stats.held_count) == (0, 0)
