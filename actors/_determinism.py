@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar, TypeVarTuple, Unpack, final
 
 import trio
@@ -69,6 +69,7 @@ def run(
     seed: int = 0,
     clock: trio.abc.Clock | None = None,
     latency: Latency = None,
+    instruments: Sequence[trio.abc.Instrument] = (),
 ) -> T:
     """``trio.run(async_fn, *args)`` with a deterministic, seeded scheduler.
 
@@ -99,6 +100,8 @@ def run(
     finite number of seconds >= 0 or a pair ``(low, high)`` of them with
     ``low <= high`` raises :class:`TypeError` (not a number: a ``bool`` is
     not one) or :class:`ValueError`, before anything runs.
+
+    ``instruments`` are passed to ``trio.run``.
     """
     bounds = check_latency(latency)
     if clock is None:
@@ -124,7 +127,7 @@ def run(
         raise DeadlockError(watch.report)
 
     try:
-        return trio.run(seeded, clock=clock)
+        return trio.run(seeded, clock=clock, instruments=instruments)
     finally:
         setattr(_trio_run, "_ALLOW_DETERMINISTIC_SCHEDULING", saved_flag)  # noqa: B010
         _trio_run._r.setstate(saved_state)

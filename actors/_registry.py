@@ -17,6 +17,7 @@ from typing import Any, Generic, TypeVar, cast, final
 
 import attrs
 
+from ._core import _footprint
 from ._core._cell import _Cell
 from ._core._mailbox import ActorRef
 from ._core._monitors import ExitReason
@@ -78,6 +79,7 @@ class _Registry:
     _subscribed: dict[_Cell[Any], dict[ServiceKey[Any], None]] = attrs.field(factory=dict)
 
     def register(self, key: ServiceKey[Any], cell: _Cell[Any]) -> None:
+        _footprint.touch(self)
         entries = self._entries.setdefault(key, {})
         if cell in entries:
             return
@@ -87,6 +89,7 @@ class _Registry:
         self._notify(key)
 
     def deregister(self, key: ServiceKey[Any], cell: _Cell[Any]) -> bool:
+        _footprint.touch(self)
         entries = self._entries.get(key)
         if entries is None or cell not in entries:
             return False
@@ -96,9 +99,11 @@ class _Registry:
         return True
 
     def find(self, key: ServiceKey[M]) -> tuple[ActorRef[M], ...]:
+        _footprint.touch(self)
         return _refs(self._entries.get(key, {}))
 
     def subscribe(self, key: ServiceKey[Any], cell: _Cell[Any]) -> None:
+        _footprint.touch(self)
         subscribers = self._subscribers.setdefault(key, {})
         if cell not in subscribers:
             subscribers[cell] = None
@@ -107,6 +112,7 @@ class _Registry:
         cell.post_latest(Listing(key, self.find(key)), functools.partial(_listing_of, key))
 
     def unsubscribe(self, key: ServiceKey[Any], cell: _Cell[Any]) -> bool:
+        _footprint.touch(self)
         subscribers = self._subscribers.get(key)
         if subscribers is None or cell not in subscribers:
             return False
@@ -122,6 +128,7 @@ class _Registry:
             cell.linked().on_end.append(functools.partial(self._ended, cell))
 
     def _ended(self, cell: _Cell[Any], reason: ExitReason) -> None:
+        _footprint.touch(self)
         for key in self._subscribed.pop(cell):
             del self._subscribers[key][cell]
         for key in self._registered.pop(cell):
@@ -129,6 +136,7 @@ class _Registry:
             self._notify(key)
 
     def _notify(self, key: ServiceKey[Any]) -> None:
+        _footprint.touch(self)
         subscribers = self._subscribers.get(key)
         if subscribers:
             listing = Listing(key, self.find(key))

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, final
 import attrs
 import trio
 
+from ._core import _footprint
 from ._core._cell import ActorState, _Cell
 from ._core._envelope import Address, Envelope, stamp_all
 from ._core._monitors import ExitReason
@@ -105,6 +106,7 @@ class Sequencer(Generic[M], metaclass=NoPublicConstructor):
     def members(self) -> tuple[Address, ...]:
         """The members in the group now, in joining order (the order each
         message is delivered in)."""
+        _footprint.touch(self)
         return tuple(cell.address for cell in self._members)
 
     def join(self, ref: ActorRef[M]) -> int:
@@ -118,6 +120,7 @@ class Sequencer(Generic[M], metaclass=NoPublicConstructor):
         from the Trio thread of the sequencer's system (from another:
         ``trio.from_thread.run_sync(sequencer.join, ref)``).
         """
+        _footprint.touch(self)
         if not in_trio_thread(self._token):
             raise foreign_thread_error(
                 f"join of sequencer {self.address.name!r}",
@@ -140,6 +143,7 @@ class Sequencer(Generic[M], metaclass=NoPublicConstructor):
         to it). False if it was not a member. Never blocks. Only from the Trio
         thread of the sequencer's system (from another:
         ``trio.from_thread.run_sync(sequencer.leave, ref)``)."""
+        _footprint.touch(self)
         if not in_trio_thread(self._token):
             raise foreign_thread_error(
                 f"leave of sequencer {self.address.name!r}",
@@ -154,6 +158,7 @@ class Sequencer(Generic[M], metaclass=NoPublicConstructor):
     async def broadcast(self, message: M) -> int:
         """Stamp ``message`` and deliver it to every member; return its stamp.
         See :meth:`broadcast_many`."""
+        _footprint.touch(self)
         if not in_trio_thread(self._token):
             raise foreign_thread_error(
                 f"broadcast on sequencer {self.address.name!r}",
@@ -179,6 +184,7 @@ class Sequencer(Generic[M], metaclass=NoPublicConstructor):
         stamped. From another thread, call
         ``trio.from_thread.run(sequencer.broadcast_many, messages)``.
         """
+        _footprint.touch(self)
         if not in_trio_thread(self._token):
             raise foreign_thread_error(
                 f"broadcast_many on sequencer {self.address.name!r}",
@@ -220,6 +226,7 @@ class Sequencer(Generic[M], metaclass=NoPublicConstructor):
             envelope = Envelope(message, seq, self.address)
             recipients = self._recipients
             for cell in recipients:
+                _footprint.touch_actor(cell.address)
                 try:
                     cell.send_channel.send_nowait(envelope)
                 except trio.WouldBlock:
@@ -236,6 +243,9 @@ class Sequencer(Generic[M], metaclass=NoPublicConstructor):
         (nothing stamped) otherwise."""
         recipients = self._recipients
         count = len(messages)
+        if _footprint.sink is not None:
+            for cell in recipients:
+                _footprint.touch_actor(cell.address)
         if not all(has_room(cell.send_channel, count) for cell in recipients):
             return False
         first = self._next_seq
@@ -267,6 +277,7 @@ class Sequencer(Generic[M], metaclass=NoPublicConstructor):
             self._waiting_for = None
 
     def _add(self, cell: _Cell[M]) -> None:
+        _footprint.touch(self)
         leave_at_end = functools.partial(self._ended, cell)
         cell.linked().on_end.append(leave_at_end)
         self._members[cell] = leave_at_end
@@ -275,6 +286,7 @@ class Sequencer(Generic[M], metaclass=NoPublicConstructor):
     def _ended(self, cell: _Cell[M], reason: ExitReason) -> None:
         """``cell``'s actor ended: it leaves, missing the message a broadcast
         waits to give it, if any (its on_end list is being run: leave it be)."""
+        _footprint.touch(self)
         if cell in self._members:
             first_missed = self._next_seq - (1 if self._waiting_for is cell else 0)
             self._leave(cell, first_missed, ended=True)
@@ -282,6 +294,7 @@ class Sequencer(Generic[M], metaclass=NoPublicConstructor):
     def _leave(self, cell: _Cell[Any], first_missed: int, *, ended: bool = False) -> None:
         """``cell`` leaves the group; ``first_missed`` is the first stamp it
         does not receive (the ``left`` event's seq)."""
+        _footprint.touch(self)
         leave_at_end = self._members.pop(cell, None)
         if leave_at_end is None:
             return
@@ -302,6 +315,7 @@ class Sequencer(Generic[M], metaclass=NoPublicConstructor):
         """Refuse further broadcasts. The members are not stopped. Idempotent.
         Only from the Trio thread of the sequencer's system (from another:
         ``trio.from_thread.run_sync(sequencer.close)``)."""
+        _footprint.touch(self)
         if not in_trio_thread(self._token):
             raise foreign_thread_error(
                 f"close of sequencer {self.address.name!r}",
@@ -310,6 +324,7 @@ class Sequencer(Generic[M], metaclass=NoPublicConstructor):
         self._closed = True
 
     def statistics(self) -> SequencerStatistics:
+        _footprint.touch(self)
         return SequencerStatistics(
             address=self.address,
             members=self.members,

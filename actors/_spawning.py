@@ -16,6 +16,7 @@ from typing import Any, Protocol, TypeVar, TypeVarTuple, Unpack, cast
 
 import trio
 
+from ._core import _footprint
 from ._core._cell import _Cell, logger
 from ._core._envelope import Address, current_address
 from ._core._errors import ActorNameError
@@ -128,6 +129,7 @@ class Spawner(metaclass=NoPublicConstructor):
         """The actor's task: call its behaviour, and again each time its
         supervisor restarts it; then end it (see :mod:`._supervision`)."""
         current_address.set(cell.address)
+        _footprint.touch_actor(cell.address)
         inbox = cast("Inbox[M]", Inbox._create(cell))
         reason: ExitReason = KILLED
         restarting = False

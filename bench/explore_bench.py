@@ -25,6 +25,7 @@ Figures, printed by ``.venv/bin/python bench/explore_bench.py [--proofs]``:
 
 from __future__ import annotations
 
+import functools
 import statistics
 import sys
 import time
@@ -33,10 +34,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from actors.testing import Exploration, StrategyName, explore
+from actors.testing import Exploration, StrategyName
+from actors.testing import explore as _explore
 from replica.driver.lang._spec import Spec, read_spec
 from replica.driver.run._bundled import bundled_spec
 from replica.driver.run._runner import Topology, _run, run_spec
+from replica.driver.run._shared import SHARED
+
+# Every exploration with the replica's shared state declared (the reduction's).
+explore = functools.partial(_explore, shared=SHARED)
 
 RUNS = 200
 RECREATE = "two_runtime_recreate_index.spec"

@@ -19,6 +19,7 @@ import attrs
 import outcome
 import trio
 
+from . import _footprint
 from ._envelope import Address, Envelope
 from ._errors import ActorError, ActorFailedError, ActorStoppedError
 from ._monitors import Down, ExitReason, Failed, Killed, Monitor
@@ -212,6 +213,7 @@ class _Cell(Generic[M]):
         return cls(address, send, receive, capacity, tracer, token, timekeeper, transit)
 
     def linked(self) -> _Links:
+        _footprint.touch_actor(self.address)
         links = self.links
         if links is None:
             links = self.links = _Links()
@@ -244,6 +246,7 @@ class _Cell(Generic[M]):
         :class:`~actors.ActorStoppedError` if the mailbox is closed, or closes
         before there is room.
         """
+        _footprint.touch_actor(self.address)
         try:
             try:
                 self.send_channel.send_nowait(envelope)
@@ -259,6 +262,7 @@ class _Cell(Generic[M]):
         everything the mailbox accepted before it. So it neither waits nor
         overtakes. Stamped from the mailbox's count, sender ``None``; returns
         the envelope. Nothing happens (None) once the actor stopped."""
+        _footprint.touch_actor(self.address)
         if self.state is ActorState.STOPPED:
             return None
         envelope = cast("Envelope[M]", Envelope(message, self.next_seq, None))
@@ -302,6 +306,7 @@ class _Cell(Generic[M]):
         same key), if any: what waits there for an actor that does not keep
         up then holds one of each, however many changes come. Those after
         it move up one turn; one already in the mailbox is left there."""
+        _footprint.touch_actor(self.address)
         queue = self.system_queue
         if queue:
             for index, (_, envelope) in enumerate(queue):

@@ -11,6 +11,7 @@ from typing import Any, Generic, TypeVar, TypeVarTuple, final
 import trio
 from trio._core._run import GLOBAL_RUN_CONTEXT
 
+from . import _footprint
 from ._cell import ActorState, ActorStatistics, _Cell
 from ._envelope import Address, Envelope, current_address
 from ._errors import ActorError, AskTimeoutError
@@ -123,6 +124,7 @@ class ActorRef(Generic[M_contra], metaclass=NoPublicConstructor):
         call ``trio.from_thread.run_sync(ref.tell_nowait, message)``.
         """
         cell = self._cell
+        _footprint.touch_actor(cell.address)
         if not in_trio_thread(cell.token):
             raise foreign_thread_error(
                 f"tell_nowait to actor {cell.address.name!r}",
@@ -159,6 +161,7 @@ class ActorRef(Generic[M_contra], metaclass=NoPublicConstructor):
         ``trio.from_thread.run(ref.tell, message)``.
         """
         cell = self._cell
+        _footprint.touch_actor(cell.address)
         if not in_trio_thread(cell.token):
             raise foreign_thread_error(
                 f"tell to actor {cell.address.name!r}", "trio.from_thread.run(ref.tell, message)"
@@ -221,6 +224,7 @@ class ActorRef(Generic[M_contra], metaclass=NoPublicConstructor):
         from another thread, call ``trio.from_thread.run(ref.ask, build)``.
         """
         cell = self._cell
+        _footprint.touch_actor(cell.address)
         try:  # in_trio_thread, inline (the hot path of every ask)
             here = GLOBAL_RUN_CONTEXT.runner.trio_token is cell.token
         except AttributeError:
@@ -329,6 +333,7 @@ class ActorRef(Generic[M_contra], metaclass=NoPublicConstructor):
         from another thread, call ``trio.from_thread.run(ref.stop)``.
         """
         cell = self._cell
+        _footprint.touch_actor(cell.address)
         if not in_trio_thread(cell.token):
             raise foreign_thread_error(
                 f"stop of actor {cell.address.name!r}", "trio.from_thread.run(ref.stop)"
@@ -351,6 +356,7 @@ class ActorRef(Generic[M_contra], metaclass=NoPublicConstructor):
         Trio thread of the actor's system.
         """
         cell = self._cell
+        _footprint.touch_actor(cell.address)
         if not in_trio_thread(cell.token):
             raise foreign_thread_error(
                 f"stop of actor {cell.address.name!r}",
@@ -372,6 +378,7 @@ class ActorRef(Generic[M_contra], metaclass=NoPublicConstructor):
         thread of the actor's system (see :meth:`tell`): from another thread,
         call ``trio.from_thread.run(ref.kill)``."""
         cell = self._cell
+        _footprint.touch_actor(cell.address)
         if not in_trio_thread(cell.token):
             raise foreign_thread_error(
                 f"kill of actor {cell.address.name!r}", "trio.from_thread.run(ref.kill)"
@@ -392,6 +399,7 @@ class ActorRef(Generic[M_contra], metaclass=NoPublicConstructor):
         Only from the Trio thread of the actor's system (from another:
         ``trio.from_thread.run(ref.wait_stopped)``)."""
         cell = self._cell
+        _footprint.touch_actor(cell.address)
         if not in_trio_thread(cell.token):
             raise foreign_thread_error(
                 f"wait_stopped of actor {cell.address.name!r}",
@@ -403,6 +411,7 @@ class ActorRef(Generic[M_contra], metaclass=NoPublicConstructor):
 
     def statistics(self) -> ActorStatistics:
         cell = self._cell
+        _footprint.touch_actor(cell.address)
         transit = cell.transit
         return ActorStatistics(
             address=cell.address,

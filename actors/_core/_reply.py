@@ -11,6 +11,7 @@ import outcome
 import trio
 from trio._core._run import GLOBAL_RUN_CONTEXT
 
+from . import _footprint
 from ._envelope import current_address
 from ._errors import ActorError, AlreadyRepliedError
 from ._trace import EventKind, TraceEvent
@@ -131,6 +132,7 @@ class Reply(Generic[R], metaclass=NoPublicConstructor):
     def done(self) -> bool:
         """Whether the reply was already completed (sent, failed, or failed by
         the framework)."""
+        _footprint.touch(self)
         return self._completion is not None
 
     def send(self, value: R) -> bool:
@@ -141,6 +143,7 @@ class Reply(Generic[R], metaclass=NoPublicConstructor):
         :class:`RuntimeError`, and the reply is unchanged. From a worker
         thread, call ``trio.from_thread.run_sync(reply.send, value)``.
         """
+        _footprint.touch(self)
         try:  # in_trio_thread, inline (every ask's answer comes this way)
             here = GLOBAL_RUN_CONTEXT.runner.trio_token is self._token
         except AttributeError:
@@ -165,6 +168,7 @@ class Reply(Generic[R], metaclass=NoPublicConstructor):
         """Complete the ask by raising ``error`` in the asker and return
         ``True``; return ``False`` for a late answer (see the class docs).
         Only from the Trio thread of the asker's system, like :meth:`send`."""
+        _footprint.touch(self)
         if not in_trio_thread(self._token):
             raise foreign_thread_error(
                 f"fail on {self._name}", "trio.from_thread.run_sync(reply.fail, error)"
@@ -173,6 +177,7 @@ class Reply(Generic[R], metaclass=NoPublicConstructor):
 
     def _withdraw(self, error: ActorError) -> None:
         """Fail the reply for the framework: its actor will never answer."""
+        _footprint.touch(self)
         assert self._completion is None, "only a pending reply is withdrawn"
         self._envelope = None  # (see Inbox.__anext__)
         self._settle(outcome.Error(error), _Completion.WITHDRAWN)
@@ -180,19 +185,23 @@ class Reply(Generic[R], metaclass=NoPublicConstructor):
     def _expire(self) -> None:
         """The ask's deadline came: the asker stops waiting (with
         :class:`_ExpiredError`), if it still waits."""
+        _footprint.touch(self)
         self._interrupt(_ExpiredError())
 
     def _orphan(self) -> None:
         """The timekeeper ended: the asker keeps its deadline itself."""
+        _footprint.touch(self)
         self._interrupt(_OrphanedError())
 
     def _interrupt(self, error: Exception) -> None:
+        _footprint.touch(self)
         waiter = self._waiter
         if waiter is not None:
             self._waiter = None
             trio.lowlevel.reschedule(waiter, outcome.Error(error))
 
     def _complete(self, result: outcome.Outcome[R], completion: _Completion) -> bool:
+        _footprint.touch(self)
         if self._completion is _Completion.WITHDRAWN:
             self._discard(completion)
             return False
@@ -240,18 +249,21 @@ class Reply(Generic[R], metaclass=NoPublicConstructor):
         A checkpoint. If cancelled, nothing is consumed: the reply, when it comes,
         is kept and never read.
         """
+        _footprint.touch(self)
         if self._result is not None:
             return self._done()
         self._waiter = trio.lowlevel.current_task()
         return trio.lowlevel.wait_task_rescheduled(self._abort)  # noqa: ASYNC105 (awaited at once)
 
     async def _done(self) -> R:
+        _footprint.touch(self)
         await trio.lowlevel.checkpoint()
         result = self._result
         assert result is not None, "a completed reply has its result"
         return result.unwrap()
 
     def _abort(self, _: trio.lowlevel.RaiseCancelT) -> trio.lowlevel.Abort:
+        _footprint.touch(self)
         self._waiter = None
         return trio.lowlevel.Abort.SUCCEEDED
 

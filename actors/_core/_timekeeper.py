@@ -23,6 +23,7 @@ from typing import Any, Protocol, final
 
 import trio
 
+from . import _footprint
 from ._envelope import Envelope, current_address
 
 _COMPACT_AT = 64
@@ -83,6 +84,7 @@ class Timekeeper:
         """Call ``item.due`` at ``when`` (Trio time) unless ``item.scheduled``
         is False by then; False, and nothing scheduled, once the timekeeper
         ended (the caller keeps its deadline itself)."""
+        _footprint.touch(self)
         if self._closed:
             return False
         heappush(self._heap, (when, next(self._order), item))
@@ -103,6 +105,7 @@ class Timekeeper:
 
     def discard(self, item: _Item) -> None:
         """``item`` (scheduled) is no longer wanted."""
+        _footprint.touch(self)
         item.scheduled = False
         heap = self._heap
         if heap and heap[0][2] is item:
@@ -123,6 +126,7 @@ class Timekeeper:
     def close(self) -> None:
         """End the task: the system ended. Asks still waiting keep their own
         deadlines from here on."""
+        _footprint.touch(self)
         self._closed = True
         self._scope.cancel()
 
@@ -130,6 +134,7 @@ class Timekeeper:
         """Fire what is due, in deadline order (ties in scheduling order),
         then sleep until the next deadline; until :meth:`close`."""
         current_address.set(None)  # not the actor that started it
+        _footprint.belong(self)
         try:
             with self._scope:
                 while True:

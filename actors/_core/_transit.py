@@ -46,6 +46,7 @@ from typing import Any, Protocol, TypeVar, TypeVarTuple, cast, final
 import outcome
 import trio
 
+from . import _footprint
 from ._cell import ActorState, _Cell, logger
 from ._envelope import Address, Envelope, current_address
 from ._errors import ActorStoppedError
@@ -369,11 +370,13 @@ class Transit:
 
     def delay(self) -> float:
         """The next message's delay."""
+        _footprint.touch(self)
         return self._random.uniform(self.low, self.high)
 
     # ---- sending -----------------------------------------------------------
 
     def tell_nowait(self, cell: _Cell[M], message: M) -> None:
+        _footprint.touch(self)
         if cell.state is not _RUNNING:
             raise cell.stopped_error()
         sender = current_address.get()
@@ -381,6 +384,7 @@ class Transit:
         self.send(key, cell.address, _Letter(cell, message, sender, None), self.delay())
 
     async def tell(self, cell: _Cell[M], message: M) -> None:
+        _footprint.touch(self)
         await trio.lowlevel.checkpoint_if_cancelled()
         self.tell_nowait(cell, message)
         await trio.lowlevel.cancel_shielded_checkpoint()
@@ -426,6 +430,7 @@ class Transit:
             reply._notify = None
 
     def post_from(self, sender: Address, cell: _Cell[Any], message: object) -> None:
+        _footprint.touch(self)
         route = self._routes.get((sender, cell.address))
         if route is None:
             cell.post(message)
@@ -435,6 +440,7 @@ class Transit:
     def send(self, sender: Hashable, receiver: Hashable, parcel: _Parcel, delay: float) -> None:
         """Send ``parcel`` down the route from ``sender`` to ``receiver``,
         due in ``delay`` seconds or with the one before it, if later."""
+        _footprint.touch(self)
         if isinstance(parcel, _Letter):
             address = parcel.cell.address
             self.in_flight[address] = self.in_flight.get(address, 0) + 1
@@ -454,6 +460,7 @@ class Transit:
 
     def follow(self, route: _Route, parcel: _Parcel) -> None:
         """Append ``parcel``, with no delay of its own, to ``route``."""
+        _footprint.touch(self)
         parcel.due = route.parcels[-1].due
         route.parcels.append(parcel)
 
@@ -463,6 +470,7 @@ class Transit:
         """Deliver what is due on ``route``, in order, until a parcel that is
         not due yet (the route waits in the timekeeper's heap for it) or a
         letter that finds its mailbox full (the route waits for room)."""
+        _footprint.touch(self)
         now = trio.current_time()
         parcels = route.parcels
         while parcels:
@@ -482,7 +490,9 @@ class Transit:
     async def _wait_for_room(self, route: _Route, letter: _Letter) -> None:
         """The route task: ``letter`` waits for room in its mailbox, the rest
         of ``route`` behind it; then the route goes on."""
+        _footprint.touch(self)
         current_address.set(None)  # not the actor whose send started it
+        _footprint.belong(self)
         try:
             await letter.wait_for_room(self)
         except BaseException:
@@ -493,6 +503,7 @@ class Transit:
 
     def arrived(self, address: Address) -> None:
         """A letter to ``address`` is no longer on its way."""
+        _footprint.touch(self)
         left = self.in_flight[address] - 1
         if left:
             self.in_flight[address] = left
@@ -502,6 +513,7 @@ class Transit:
     def drop(self, letter: _Letter, why: str) -> None:
         """``letter`` cannot be delivered (``why``: its actor's state): count,
         trace and log it; an ask of it fails."""
+        _footprint.touch(self)
         cell = letter.cell
         name = cell.address.name
         letter.phase = _DROPPED
@@ -531,6 +543,7 @@ class Transit:
     def abandon(self, route: _Route) -> None:
         """The system ended (or was cancelled) with ``route`` still on its
         way: drop its letters, hand its answers and framework messages over."""
+        _footprint.touch(self)
         self._routes.pop(route.key, None)
         parcels = route.parcels
         while parcels:

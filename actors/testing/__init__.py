@@ -14,6 +14,9 @@ schedules".
 
 from ._explore import explore as explore
 from ._explore import failure_report as failure_report
+from ._footprints import belong as belong
+from ._footprints import share as share
+from ._footprints import touch as touch
 from ._schedule import STRATEGIES as STRATEGIES
 from ._schedule import Exploration as Exploration
 from ._schedule import ExplorationError as ExplorationError
@@ -38,4 +41,7 @@ for _value in (
     _value.__module__ = "actors.testing"
 del _value
 explore.__module__ = "actors.testing"
+belong.__module__ = "actors.testing"
+share.__module__ = "actors.testing"
+touch.__module__ = "actors.testing"
 failure_report.__module__ = "actors.testing"

@@ -39,10 +39,11 @@ Strategies (the shape of shuttle's ``check_random``, ``check_pct`` and
   form of CHESS's "delay bounding"): all schedules within the bound, each
   once, by iterative deepening (every schedule of one non-default choice
   before any of two, so the simplest failing schedule is found first);
-  ``complete`` says the bound was exhausted.
-  No state caching: two different schedules are two different step
-  sequences, and without a hash of the program's state (which a generic
-  explorer does not have) nothing sound can be skipped.
+  ``complete`` says the bound was exhausted. With its reduction (the
+  default, docs/actors.md "Reduction"), the steps' footprints key each
+  state by its Mazurkiewicz trace: a schedule that reaches a trace explored
+  on from with as much budget is cut there, and a reordering whose batch
+  runs the same steps, every dependent pair in the same order, is not run.
 
 A failure is any exception out of the function but ``KeyboardInterrupt``,
 ``SystemExit`` and ``GeneratorExit`` (which end the exploration and pass on;
@@ -67,12 +68,13 @@ A run in which ``shuffle`` was never called raises ``RuntimeError``.
 from __future__ import annotations
 
 import functools
-from collections.abc import Awaitable, Callable
-from typing import Protocol
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Literal, Protocol
 
 import trio
 
 from .._core._transit import Latency, check_latency
+from ._footprints import check_shared
 from ._schedule import (
     _NONDETERMINISTIC,
     DEFAULT_MAX_STEPS,
@@ -81,6 +83,7 @@ from ._schedule import (
     Exploration,
     ExplorationFailedError,
     Failure,
+    Keying,
     NondeterminismError,
     Schedule,
     ScheduleError,
@@ -97,7 +100,16 @@ from ._strategies import _ddmin, _Dfs, _Pct, _Random, _Strategy
 
 
 class _RunOnce(Protocol):
-    def __call__(self, decide: Decide, *, kind: int, states: bool = False) -> _Run: ...
+    def __call__(
+        self, decide: Decide, *, kind: int, states: Keying = None, footprints: bool = False
+    ) -> _Run: ...
+
+
+# What dfs's reduction keys states by (docs/actors.md, "Reduction"): True and
+# "traces", partial-order reduction over the steps' footprints; "states",
+# the steps run so far (any deterministic program); False, none.
+Reduction = bool | Literal["traces", "states"]
+_KEYING: dict[object, Keying] = {True: "traces", "traces": "traces", "states": "steps", False: None}
 
 
 # The entry point ----------------------------------------------------------------
@@ -118,7 +130,9 @@ def explore(
     progress: Callable[[int, Exploration], None] | None = None,
     delays: int = 0,
     latency: Latency = None,
-    reduction: bool = True,
+    reduction: Reduction = True,
+    count_traces: bool = False,
+    shared: Sequence[type] = (),
 ) -> Exploration:
     """Run ``main`` (an async function of no arguments, a fresh program each
     call) under up to ``budget`` schedules chosen by ``strategy``, each with
@@ -133,6 +147,16 @@ def explore(
     ``raise_on_failure`` (the default, for a test), raises
     :class:`ExplorationFailedError` whose message has the replay string;
     otherwise returns the :class:`Exploration` with its ``failure``.
+
+    ``reduction`` (dfs): ``True`` or ``"traces"`` (partial-order reduction
+    over the steps' footprints; sound when the state tasks of different
+    actors share is recorded or declared: ``shared``, :func:`touch`,
+    :func:`share`), ``"states"`` (only schedules that run the same steps
+    are merged: needs nothing declared) or ``False`` (every schedule).
+    ``shared`` are classes whose instances tasks of different actors share:
+    every attribute read or write of one is recorded. ``count_traces``
+    records every run's footprints (any strategy) and counts the distinct
+    traces in ``exploration.traces``, what a reduction must keep.
 
     ``progress(runs, exploration so far)`` is called after each run of the
     strategy, the failing one too (not the runs minimising takes, nor a
@@ -171,14 +195,28 @@ def explore(
         ):
             at_least = "" if least is None else f" of at least {least}"
             raise ValueError(f"{name} must be an integer{at_least}, not {value!r}")
+    if not isinstance(reduction, (bool, str)) or reduction not in _KEYING:
+        raise ValueError(
+            f"reduction must be True (or 'traces'), 'states' or False, not {reduction!r}"
+        )
+    if not isinstance(count_traces, bool):
+        raise TypeError(f"count_traces must be True or False, not {count_traces!r}")
     if progress is not None and not callable(progress):
         raise TypeError(f"progress must be a function of (runs, exploration), not {progress!r}")
     # As actors.run checks it (TypeError, ValueError), before anything runs.
     check_latency(latency)
-    run_once = functools.partial(_run_once, main, seed=seed, max_steps=max_steps, latency=latency)
+    classes = check_shared(shared)
+    run_once = functools.partial(
+        _run_once, main, seed=seed, max_steps=max_steps, latency=latency, shared=classes
+    )
 
     def finish(
-        runs: list[_Run], *, complete: bool, failure: Failure | None, merged: int = 0
+        runs: list[_Run],
+        *,
+        complete: bool,
+        failure: Failure | None,
+        merged: int = 0,
+        skipped: int = 0,
     ) -> Exploration:
         return _finish(
             strategy,
@@ -190,6 +228,7 @@ def explore(
             bound=bound,
             latency=latency,
             merged=merged,
+            skipped=skipped,
         )
 
     if replay is not None:
@@ -213,8 +252,7 @@ def explore(
     elif strategy == "pct":
         chosen = _Pct(seed, depth)
     else:
-        # Without holds no two schedules run the same steps: nothing to merge.
-        chosen = _Dfs(bound, delays, cache=reduction and delays > 0)
+        chosen = _Dfs(bound, delays, cache=_KEYING[reduction])
     runs: list[_Run] = []
     seen = _SeenRuns()
     failure: Failure | None = None
@@ -223,7 +261,7 @@ def explore(
         if decide is None:
             break
         try:
-            run = run_once(decide, kind=chosen.kind, states=chosen.cache)
+            run = run_once(decide, kind=chosen.kind, states=chosen.cache, footprints=count_traces)
         except ScheduleError as error:
             # dfs picks only options an earlier run of the same prefix had.
             raise NondeterminismError(f"{_NONDETERMINISTIC}: {error}") from None
@@ -238,6 +276,7 @@ def explore(
                     complete=False,
                     failure=None,
                     merged=getattr(chosen, "merged", 0),
+                    skipped=getattr(chosen, "skipped", 0),
                 ),
             )
         if run.error is not None:
@@ -264,6 +303,7 @@ def explore(
         complete=complete,
         failure=failure,
         merged=getattr(chosen, "merged", 0),
+        skipped=getattr(chosen, "skipped", 0),
     )
     return _outcome(exploration, main, seed, raise_on_failure)
 
@@ -395,6 +435,7 @@ def _finish(
     bound: int,
     latency: Latency,
     merged: int = 0,
+    skipped: int = 0,
 ) -> Exploration:
     return Exploration(
         strategy=strategy,
@@ -411,6 +452,12 @@ def _finish(
         latency=latency,
         held=sum(pick < 0 for run in runs for pick in run.picks),
         merged=merged,
+        skipped=skipped,
+        traces=(
+            len({run.trace for run in runs})
+            if runs and all(run.trace is not None for run in runs)
+            else None
+        ),
     )
 
 

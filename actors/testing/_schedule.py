@@ -4,6 +4,7 @@ scheduler random source for a run (see :mod:`actors.testing._explore`)."""
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import hashlib
 import inspect
@@ -21,6 +22,7 @@ from trio.testing import MockClock
 from .._core._errors import ActorError
 from .._core._transit import Latency
 from .._determinism import run as _run_seeded
+from ._footprints import Recorder, recording
 
 StrategyName = Literal["random", "pct", "dfs"]
 STRATEGIES: tuple[StrategyName, ...] = ("random", "pct", "dfs")
@@ -223,6 +225,13 @@ class Exploration:
     # dfs with reduction: the runs below whose states nothing more was run,
     # another node having explored on from the same state.
     merged: int = 0
+    # With footprints recorded (dfs with reduction, or count_traces): the
+    # distinct traces, the runs' classes up to the order of independent
+    # steps (what a reduction must keep); None when not recorded.
+    traces: int | None = None
+    # dfs with reduction: the schedules not run, their first batch known to
+    # reach a state explored on from with as much budget left.
+    skipped: int = 0
 
     def summary(self) -> str:
         if not self.complete:
@@ -238,9 +247,12 @@ class Exploration:
         held = f", {self.held} tasks held back" if self.delays and self.strategy != "pct" else ""
         if self.merged:
             held += f", {self.merged} runs merged into states explored before"
+        if self.skipped:
+            held += f", {self.skipped} equivalent schedules skipped"
+        traces = "" if self.traces is None else f" ({self.traces} distinct traces)"
         return (
             f"{self.strategy}: {self.runs} runs{done}, {self.interleavings} distinct "
-            f"interleavings, {self.choice_points} choice points (at most "
+            f"interleavings{traces}, {self.choice_points} choice points (at most "
             f"{self.max_choice_points} in a run, {self.max_steps} steps){held}; {found}"
         )
 
@@ -257,10 +269,27 @@ class ExplorationFailedError(ExplorationError, AssertionError):
 
 # One run ------------------------------------------------------------------------
 
+# How a run keys the states at its batches' starts, if it does: by its
+# trace (footprints recorded), or by the steps run so far.
+Keying = Literal["traces", "steps"] | None
+
 # decide(choice point, ids of the options in creation order, step number) ->
 # the index of the task to run next, or -1 - i to hold back the i-th option
 # (batches only).
 Decide = Callable[[int, list[int], int], int]
+
+
+@attrs.frozen
+class Batch:
+    """One batch of a run, as the reduction needs it: its first choice
+    point, its options in creation order (task ids), the order its steps
+    ran in, and the pairs (first, second) of its steps that touched a
+    common object, in the order they ran."""
+
+    point: int
+    options: tuple[int, ...]
+    ran: tuple[int, ...]
+    dependent: frozenset[tuple[int, int]]
 
 
 @attrs.frozen
@@ -276,6 +305,11 @@ class _Run:
     # With states recorded: at the start of each batch, its first choice
     # point and the state there (see _Chooser.states).
     states: tuple[tuple[int, bytes], ...] = ()
+    # With footprints recorded: the run's trace (its Mazurkiewicz trace's
+    # key: equal for two runs that differ only in the order of independent
+    # steps), and each batch's footprints.
+    trace: int | None = None
+    footprints: tuple[Batch, ...] = ()
 
     @property
     def schedule(self) -> Schedule:
@@ -290,14 +324,27 @@ class _Chooser(random.Random):
     next batch: it stays runnable and runs after the others' steps."""
 
     def __init__(
-        self, decide: Decide, max_steps: int, kind: int = BATCHES, *, states: bool = False
+        self,
+        decide: Decide,
+        max_steps: int,
+        kind: int = BATCHES,
+        *,
+        states: Keying = None,
     ) -> None:
         super().__init__(0)
         # The state at the start of each batch (when asked for): the steps
         # run so far (a deterministic program in the same state after the
         # same steps) and the tasks held until no other can run.
-        self.states: list[tuple[int, bytes]] | None = [] if states else None
+        self.states: list[tuple[int, bytes]] | None = [] if states is not None else None
+        self._keying = states
         self._so_far = hashlib.blake2b(digest_size=16)
+        # The footprints of the steps, whose key is the state (with states).
+        self.recorder: Recorder | None = None
+        # With states, each batch: its first choice point, its options in
+        # creation order, the order its steps ran in, and the pairs of those
+        # steps whose footprints met (dependent steps, in the order run).
+        self.footprints: list[Batch] = []
+        self._batch: tuple[int, tuple[int, ...], tuple[Any, ...]] | None = None
         self._decide = decide
         self._max_steps = max_steps
         self._kind = kind
@@ -338,14 +385,43 @@ class _Chooser(random.Random):
                 # shields itself). Only breaking Trio's run loop ends it.
                 raise _HardStopError
 
+    def close_batch(self) -> None:
+        """File the footprints of the batch that ran last (with states)."""
+        recorder = self.recorder
+        if recorder is None:
+            return
+        if self._batch is not None:
+            point, options, ran = self._batch
+            prints = [recorder.batch.get(task, set()) for task in ran]
+            ids = tuple(self._id(task) for task in ran)
+            pairs = frozenset(
+                (ids[i], ids[j])
+                for i in range(len(ran))
+                for j in range(i + 1, len(ran))
+                if not prints[i].isdisjoint(prints[j])
+            )
+            self.footprints.append(Batch(point, options, ids, pairs))
+            self._batch = None
+        recorder.batch = {}
+
+    def _state(self) -> bytes:
+        """The state at a batch's start: its trace's key (``"traces"``), or
+        the steps run so far (``"steps"``), with the tasks held until no
+        other can run."""
+        if self._keying == "traces":
+            assert self.recorder is not None, "traces are keyed by their footprints"
+            return self.recorder.key(list(self._waiting))
+        waiting = sorted(self._id(task) for task in self._waiting)
+        state = self._so_far.copy()
+        state.update(b"".join(i.to_bytes(4, "little") for i in (0xFFFFFFFF, *waiting)))
+        return state.digest()
+
     def _order(self, x: MutableSequence[Any]) -> None:
+        self.close_batch()
         remaining = list(x)
         held: list[Any] = []
         if self.states is not None and remaining:
-            waiting = sorted(self._id(task) for task in self._waiting)
-            state = self._so_far.copy()
-            state.update(b"".join(i.to_bytes(4, "little") for i in (0xFFFFFFFF, *waiting)))
-            self.states.append((len(self.picks), state.digest()))
+            self.states.append((len(self.picks), self._state()))
         if self._waiting:
             # Tasks that wait until no other can run: held while another can.
             others = [task for task in remaining if task not in self._waiting]
@@ -362,6 +438,7 @@ class _Chooser(random.Random):
                 for task in remaining:
                     self._released(task)
         ids = [self._id(task) for task in remaining]
+        first, options_in_order = len(self.picks), tuple(ids)
         order: list[Any] = []
         while len(remaining) > 1:
             point = len(self.picks)
@@ -386,8 +463,10 @@ class _Chooser(random.Random):
         order += remaining
         ran = [self._id(task) for task in order]
         self.steps += ran
-        if self.states is not None:
+        if self._keying == "steps":
             self._so_far.update(b"".join(i.to_bytes(4, "little") for i in ran))
+        if self.recorder is not None and order:
+            self._batch = (first, options_in_order, tuple(order))
         x[:] = order[::-1]
         if held:
             _trio_run.GLOBAL_RUN_CONTEXT.runner.runq.extend(held)
@@ -491,7 +570,9 @@ def _run_once(
     max_steps: int,
     kind: int = BATCHES,
     latency: Latency = None,
-    states: bool = False,
+    states: Keying = None,
+    footprints: bool = False,
+    shared: tuple[type, ...] = (),
 ) -> _Run:
     chooser = _Chooser(decide, max_steps, kind, states=states)
 
@@ -519,10 +600,17 @@ def _run_once(
     error: BaseException | None = None
     broken = False
     try:
-        if latency is None:
-            _run_seeded(bounded, seed=seed, clock=MockClock(autojump_threshold=0))
-        else:
-            _run_seeded(bounded, seed=seed, clock=MockClock(autojump_threshold=0), latency=latency)
+        with (
+            recording(shared) if footprints or states == "traces" else contextlib.nullcontext()
+        ) as recorder:
+            chooser.recorder = recorder
+            _run_seeded(
+                bounded,
+                seed=seed,
+                clock=MockClock(autojump_threshold=0),
+                latency=latency,
+                instruments=() if recorder is None else (recorder,),
+            )
     except _NotAsyncError as caught:
         raise TypeError(str(caught)) from None
     except trio.TrioInternalError as caught:
@@ -540,6 +628,13 @@ def _run_once(
         error = caught  # a failure of the program under test
     finally:
         _trio_run._r = saved
+    chooser.close_batch()
+    chooser.recorder = None
+    if recorder is not None and recorder.error is not None:
+        raise RuntimeError(
+            "the reduction's footprint recorder failed in this run (a bug of the library: "
+            "explore with reduction=False meanwhile)"
+        ) from recorder.error
     if broken:
         # The chooser's tasks first: then nothing here holds the run's.
         chooser._ids.clear()
@@ -565,6 +660,8 @@ def _run_once(
         error,
         kind,
         () if chooser.states is None else tuple(chooser.states),
+        None if recorder is None else recorder.total,
+        tuple(chooser.footprints),
     )
 
 

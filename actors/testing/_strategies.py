@@ -3,11 +3,12 @@ the minimising of a failing schedule (ddmin)."""
 
 from __future__ import annotations
 
+import bisect
 import math
 import random
 from collections.abc import Callable
 
-from ._schedule import BATCHES, STEPS, Decide, Schedule, _Run, hold, unpick, wait
+from ._schedule import BATCHES, STEPS, Decide, Keying, Schedule, _Run, hold, unpick, wait
 
 # The chance that random holds a task back at a choice point, while its run
 # has delays left.
@@ -27,7 +28,7 @@ _PICKS = 1 << 60
 class _Strategy:
     # The kind of schedule its runs make, and whether it wants their states.
     kind = BATCHES
-    cache = False
+    cache: Keying = None
 
     def next_run(self, index: int) -> Decide | None:
         raise NotImplementedError
@@ -130,7 +131,7 @@ class _Dfs(_Strategy):
     that adds none ends it whatever the bounds: a schedule of one more
     non-default choice extends one of this level's."""
 
-    def __init__(self, bound: int, delays: int = 0, *, cache: bool = False) -> None:
+    def __init__(self, bound: int, delays: int = 0, *, cache: Keying = None) -> None:
         self._bound = bound
         self._delays = delays
         # State caching: a state (the steps so far, at a batch's start)
@@ -142,6 +143,9 @@ class _Dfs(_Strategy):
         # left out because another node had explored on from that state
         # with as much left.
         self.merged = 0
+        # The schedules not run because their batch was known to reach an
+        # explored state (see _redundant).
+        self.skipped = 0
         self._cap = bound + delays
         self._level = 0
         self._prefix: list[int] | None = []
@@ -183,13 +187,60 @@ class _Dfs(_Strategy):
         for pick in picks:
             reorders, holds = used[-1]
             used.append((reorders + (pick > 0), holds + (pick < 0)))
-        end = self._merge_point(run, used, new=new) if self.cache else len(picks)
+        end = self._merge_point(run, used, new=new) if self.cache is not None else len(picks)
         for point in reversed(range(end)):
             following = self._following(picks[point], run.options[point], *used[point])
+            while (
+                following is not None
+                and self.cache == "traces"
+                and self._redundant(run, point, following, used[point])
+            ):
+                self.skipped += 1
+                following = self._following(following, run.options[point], *used[point])
             if following is not None:
                 self._prefix = [*picks[:point], following]
                 return
         self._prefix = None
+
+    def _redundant(self, run: _Run, point: int, pick: int, used: tuple[int, int]) -> bool:
+        """Whether the schedule of ``run``'s picks before ``point``, then
+        ``pick`` (a reordering), then the default, need not run: its batch
+        runs the same steps as ``run``'s, in an order that keeps every pair
+        of dependent ones in ``run``'s order (so the same state after it,
+        the order of independent steps aside), and that state was explored
+        on from with at least the budgets this one would have left."""
+        if pick <= 0:
+            return False  # a hold changes the batch's steps: run it
+        batches = run.footprints
+        index = bisect.bisect_right(batches, point, key=lambda batch: batch.point) - 1
+        if index < 0 or index + 1 >= len(run.states):
+            return False
+        batch = batches[index]
+        following = batch.point + len(batch.options) - 1
+        if any(pick < 0 for pick in run.picks[batch.point : following]):
+            return False
+        remaining = list(batch.options)
+        order: list[int] = []
+        for at in range(batch.point, following):
+            choice = run.picks[at] if at < point else pick if at == point else 0
+            order.append(remaining.pop(choice))
+        order += remaining
+        position = {task: i for i, task in enumerate(order)}
+        if any(position[a] > position[b] for a, b in batch.dependent):
+            return False
+        # The next batch's state in run (states and batches start together).
+        state_point, state = run.states[index + 1]
+        assert state_point == following, "a batch's state is recorded at its end"
+        known = self._explored.get(state)
+        if known is None:
+            return False
+        reorders, holds = used
+        left = (
+            self._level - reorders - holds - 1,
+            self._bound - reorders - 1,
+            self._delays - holds,
+        )
+        return all(a >= b for a, b in zip(known[1], left, strict=True))
 
     def _merge_point(self, run: _Run, used: list[tuple[int, int]], *, new: bool) -> int:
         """The first choice point of the first batch of ``run`` whose state

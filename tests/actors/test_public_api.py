@@ -83,6 +83,9 @@ def test_the_testing_module_names_are_pinned_and_report_it_as_their_module() -> 
         "StrategyName",
         "explore",
         "failure_report",
+        "belong",
+        "share",
+        "touch",
     }
     for name in names - {"STRATEGIES", "StrategyName"}:
         assert getattr(actors.testing, name).__module__ == "actors.testing", name

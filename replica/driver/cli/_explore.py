@@ -104,12 +104,26 @@ def add_arguments(commands: Commands) -> None:
         "(the replica's sequenced command channels are not delayed: see docs/actors.md)",
     )
     explore.add_argument(
+        "--reduction",
+        choices=("traces", "states", "none"),
+        default="traces",
+        help="dfs: traces (the default) runs one schedule of each order of dependent steps "
+        "as far as it can tell (partial-order reduction over the steps' footprints, the "
+        "replica's shared state declared); states skips only what reaches a state by the "
+        "same steps; none runs every schedule within the bounds (the cross-check)",
+    )
+    explore.add_argument(
         "--no-reduction",
         dest="reduction",
-        action="store_false",
-        default=True,
-        help="dfs: run every schedule within the bounds, also those below a state another "
-        "schedule already explored on from with as much budget left (the cross-check)",
+        action="store_const",
+        const="none",
+        help="the same as --reduction none",
+    )
+    explore.add_argument(
+        "--count-traces",
+        action="store_true",
+        help="record every run's footprints and report the distinct traces (the classes of "
+        "runs up to the order of independent steps: what a reduction must keep)",
     )
     explore.add_argument(
         "--timeline",
@@ -224,6 +238,7 @@ def execute(args: argparse.Namespace) -> int:
         latency=args.latency,
         timeline=args.timeline,
         reduction=args.reduction,
+        count_traces=args.count_traces,
     )
     try:
         return explore_command(specs, topology, how, sys.stdout)

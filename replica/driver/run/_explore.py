@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Sequence
-from typing import TextIO
+from typing import Literal, TextIO
 
 import attrs
 
 import actors
 from actors.testing import Exploration, NondeterminismError, Schedule, StrategyName, explore
+from actors.testing._explore import Reduction
 
 from ..lang._errors import DriverError
 from ..lang._escape import escaped
@@ -28,6 +29,10 @@ from ..pictures._timeline import Panel, render
 from ._paths import write_text
 from ._report import report, report_violations
 from ._runner import SpecRun, Topology, _run
+from ._shared import SHARED
+
+# The command line's reductions, as explore takes them.
+_REDUCTION: dict[str, Reduction] = {"traces": "traces", "states": "states", "none": False}
 
 # A progress line every this many runs.
 PROGRESS_EVERY = 100
@@ -64,7 +69,9 @@ class ExploreOptions:
     delays: int = 0
     latency: float | tuple[float, float] | None = None
     timeline: str | None = None
-    reduction: bool = True
+    # dfs's reduction: traces, states or none (docs/actors.md, "Reduction").
+    reduction: Literal["traces", "states", "none"] = "traces"
+    count_traces: bool = False
 
 
 def explore_command(
@@ -108,7 +115,9 @@ def _explore_one(spec: Spec, topology: Topology, how: ExploreOptions, out: TextI
             progress=progress,
             delays=how.delays,
             latency=how.latency,
-            reduction=how.reduction,
+            reduction=_REDUCTION[how.reduction],
+            count_traces=how.count_traces,
+            shared=SHARED,
         )
     except NondeterminismError as error:
         # The replica is meant to be deterministic for a schedule: a finding.
@@ -195,7 +204,10 @@ def _latency_text(latency: float | tuple[float, float]) -> str:
 def _counts(exploration: Exploration) -> str:
     complete = ", complete" if exploration.complete else ""
     merged = f", {exploration.merged} merged" if exploration.merged else ""
+    if exploration.skipped:
+        merged += f", {exploration.skipped} skipped"
+    traces = "" if exploration.traces is None else f" ({exploration.traces} traces)"
     return (
-        f"{exploration.runs} runs{complete}, {exploration.interleavings} interleavings, "
-        f"{exploration.choice_points} choice points{merged}"
+        f"{exploration.runs} runs{complete}, {exploration.interleavings} interleavings"
+        f"{traces}, {exploration.choice_points} choice points{merged}"
     )

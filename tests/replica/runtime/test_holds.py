@@ -5,12 +5,13 @@ stalled-compaction invariant; the hold gauges."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable
 
 import pytest
 import trio.testing
 
-from actors.testing import explore
+from actors.testing import explore as _explore
 from replica import (
     AllowCompaction,
     CreateDataflow,
@@ -32,8 +33,12 @@ from replica.driver.lang._spec import Spec, parse_spec, read_spec
 from replica.driver.run._bundled import bundled_spec
 from replica.driver.run._explore import SpecFailedError
 from replica.driver.run._runner import Topology, _run, run_spec
+from replica.driver.run._shared import SHARED
 from replica.model._rows import Update
 from replica.runtime._invariants import hold_violations
+
+# The replica's shared state declared, as the explore command declares it.
+explore = functools.partial(_explore, shared=SHARED)
 
 I1 = "has been allowed to compact beyond the dataflow as_of: since [1], as_of [0]"
 
@@ -71,7 +76,7 @@ def test_publisher_holds_answer_every_schedule_of_the_six_step_scenario(
     processes: int, workers: int, bound: int
 ) -> None:
     main = exploring(bundled("holds_counterexample.spec"), Topology(processes, workers))
-    exploration = explore(main, strategy="dfs", bound=bound, budget=100_000)
+    exploration = explore(main, strategy="dfs", bound=bound, budget=100_000, reduction=False)
     assert exploration.complete, exploration.summary()
     assert exploration.failure is None
     assert exploration.runs > 50
@@ -431,7 +436,7 @@ def test_holds_across_reconnects_every_schedule_within_bound_1(name: str) -> Non
     """Where the real team's model did not look: publisher holds across
     reconnects, with the barrier, in every schedule within bound 1."""
     main = exploring(bundled(name), Topology())
-    exploration = explore(main, strategy="dfs", bound=1, budget=100_000)
+    exploration = explore(main, strategy="dfs", bound=1, budget=100_000, reduction=False)
     assert exploration.complete, exploration.summary()
     assert exploration.failure is None
     assert exploration.runs > 100

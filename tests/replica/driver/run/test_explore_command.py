@@ -29,11 +29,31 @@ def test_with_the_barrier_dfs_completes_on_the_recreate_scenario(
     assert main(["explore", RECREATE, "--strategy", "dfs", "--bound", "1"]) == 0
     out = capsys.readouterr().out
     assert re.search(
-        rf"^ok {re.escape(RECREATE)}: dfs bound 1: (\d+) runs, complete, \1 interleavings, "
-        r"\d+ choice points \(P=1 W=1 two runtimes\)$",
+        rf"^ok {re.escape(RECREATE)}: dfs bound 1: (\d+) runs, complete, \1 interleavings "
+        r"\(\d+ traces\), \d+ choice points, \d+ merged, \d+ skipped \(P=1 W=1 two runtimes\)$",
         out,
         re.M,
     ), out
+
+
+def test_the_reduction_keeps_every_trace_the_full_enumeration_has(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    counts = {}
+    for reduction in ("traces", "states", "none"):
+        command = ["explore", RECREATE, "--strategy", "dfs", "--bound", "1"]
+        assert main([*command, "--reduction", reduction, "--count-traces"]) == 0
+        out = capsys.readouterr().out
+        found = re.search(r": (\d+) runs, complete, \d+ interleavings \((\d+) traces\)", out)
+        assert found, out
+        counts[reduction] = (int(found[1]), int(found[2]))
+    runs = {reduction: count[0] for reduction, count in counts.items()}
+    traces = {count[1] for count in counts.values()}
+    assert len(traces) == 1, counts
+    assert runs["traces"] < runs["none"], counts
+    assert runs["states"] == runs["none"], counts  # no holds: no two schedules run the same steps
+    assert main([*command, "--no-reduction"]) == 0
+    assert f": {runs['none']} runs, complete" in capsys.readouterr().out
 
 
 def test_without_the_barrier_it_finds_the_frozen_read_and_prints_the_replay(

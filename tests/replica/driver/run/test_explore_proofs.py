@@ -8,15 +8,20 @@ runs (every scenario at P=2 W=2, bound 2 at P=1 W=1) are recorded in
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable
 
 import pytest
 
-from actors.testing import explore
+from actors.testing import explore as _explore
 from replica.driver.lang._spec import Spec, read_spec
 from replica.driver.run._bundled import bundled_spec
 from replica.driver.run._explore import SpecFailedError
 from replica.driver.run._runner import Topology, _run
+from replica.driver.run._shared import SHARED
+
+# The replica's shared state declared, as the explore command declares it.
+explore = functools.partial(_explore, shared=SHARED)
 
 
 def bundled(name: str) -> Spec:

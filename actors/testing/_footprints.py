@@ -1,0 +1,477 @@
+"""The reduction's footprints: which objects each step touches, and the
+state key they give (docs/actors.md, "Reduction").
+
+A **step** is one task's run from one checkpoint to the next. Its
+**footprint** is the set of objects it touched:
+
+- the actor it runs in (every task of one actor shares that actor's state),
+  or, for a task outside every actor (the program's main task, system
+  tasks), one object that all of those share;
+- every actor whose mailbox or cell it used (``ActorRef`` calls, framework
+  posts), every reply it completed or waited on, the library's timekeeper,
+  sequencers, receptionist and transit (reported through
+  :mod:`actors._core._footprint`);
+- every task it woke (a wake-up touches the woken task's actor), the nursery
+  it spawned into, the tasks of a cancel scope it cancelled;
+- every Trio memory channel, ``Event``, ``Lock``, ``StrictFIFOLock``,
+  ``Semaphore``, ``CapacityLimiter``, ``Condition`` and ``ParkingLot`` it
+  called (their methods are wrapped for the run);
+- everything it declared with :func:`touch`, and, every step, what the task
+  declared with :func:`share`.
+
+Two steps are **dependent** when their footprints meet. Two runs are
+equivalent (the same Mazurkiewicz trace) when, for every object, the steps
+that touched it did so in the same order. The **key** of a state summarises
+exactly that: for each object, the sequence of (task, step number) that
+touched it, combined over objects in an order-free way, with the virtual
+time, the order of creation of the tasks alive (Trio runs a batch in that
+order) and the tasks held until no other can run. Equal keys (up to hash
+collisions, 2^-64 per pair) mean equivalent runs, hence the same state,
+provided tasks share mutable state only through what is recorded here.
+
+Tasks are named canonically, by who spawned them and in which order (the
+k-th task spawned by a task), not by creation order, which two equivalent
+runs need not share; objects by the step that touched them first.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import trio
+from trio._core._run import GLOBAL_RUN_CONTEXT
+
+from .._core import _footprint
+from .._core._envelope import Address, current_address
+from .._spawning import Spawner
+
+_MASK = (1 << 64) - 1
+# The pseudo-task of Trio's run loop (deadlines, the first spawns).
+_LOOP = 0x5EED
+# The object that all tasks outside every actor share.
+_OUTSIDE = 0x0B5E
+
+
+def touch(obj: object) -> None:
+    """Declare that the running step reads or writes ``obj``, state that
+    tasks of more than one actor share outside what the reduction sees by
+    itself (docs/actors.md, "Reduction"). Outside an exploration's run
+    with the reduction on, does nothing."""
+    _footprint.touch(obj)
+
+
+def belong(obj: object) -> None:
+    """Declare that the calling task, which runs outside every actor, keeps
+    its state in ``obj`` (and so do the tasks it spawns from now on): its
+    steps touch ``obj``, not the one object that all tasks outside actors
+    share by default. Only sound if everything else the task shares with
+    other tasks is recorded (docs/actors.md, "Reduction"). Outside an
+    exploration's run it only sets a context variable."""
+    _footprint.belong(obj)
+
+
+def share(*objects: object) -> None:
+    """Declare that every step of the calling task from now on, and of the
+    tasks it spawns from now on, reads or writes ``objects`` (state they
+    share with other actors' tasks and read anywhere: a registry, a
+    published data structure). Lasts as long as the task; outside an
+    exploration's run it only sets a context variable."""
+    _footprint.share(*objects)
+
+
+class _Task:
+    __slots__ = ("canon", "spawned", "steps")
+
+    def __init__(self, canon: int) -> None:
+        self.canon = canon
+        self.steps = 0
+        self.spawned = 0
+
+
+class Recorder(trio.abc.Instrument):
+    """Records the footprint of every step of one run (a Trio instrument
+    and the library's footprint sink) and keeps the state key current."""
+
+    def __init__(self) -> None:
+        self._tasks: dict[Any, _Task] = {}
+        # Spawn order is creation order: the live tasks, in it.
+        self._live: dict[Any, int] = {}
+        self._live_hash: int | None = 0
+        self._loop_spawned = 0
+        self._current = _LOOP
+        self._step = 0
+        self._fresh = 0
+        # Object -> its canonical name (kept alive, so that ids stay unique).
+        self._names: dict[int, tuple[object, int]] = {}
+        # Canonical name -> (hash of its accesses, the last access).
+        self._seq: dict[int, tuple[int, int, int]] = {}
+        self.total = 0
+        self.accesses = 0
+        self.error: BaseException | None = None
+        # The footprint of each task's step in the batch running (names),
+        # collected by the chooser at the next batch's start.
+        self.batch: dict[Any, set[int]] = {}
+        self._prints: set[int] = set()
+        # The ids of the objects touched in the running step, and the names
+        # of the actors.
+        self._touched: set[int] = set()
+        self._actors: dict[Address, int] = {}
+
+    # The key ----------------------------------------------------------------
+
+    def key(self, waiting: list[Any]) -> bytes:
+        """The state key at a batch's start (``waiting``: the tasks held
+        until no other can run)."""
+        if self._live_hash is None:
+            self._live_hash = hash(tuple(self._live.values()))
+        held = tuple(sorted(self._tasks[task].canon for task in waiting if task in self._tasks))
+        value = hash((self.total, self._live_hash, trio.current_time(), held))
+        return (value & _MASK).to_bytes(8, "little") + self.total.to_bytes(8, "little")
+
+    # Accesses ---------------------------------------------------------------
+
+    def _access(self, name: int) -> None:
+        current, step = self._current, self._step
+        known = self._seq.get(name)
+        if known is None:
+            before = 0
+            hashed = hash((name, current, step))
+        else:
+            before, last_task, last_step = known
+            if last_task == current and last_step == step:
+                return
+            hashed = hash((before, current, step))
+        self.accesses += 1
+        self._prints.add(name)
+        self._seq[name] = (hashed, current, step)
+        mixed = hash((name, hashed)) & _MASK
+        if known is not None:
+            mixed -= hash((name, before)) & _MASK
+        self.total = (self.total + mixed) & _MASK
+
+    def touch(self, obj: object) -> None:
+        key = id(obj)
+        touched = self._touched
+        if key in touched:  # already in this step's footprint
+            return
+        touched.add(key)
+        known = self._names.get(key)
+        if known is None:
+            self._fresh += 1
+            name = hash((self._current, self._step, self._fresh, "object"))
+            self._names[key] = (obj, name)
+        else:
+            name = known[1]
+        self._access(name)
+
+    def touch_actor(self, address: Address) -> None:
+        name = self._actors.get(address)
+        if name is None:
+            name = self._actors[address] = hash(("actor", address))
+        self._access(name)
+
+    def _touch_owner(self, task: Any) -> None:
+        address = task.context.get(current_address)
+        if address is not None:
+            self.touch_actor(address)
+            return
+        owner = task.context.get(_footprint.owner)
+        if owner is None:
+            self._access(_OUTSIDE)
+        else:
+            self.touch(owner)
+
+    # The instrument ---------------------------------------------------------
+    # Trio disables an instrument that raises, and a key that stops following
+    # the run would merge states that differ: the first error is kept, and
+    # the run that had one is refused (see _run_once).
+
+    def before_task_step(self, task: Any) -> None:
+        try:
+            self._before(task)
+        except BaseException as error:  # pragma: no cover (a bug here)
+            self.error = self.error or error
+            raise
+
+    def _before(self, task: Any) -> None:
+        info = self._tasks.get(task)
+        if info is None:  # spawned before the recorder was installed
+            info = self._tasks[task] = _Task(hash(("early", task.name)))
+        info.steps += 1
+        self._current = info.canon
+        self._step = info.steps
+        self._fresh = 0
+        self._touched = set()
+        self._prints = self.batch.setdefault(task, set())
+        self._touch_owner(task)
+        for obj in task.context.get(_footprint.standing, ()):
+            self.touch(obj)
+
+    def after_task_step(self, task: Any) -> None:
+        self._current = _LOOP
+        self._step = 0
+        self._prints = set()
+        self._touched = set()
+
+    def task_spawned(self, task: Any) -> None:
+        try:
+            self._spawned(task)
+        except BaseException as error:  # pragma: no cover (a bug here)
+            self.error = self.error or error
+            raise
+
+    def _spawned(self, task: Any) -> None:
+        spawner = GLOBAL_RUN_CONTEXT.task if self._current != _LOOP else None
+        info = self._tasks.get(spawner) if spawner is not None else None
+        if info is None:
+            self._loop_spawned += 1
+            canon = hash((_LOOP, self._loop_spawned))
+        else:
+            info.spawned += 1
+            canon = hash((info.canon, info.spawned))
+        self._tasks[task] = _Task(canon)
+        self._live[task] = canon
+        self._live_hash = None
+        if task.parent_nursery is not None:
+            self.touch(task.parent_nursery)
+
+    def task_scheduled(self, task: Any) -> None:
+        try:
+            self._touch_owner(task)
+        except BaseException as error:  # pragma: no cover (a bug here)
+            self.error = self.error or error
+            raise
+
+    def task_exited(self, task: Any) -> None:
+        # In the exiting task's step: it leaves its nursery (the last child
+        # out wakes the parent).
+        self._live.pop(task, None)
+        self._live_hash = None
+        if task.parent_nursery is not None:
+            self.touch(task.parent_nursery)
+
+
+# Trio's primitives, wrapped for a run -------------------------------------------
+
+
+def _wrapped(function: Callable[..., Any], of: Callable[[Any], object]) -> Callable[..., Any]:
+    if inspect.iscoroutinefunction(function):
+
+        @functools.wraps(function)
+        async def touching_async(self: Any, *args: Any, **kwargs: Any) -> Any:
+            _footprint.touch(of(self))
+            return await function(self, *args, **kwargs)
+
+        return touching_async
+
+    @functools.wraps(function)
+    def touching(self: Any, *args: Any, **kwargs: Any) -> Any:
+        _footprint.touch(of(self))
+        return function(self, *args, **kwargs)
+
+    return touching
+
+
+def _itself(obj: object) -> object:
+    return obj
+
+
+def _state(channel: Any) -> object:
+    return channel._state
+
+
+def _owners(scope: Any) -> None:
+    """Touch the actor of every task inside ``scope`` (a cancel reaches
+    them at their next checkpoint, whether or not they are parked)."""
+    sink = _footprint.sink
+    if not isinstance(sink, Recorder):
+        return
+    statuses = [scope._cancel_status]
+    while statuses:
+        status = statuses.pop()
+        if status is None:
+            continue
+        for task in status._tasks:
+            sink._touch_owner(task)
+        statuses.extend(status._children)
+
+
+def _cancel(function: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(function)
+    def cancelling(self: Any, *args: Any, **kwargs: Any) -> Any:
+        _owners(self)
+        return function(self, *args, **kwargs)
+
+    return cancelling
+
+
+# (class, the methods and properties wrapped, what a call touches)
+_PRIMITIVES: tuple[tuple[type, tuple[str, ...], Callable[[Any], object]], ...] = (
+    (
+        trio.MemorySendChannel,
+        ("send_nowait", "send", "clone", "close", "aclose", "statistics"),
+        _state,
+    ),
+    (
+        trio.MemoryReceiveChannel,
+        ("receive_nowait", "receive", "clone", "close", "aclose", "statistics"),
+        _state,
+    ),
+    (trio.Event, ("set", "is_set", "wait", "statistics"), _itself),
+    (
+        trio.lowlevel.ParkingLot,
+        (
+            "park",
+            "unpark",
+            "unpark_all",
+            "repark",
+            "repark_all",
+            "break_lot",
+            "statistics",
+            "__len__",
+            "__bool__",
+        ),
+        _itself,
+    ),
+    (
+        trio.Lock,
+        ("acquire", "acquire_nowait", "release", "locked", "statistics"),
+        _itself,
+    ),
+    (
+        trio.StrictFIFOLock,
+        ("acquire", "acquire_nowait", "release", "locked", "statistics"),
+        _itself,
+    ),
+    (
+        trio.Semaphore,
+        ("acquire", "acquire_nowait", "release", "value", "statistics"),
+        _itself,
+    ),
+    (
+        trio.CapacityLimiter,
+        (
+            "acquire",
+            "acquire_nowait",
+            "acquire_on_behalf_of",
+            "acquire_on_behalf_of_nowait",
+            "release",
+            "release_on_behalf_of",
+            "total_tokens",
+            "borrowed_tokens",
+            "available_tokens",
+            "statistics",
+        ),
+        _itself,
+    ),
+    (
+        trio.Condition,
+        ("acquire", "acquire_nowait", "release", "locked", "wait", "notify", "notify_all"),
+        _itself,
+    ),
+)
+
+
+def _touching_getattribute(original: Callable[[Any, str], Any]) -> Callable[[Any, str], Any]:
+    def __getattribute__(self: Any, name: str) -> Any:
+        sink = _footprint.sink
+        if sink is not None:
+            sink.touch(self)
+        return original(self, name)
+
+    return __getattribute__
+
+
+def _touching_setattr(original: Callable[[Any, str, Any], None]) -> Callable[[Any, str, Any], None]:
+    def __setattr__(self: Any, name: str, value: Any) -> None:
+        sink = _footprint.sink
+        if sink is not None:
+            sink.touch(self)
+        original(self, name, value)
+
+    return __setattr__
+
+
+def check_shared(shared: object) -> tuple[type, ...]:
+    """``shared`` as :func:`~actors.testing.explore` takes it: classes."""
+    if isinstance(shared, (str, bytes, type)) or not hasattr(shared, "__iter__"):
+        raise TypeError(f"shared must be a sequence of classes, not {shared!r}")
+    classes = tuple(shared)
+    for cls in classes:
+        if not isinstance(cls, type):
+            raise TypeError(f"shared must be a sequence of classes; {cls!r} is not one")
+        if cls.__module__ == "builtins":
+            raise TypeError(
+                f"shared cannot watch the built-in {cls.__name__!r} (its attributes are not "
+                "looked up through the class): wrap it in a class of your own"
+            )
+    return classes
+
+
+def _plan(shared: tuple[type, ...]) -> list[tuple[type, str, object, object]]:
+    """What recording with ``shared`` replaces: (class, attribute, the
+    original or _ABSENT where inherited, the replacement); made once per
+    ``shared`` (while nothing is replaced)."""
+    plan: list[tuple[type, str, object, object]] = []
+    for cls in dict.fromkeys((Spawner, *shared)):
+        for name, wrap in (
+            ("__getattribute__", _touching_getattribute),
+            ("__setattr__", _touching_setattr),
+        ):
+            plan.append((cls, name, cls.__dict__.get(name, _ABSENT), wrap(getattr(cls, name))))
+    for cls, names, of in _PRIMITIVES:
+        for name in names:
+            # Inherited (StrictFIFOLock's from _LockImpl): wrapped where it
+            # is found, put back on this class only.
+            here = cls.__dict__.get(name, _ABSENT)
+            original = getattr(cls, name) if here is _ABSENT else here
+            if isinstance(original, property):
+                assert original.fget is not None
+                replacement: object = property(
+                    _wrapped(original.fget, of), original.fset, original.fdel
+                )
+            else:
+                replacement = _wrapped(original, of)
+            plan.append((cls, name, here, replacement))
+    cancel = trio.CancelScope.__dict__["cancel"]
+    plan.append((trio.CancelScope, "cancel", cancel, _cancel(cancel)))
+    return plan
+
+
+_PLANS: dict[tuple[type, ...], list[tuple[type, str, object, object]]] = {}
+
+
+@contextmanager
+def recording(shared: tuple[type, ...] = ()) -> Iterator[Recorder]:
+    """Record the footprints of the run in this block: the recorder is the
+    library's sink, Trio's primitives touch what they use, and every
+    attribute read or write of an instance of a ``shared`` class (or of the
+    library's actor system) touches the instance. The caller adds the
+    recorder to the run as an instrument."""
+    if _footprint.sink is not None:
+        raise RuntimeError("footprints are already being recorded (one run at a time)")
+    plan = _PLANS.get(shared)
+    if plan is None:
+        plan = _PLANS[shared] = _plan(shared)
+    recorder = Recorder()
+    done = 0
+    try:
+        for cls, name, _, replacement in plan:
+            setattr(cls, name, replacement)
+            done += 1
+        _footprint.sink = recorder
+        yield recorder
+    finally:
+        _footprint.sink = None
+        for cls, name, original, _ in reversed(plan[:done]):
+            if original is _ABSENT:
+                delattr(cls, name)
+            else:
+                setattr(cls, name, original)
+
+
+_ABSENT = object()
