@@ -92,6 +92,23 @@ class _Task:
         self.spawned = 0
 
 
+def _keeping_errors(hook: Callable[[Recorder, Any], None]) -> Callable[[Recorder, Any], None]:
+    """A hook of the recorder that keeps its first error: Trio disables an
+    instrument that raises, and a key that stops following the run would
+    merge states that differ, so the run that had one is refused (see
+    _run_once)."""
+
+    @functools.wraps(hook)
+    def kept(self: Recorder, task: Any) -> None:
+        try:
+            hook(self, task)
+        except BaseException as error:  # pragma: no cover (a bug here)
+            self.error = self.error or error
+            raise
+
+    return kept
+
+
 class Recorder(trio.abc.Instrument):
     """Records the footprint of every step of one run (a Trio instrument
     and the library's footprint sink) and keeps the state key current."""
@@ -185,19 +202,10 @@ class Recorder(trio.abc.Instrument):
         else:
             self.touch(owner)
 
-    # The instrument ---------------------------------------------------------
-    # Trio disables an instrument that raises, and a key that stops following
-    # the run would merge states that differ: the first error is kept, and
-    # the run that had one is refused (see _run_once).
+    # The instrument (its hooks keep their errors: _keeping_errors) ---------
 
+    @_keeping_errors
     def before_task_step(self, task: Any) -> None:
-        try:
-            self._before(task)
-        except BaseException as error:  # pragma: no cover (a bug here)
-            self.error = self.error or error
-            raise
-
-    def _before(self, task: Any) -> None:
         info = self._tasks.get(task)
         if info is None:  # spawned before the recorder was installed
             info = self._tasks[task] = _Task(hash(("early", task.name)))
@@ -217,14 +225,8 @@ class Recorder(trio.abc.Instrument):
         self._prints = set()
         self._touched = set()
 
+    @_keeping_errors
     def task_spawned(self, task: Any) -> None:
-        try:
-            self._spawned(task)
-        except BaseException as error:  # pragma: no cover (a bug here)
-            self.error = self.error or error
-            raise
-
-    def _spawned(self, task: Any) -> None:
         spawner = GLOBAL_RUN_CONTEXT.task if self._current != _LOOP else None
         info = self._tasks.get(spawner) if spawner is not None else None
         if info is None:
@@ -239,13 +241,11 @@ class Recorder(trio.abc.Instrument):
         if task.parent_nursery is not None:
             self.touch(task.parent_nursery)
 
+    @_keeping_errors
     def task_scheduled(self, task: Any) -> None:
-        try:
-            self._touch_owner(task)
-        except BaseException as error:  # pragma: no cover (a bug here)
-            self.error = self.error or error
-            raise
+        self._touch_owner(task)
 
+    @_keeping_errors
     def task_exited(self, task: Any) -> None:
         # In the exiting task's step: it leaves its nursery (the last child
         # out wakes the parent).

@@ -235,12 +235,16 @@ class _Dfs(_Strategy):
         if known is None:
             return False
         reorders, holds = used
-        left = (
-            self._level - reorders - holds - 1,
-            self._bound - reorders - 1,
+        return all(a >= b for a, b in zip(known[1], self._left(reorders + 1, holds), strict=True))
+
+    def _left(self, reorders: int, holds: int) -> tuple[int, int, int]:
+        """The budgets left after ``reorders`` and ``holds``: (level,
+        reorders, holds)."""
+        return (
+            self._level - reorders - holds,
+            self._bound - reorders,
             self._delays - holds,
         )
-        return all(a >= b for a, b in zip(known[1], left, strict=True))
 
     def _merge_point(self, run: _Run, used: list[tuple[int, int]], *, new: bool) -> int:
         """The first choice point of the first batch of ``run`` whose state
@@ -255,12 +259,7 @@ class _Dfs(_Strategy):
             while at < point:
                 node = hash((node, picks[at] % _PICKS))
                 at += 1
-            reorders, holds = used[point]
-            left = (
-                self._level - reorders - holds,
-                self._bound - reorders,
-                self._delays - holds,
-            )
+            left = self._left(*used[point])
             known = self._explored.get(state)
             if known is None:
                 self._explored[state] = (node, left)
