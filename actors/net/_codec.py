@@ -1,7 +1,8 @@
 """The codec: which message classes a node accepts, under which stable names,
 and how each travels (MessagePack, through msgspec).
 
-A message is an attrs class. It travels as its registered name and the tuple
+A message is an attrs class (made with :func:`attrs.define` or
+:func:`attrs.frozen`). It travels as its registered name and the tuple
 of its field values, in field order; the receiving side decodes that tuple
 against the field types (msgspec checks them, strictly: a ``str`` where an
 ``int`` is declared is refused, not converted) and calls the class, so its
@@ -126,8 +127,9 @@ class Codec:
     def register(self, cls: type, *, name: str | None = None) -> None:
         """Accept ``cls`` under ``name`` (default: its qualified name).
 
-        Raises :class:`TypeError` if ``cls`` is not an attrs class whose
-        fields are all plain ``__init__`` parameters, or a field's type is
+        Raises :class:`TypeError` if ``cls`` is not an attrs class
+        (:func:`attrs.has`) whose fields (:func:`attrs.fields`) are all plain
+        ``__init__`` parameters, or a field's type is
         one msgspec cannot carry (an ``ActorRef``, an arbitrary class), or
         it has more than one ``Reply`` field; :class:`ValueError` if
         ``name`` is taken by another class or ``cls`` is registered under

@@ -115,6 +115,7 @@ def test_both_directions_are_pinned() -> None:
     assert len(DIVERGING) == len(NOT_DIVERGING) == 3
 
 
+@pytest.mark.proof
 @pytest.mark.parametrize(("processes", "workers"), TOPOLOGIES)
 def test_under_faults_every_divergent_scenario_answers_for_seeds_1_to_100(
     processes: int, workers: int
@@ -134,6 +135,7 @@ def test_under_faults_every_divergent_scenario_answers_for_seeds_1_to_100(
     assert failed == []
 
 
+@pytest.mark.proof
 def test_without_alignment_hypothesis_finds_a_peer_left_parked_or_frozen() -> None:
     topology = Topology(1, 1, align=False)
     tried: list[Program] = []

@@ -7,6 +7,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, find, given, settings
 from hypothesis import strategies as st
 
@@ -117,6 +118,7 @@ def find_the_race(seed: int) -> tuple[Program, int]:
     return shrunk, first_failure[0]
 
 
+@pytest.mark.proof
 def test_without_the_barrier_the_simulation_finds_the_frozen_read(tmp_path: Path) -> None:
     program, _ = find_the_race(seed=0)
     text = program.spec_text()
@@ -141,6 +143,7 @@ def test_without_the_barrier_the_simulation_finds_the_frozen_read(tmp_path: Path
     assert all(actual == ("error: timed out after 5s",) for actual in mismatches)
 
 
+@pytest.mark.proof
 def test_with_broadcast_holds_the_simulation_finds_the_compacted_import(tmp_path: Path) -> None:
     """The real team's counterexample, found by the generator: with no peer
     hold, maintenance compacts an index past the as_of of a one-shot read the

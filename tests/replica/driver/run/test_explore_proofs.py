@@ -2,7 +2,9 @@
 with bound 1 (every schedule with at most one pick other than creation
 order, in each batch of tasks Trio runs together) completes with no failure
 on the recreate scenario and on the reported divergent-runtime scenario, for
-small replicas; without the barrier it finds the frozen read. The larger
+small replicas; without the barrier it finds the frozen read. The runs at P=2
+or W=2 that take seconds are marked ``proof``: ``.ci/run`` runs them after the
+test command (``pytest -m proof``). The larger
 runs (every scenario at P=2 W=2, bound 2 at P=1 W=1) are recorded in
 ``bench/README.md`` (``bench/explore_bench.py --proofs``)."""
 
@@ -41,15 +43,15 @@ def exploring(spec: Spec, topology: Topology) -> Callable[[], Awaitable[None]]:
 @pytest.mark.parametrize(
     ("name", "processes", "workers"),
     [
-        ("two_runtime_recreate_index.spec", 1, 1),
+        # P=1 W=1 of the recreate scenario: test_explore_command.py, through the command.
         ("two_runtime_recreate_index.spec", 1, 2),
-        ("two_runtime_recreate_index.spec", 2, 1),
-        ("two_runtime_recreate_index.spec", 2, 2),
+        pytest.param("two_runtime_recreate_index.spec", 2, 1, marks=pytest.mark.proof),
+        pytest.param("two_runtime_recreate_index.spec", 2, 2, marks=pytest.mark.proof),
         ("two_runtime_recreate_race.spec", 1, 1),
         ("divergent_compaction_interactive_only.spec", 1, 1),
-        ("divergent_compaction_interactive_only.spec", 1, 2),
-        ("divergent_compaction_interactive_only.spec", 2, 1),
-        ("divergent_compaction_interactive_only.spec", 2, 2),
+        pytest.param("divergent_compaction_interactive_only.spec", 1, 2, marks=pytest.mark.proof),
+        pytest.param("divergent_compaction_interactive_only.spec", 2, 1, marks=pytest.mark.proof),
+        pytest.param("divergent_compaction_interactive_only.spec", 2, 2, marks=pytest.mark.proof),
         ("divergent_compaction_maintenance_only.spec", 1, 1),
     ],
 )
@@ -89,7 +91,11 @@ def test_without_the_barrier_dfs_finds_the_frozen_read_in_one_reordering(
     assert explore(main, replay="1:").failure is None
 
 
-@pytest.mark.parametrize(("processes", "workers"), [(1, 1), (1, 2), (2, 1), (2, 2)])
+@pytest.mark.parametrize(
+    ("processes", "workers"),
+    # P=1 W=1: test_explore_command.py, through the command.
+    [(1, 2), *(pytest.param(p, w, marks=pytest.mark.proof) for p, w in [(2, 1), (2, 2)])],
+)
 def test_with_the_barrier_every_schedule_within_one_delay_answers_every_read(
     processes: int, workers: int
 ) -> None:
@@ -107,7 +113,9 @@ def test_with_the_barrier_every_schedule_within_one_delay_answers_every_read(
     assert exploration.held >= exploration.runs - 1
 
 
-@pytest.mark.parametrize(("processes", "workers"), [(1, 1), (2, 2)])
+@pytest.mark.parametrize(
+    ("processes", "workers"), [(1, 1), pytest.param(2, 2, marks=pytest.mark.proof)]
+)
 def test_without_the_barrier_one_delay_finds_the_frozen_read(processes: int, workers: int) -> None:
     spec = bundled("two_runtime_recreate_race.spec")
     main = exploring(spec, Topology(processes, workers, barrier=False))
