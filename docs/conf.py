@@ -81,7 +81,44 @@ def _draw_timeline(app: Sphinx) -> None:
     )
 
 
+_OURS = frozenset({"actors", "barrier", "sharing", "replica"})
+
+
+def _skip_foreign(
+    app: Sphinx, what: str, name: str, obj: object, skip: bool, options: object
+) -> bool | None:
+    """Show what a class inherits from this project's classes (``spawn``
+    on :class:`actors.ActorSystem` comes from a private base), not what it
+    inherits from Python's (``BaseException.with_traceback``, ``int.bit_length``)."""
+    target = getattr(obj, "fget", obj)
+    target = getattr(target, "__func__", target)
+    module = getattr(target, "__module__", None) or getattr(
+        getattr(target, "__objclass__", None), "__module__", None
+    )
+    if isinstance(module, str) and module.split(".")[0] not in _OURS:
+        return True
+    return None
+
+
+def _no_constructor(
+    app: Sphinx,
+    what: str,
+    name: str,
+    obj: object,
+    options: object,
+    signature: str | None,
+    return_annotation: str | None,
+) -> tuple[str, str | None] | None:
+    """A class users receive but do not build (its metaclass refuses a call,
+    as trio's do) is shown without the metaclass's ``(*args, **kwargs)``."""
+    if what == "class" and type(obj).__name__ == "NoPublicConstructor":
+        return "", None
+    return None
+
+
 def setup(app: Sphinx) -> None:
+    app.connect("autodoc-skip-member", _skip_foreign)
+    app.connect("autodoc-process-signature", _no_constructor)
     # architecture.md carries a Mermaid diagram beside its ASCII one; with no
     # Mermaid renderer offline it is shown as text.
     app.add_lexer("mermaid", TextLexer)
