@@ -9,6 +9,7 @@ supervision and pools, and they on this module, with no circle.
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import random
 from collections.abc import Awaitable, Callable
@@ -92,6 +93,15 @@ class Spawner(metaclass=NoPublicConstructor):
         nursery: trio.Nursery,
         child: Callable[[_Cell[M]], Supervised] | None = None,
     ) -> ActorRef[M]:
+        given: object = behaviour  # the types do not stop every caller: checked here
+        if inspect.iscoroutine(given):
+            given.close()  # never to run: no "never awaited" warning
+            raise TypeError(
+                "spawn takes the behaviour, not a coroutine: spawn(worker, arg), not "
+                f"spawn(worker(arg)) (got {given!r})"
+            )
+        if not callable(given):
+            raise TypeError(f"spawn takes an async function, not {type(given).__name__}")
         uid = next(self._uids)
         if name is None:
             name = f"{getattr(behaviour, '__name__', 'actor')}-{uid}"
@@ -133,6 +143,7 @@ class Spawner(metaclass=NoPublicConstructor):
         inbox = cast("Inbox[M]", Inbox._create(cell))
         reason: ExitReason = KILLED
         restarting = False
+        running: Awaitable[None] | None = None
         try:
             while True:
                 # Killed unless the behaviour call ends otherwise: a cancel
@@ -154,6 +165,9 @@ class Spawner(metaclass=NoPublicConstructor):
                         await trio.lowlevel.checkpoint()
                         child.started()
                     else:
+                        # Called before the spawner returns, as trio's
+                        # start_soon does: a plain def is refused at once.
+                        running = _behaviour_call(behaviour, inbox, args)
                         task_status.started(cast("ActorRef[M]", ActorRef._create(cell)))
                         # Held by this frame, it would keep trio's start-up
                         # nursery (its cancel status and sets) alive for the
@@ -163,11 +177,15 @@ class Spawner(metaclass=NoPublicConstructor):
                         if child is not None:
                             child.adopted()
                     try:
-                        await behaviour(inbox, *args)
+                        if running is None:
+                            running = behaviour(inbox, *args)
+                        await running
                     except Exception as error:
                         reason = self._failed(cell, error)
                     else:
                         reason = Stopped() if cell.stop_requested else Normal()
+                    finally:
+                        running = None
                 cell.end_incarnation(reason)
                 if child is None:
                     if isinstance(reason, Failed):
@@ -202,3 +220,19 @@ class Spawner(metaclass=NoPublicConstructor):
         handling = "" if seq is None else f" while handling message {seq}"
         error.add_note(f"raised by actor {cell.address.name!r}{handling}")
         return Failed(error, seq)
+
+
+def _behaviour_call(
+    behaviour: Callable[[Inbox[M], Unpack[Ts]], Awaitable[None]], inbox: Inbox[M], args: tuple[*Ts]
+) -> Awaitable[None]:
+    """``behaviour(inbox, *args)``, which must give something to await (an
+    ``async def`` gives a coroutine and runs nothing yet); :class:`TypeError`
+    otherwise, as trio's ``start_soon`` refuses a plain function."""
+    running: object = behaviour(inbox, *args)
+    if not inspect.isawaitable(running):
+        name = getattr(behaviour, "__qualname__", None) or repr(behaviour)
+        raise TypeError(
+            f"an actor's behaviour must be an async function (async def), but {name} "
+            f"returned {type(running).__name__}, not something to await: is it async?"
+        )
+    return running

@@ -77,6 +77,12 @@ class ActorSystem(Spawner):
         scope it lives in and propagates (:class:`~actors.Escalate`); use
         :meth:`open_supervisor` with a restarting strategy for restarts.
 
+        ``behaviour`` is called before ``spawn`` returns (an ``async def``
+        runs nothing until the actor's task awaits it): a plain function, or
+        anything whose call gives nothing to await, is refused with
+        :class:`TypeError`, as is a coroutine object (``spawn(worker(x))``),
+        and nothing is spawned.
+
         Only from the system's Trio thread: any other thread, or another
         ``trio.run``, gets :class:`RuntimeError`, and nothing is spawned.
         """

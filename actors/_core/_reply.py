@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger("actors")
 
 R = TypeVar("R")
+R_contra = TypeVar("R_contra", contravariant=True)
 
 
 class _ExpiredError(Exception):
@@ -49,7 +50,7 @@ _SENT = _Completion.SENT  # (a global: an enum member's lookup costs more)
 
 
 @final
-class Reply(Generic[R], metaclass=NoPublicConstructor):
+class Reply(Generic[R_contra], metaclass=NoPublicConstructor):
     """Where the answer to one ``ask`` goes.
 
     The rules:
@@ -102,7 +103,7 @@ class Reply(Generic[R], metaclass=NoPublicConstructor):
         self._token = token
         # Invariant: _result and _completion are both set or both None, and at
         # most one of _result and _waiter is set.
-        self._result: outcome.Outcome[R] | None = None
+        self._result: outcome.Outcome[Any] | None = None
         self._completion: _Completion | None = None
         self._waiter: trio.lowlevel.Task | None = None
         # Called with the result once the reply is completed, instead of a
@@ -135,7 +136,7 @@ class Reply(Generic[R], metaclass=NoPublicConstructor):
         _footprint.touch(self)
         return self._completion is not None
 
-    def send(self, value: R) -> bool:
+    def send(self, value: R_contra) -> bool:
         """Complete the ask with ``value`` and return ``True``; return ``False``
         for a late answer (see the class docs). Never blocks, never checkpoints.
 
@@ -157,7 +158,7 @@ class Reply(Generic[R], metaclass=NoPublicConstructor):
             return True
         return self._complete(outcome.Value(value), _Completion.SENT)
 
-    def _answer(self, value: R) -> None:
+    def _answer(self, value: R_contra) -> None:
         """:meth:`send` of a pending reply by the framework, in the Trio
         thread of its system (a node handing on the answer its peer sent):
         :meth:`_settle` without the thread check."""
@@ -200,7 +201,7 @@ class Reply(Generic[R], metaclass=NoPublicConstructor):
             self._waiter = None
             trio.lowlevel.reschedule(waiter, outcome.Error(error))
 
-    def _complete(self, result: outcome.Outcome[R], completion: _Completion) -> bool:
+    def _complete(self, result: outcome.Outcome[R_contra], completion: _Completion) -> bool:
         _footprint.touch(self)
         if self._completion is _Completion.WITHDRAWN:
             self._discard(completion)
@@ -210,7 +211,7 @@ class Reply(Generic[R], metaclass=NoPublicConstructor):
         self._settle(result, completion)
         return True
 
-    def _settle(self, result: outcome.Outcome[R], completion: _Completion) -> None:
+    def _settle(self, result: outcome.Outcome[R_contra], completion: _Completion) -> None:
         self._result = result
         self._completion = completion
         waiter = self._waiter
@@ -239,7 +240,7 @@ class Reply(Generic[R], metaclass=NoPublicConstructor):
                 )
             )
 
-    def _wait(self) -> Awaitable[R]:
+    def _wait(self: Reply[R]) -> Awaitable[R]:
         """Park until the reply is completed, then return it or raise its
         error: call it and await the result at once. Not a coroutine of its
         own, so that an ask's wait is one frame fewer to suspend and resume:
@@ -255,10 +256,10 @@ class Reply(Generic[R], metaclass=NoPublicConstructor):
         self._waiter = trio.lowlevel.current_task()
         return trio.lowlevel.wait_task_rescheduled(self._abort)  # noqa: ASYNC105 (awaited at once)
 
-    async def _done(self) -> R:
+    async def _done(self: Reply[R]) -> R:
         _footprint.touch(self)
         await trio.lowlevel.checkpoint()
-        result = self._result
+        result: outcome.Outcome[R] | None = self._result
         assert result is not None, "a completed reply has its result"
         return result.unwrap()
 

@@ -102,6 +102,16 @@ SNIPPET = """
         await gets.ask(Put, "a", 1)  # line 25: a message the actor does not accept
         wrong: str = await ref.ask(Get, "a")  # line 26: the reply's type is int | None
         await pool.ask(Put, 1, 1)  # line 27: a pool checks the same way
+        print(await ref.ask(Get, "a"))  # fine: a reply is contravariant, print takes any object
+        anything: object = await ref.ask(Put, "a", 1)  # fine: a bool is an object
+
+
+    def widen(reply: Reply[int]) -> Reply[bool]:
+        return reply  # fine: a reply that takes any int takes a bool
+
+
+    def narrow(reply: Reply[bool]) -> Reply[int]:
+        return reply  # line 37: a reply for bools is no reply for ints
 """
 
 
@@ -119,7 +129,7 @@ def test_mypy_refuses_arguments_that_do_not_fit_the_message(tmp_path: Path) -> N
     )
     assert (errors, status) == ("", 1)
     lines = {int(match[1]) for match in re.finditer(r"snippet\.py:(\d+): error:", report)}
-    assert lines == {22, 23, 24, 25, 26, 27}, report
+    assert lines == {22, 23, 24, 25, 26, 27, 37}, report
     assert (
         'snippet.py:22: error: Argument 1 to "ask" of "ActorRef" has incompatible type '
         '"type[Put]"; expected "Callable[[str, str, Reply[bool]], Put | Get]"  [arg-type]'

@@ -132,3 +132,38 @@ async def test_a_failing_system_ends_its_actors_living_in_a_nursery_passed_in() 
                 await trio.sleep_forever()
         assert await ref.wait_stopped() == actors.Killed()
     assert trio.current_time() == 0
+
+
+def plain(inbox: Inbox[Add]) -> None:
+    """A behaviour written with ``def`` by mistake."""
+
+
+async def test_a_plain_function_is_refused_at_once_and_the_name_stays_free() -> None:
+    async with actors.open_system() as system:
+        with pytest.raises(TypeError, match=r"plain returned NoneType, not something to await"):
+            await system.spawn(plain, name="plain")  # type: ignore[arg-type]
+        assert system.lookup("plain") is None
+        ref = await system.spawn(counter, name="plain")  # the system goes on
+        assert await ref.ask(Total) == 0
+
+
+async def test_a_coroutine_object_or_a_non_callable_is_refused_before_anything_starts() -> None:
+    async with actors.open_system() as system:
+        with pytest.raises(TypeError, match=r"not spawn\(worker\(arg\)\)"):
+            await system.spawn(counter(None), name="c")  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="not int"):
+            await system.spawn(3, name="c")  # type: ignore[arg-type]
+        assert system.lookup("c") is None
+
+
+async def test_a_pool_or_a_supervisor_of_plain_functions_is_refused_at_once() -> None:
+    async with actors.open_system() as system:
+        with pytest.raises(TypeError, match="not something to await"):
+            await system.pool(plain, size=2, name="p")  # type: ignore[arg-type]
+        assert system.lookup("p") is None
+        assert system.lookup("p/0") is None
+        async with system.open_supervisor(actors.OneForOne()) as supervisor:
+            with pytest.raises(TypeError, match="not something to await"):
+                await supervisor.spawn(plain, name="s")  # type: ignore[arg-type]
+            ref = await supervisor.spawn(counter, name="s")
+            assert await ref.ask(Total) == 0
