@@ -52,7 +52,9 @@ class Routing(enum.StrEnum):
     LEAST_LOADED = "least-loaded"
     """The member with the fewest messages queued, counting one more for a
     member busy with a message (not waiting in its receive); ties go to the
-    next in turn. ``tell`` waits only if that member is full, so all are."""
+    next in turn. A member waiting out its restart back-off is picked only
+    when every member is. ``tell`` waits only if that member is full: so all
+    are, or every running one."""
 
 
 @attrs.frozen
@@ -183,11 +185,17 @@ class Pool(Generic[M_contra], metaclass=NoPublicConstructor):
         )
 
 
-def _load(cell: _Cell[Any]) -> int:
+def _load(cell: _Cell[Any]) -> float:
     """How busy a member is: its queued messages, plus one unless it waits in
-    its receive."""
+    its receive; a member between incarnations (waiting out its restart
+    back-off) ranks after every running one, by its queue."""
     channel = cell.send_channel.statistics()
-    return channel.current_buffer_used + (0 if channel.tasks_waiting_receive else 1)
+    load = channel.current_buffer_used + (0 if channel.tasks_waiting_receive else 1)
+    return load if cell.running else _RESTARTING + load
+
+
+_RESTARTING = 2.0**53
+"""Added to the load of a member that is not running: more than any queue."""
 
 
 async def open_pool(

@@ -232,3 +232,26 @@ async def test_a_pool_refuses_a_foreign_thread(autojump_clock: trio.testing.Mock
         ):
             await in_thread(autojump_clock, functools.partial(pool.tell_nowait, Add(1)))
         assert await pool.ask(Total) == 0
+
+
+async def test_least_loaded_skips_a_member_waiting_out_its_restart_backoff() -> None:
+    release = trio.Event()
+    strategy = OneForOne(intensity=10, period=60, backoff=actors.Backoff(minimum=5, maximum=5))
+    async with actors.open_system() as system:
+        pool = await system.pool(
+            counter, size=2, routing=Routing.LEAST_LOADED, name="p", strategy=strategy
+        )
+        await trio.testing.wait_all_tasks_blocked()
+        await pool.tell(Boom())  # p/0 fails and waits 5 s (less its jitter) to restart
+        await trio.testing.wait_all_tasks_blocked()
+        await pool.tell(Hold(release))  # p/1: busy from now on, as loaded as p/0 counts
+        await trio.testing.wait_all_tasks_blocked()
+        for _ in range(3):
+            await pool.tell(Add(1))  # behind p/1's hold, not into the member that is down
+        assert [stats.queued for stats in pool.statistics().members] == [0, 3]
+        release.set()
+        assert await pool.members[1].ask(Total) == 3
+        await trio.sleep(5)  # p/0 restarted: an idle member again, picked first
+        await trio.testing.wait_all_tasks_blocked()
+        await pool.tell(Add(2))
+        assert [await member.ask(Total) for member in pool.members] == [2, 3]
