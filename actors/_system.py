@@ -284,7 +284,28 @@ class ActorSystem(Spawner):
         spawned into another ``nursery`` too: when the ``open_system`` block
         ends, it ends at once. Messages still queued
         are reported as dropped. Idempotent. Only from the system's Trio
-        thread (from another: ``trio.from_thread.run_sync(system.cancel)``)."""
+        thread (from another: ``trio.from_thread.run_sync(system.cancel)``).
+
+        The ``open_system`` block is cancelled too (its body runs in the
+        system's nursery, as a nursery's body does): from its next checkpoint
+        on, the rest of the block does not run, and the block ends without an
+        error, as if it had finished. So keep what the block computes in a
+        variable and return it after the block::
+
+            async def total() -> int:
+                result = None
+                async with actors.open_system() as system:
+                    ...
+                    result = await ref.ask(Total)
+                    system.cancel()
+                if result is None:
+                    raise RuntimeError("cancelled before the total came")
+                return result
+
+        A type checker is told: the block's exit is typed to return ``bool``
+        (it may swallow the cancellation), as a trio nursery's is, so mypy
+        reports ``Missing return statement`` for a function that returns only
+        inside the block."""
         if not in_trio_thread(self._token):
             raise foreign_thread_error(
                 "cancel of an actor system", "trio.from_thread.run_sync(system.cancel)"
@@ -316,7 +337,7 @@ def _strategy(strategy: Strategy) -> Strategy:
 
 def open_system(
     *, seed: int | None = None, tracer: Tracer | None = None, latency: Latency = None
-) -> AbstractAsyncContextManager[ActorSystem]:
+) -> AbstractAsyncContextManager[ActorSystem, bool]:
     """Open an actor system: a nursery scope whose actors end with it.
 
     When the block ends normally, every live actor of the system is stopped
@@ -337,7 +358,11 @@ def open_system(
     A bad ``latency`` raises :class:`TypeError` or :class:`ValueError` here,
     before the system opens.
     """
-    return _open_system(seed, tracer, None if latency is None else check_latency(latency))
+    opened = _open_system(seed, tracer, None if latency is None else check_latency(latency))
+    # Its exit returns True when it swallowed the cancellation of
+    # ActorSystem.cancel: typed so, as trio's nurseries are, a checker knows
+    # the block may end early.
+    return cast("AbstractAsyncContextManager[ActorSystem, bool]", opened)
 
 
 @asynccontextmanager

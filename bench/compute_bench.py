@@ -172,7 +172,8 @@ def barrier_rounds(n: int) -> tuple[int, float]:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(side, Side.MAINTENANCE)
                 nursery.start_soon(side, Side.INTERACTIVE)
-            return time.perf_counter() - start
+            elapsed = time.perf_counter() - start
+        return elapsed
 
     return n, trio.run(main)
 

@@ -513,7 +513,7 @@ def test_messages_on_their_way_are_no_deadlock() -> None:
             sink = await system.spawn(collector, [], 1, done, name="sink")
             sink.tell_nowait("late")
             await done.wait()  # every task waits; the message is due at 5
-            return trio.current_time()
+        return trio.current_time()
 
     assert actors.run(main, latency=(5, 5)) == 5
 
@@ -546,7 +546,8 @@ async def withholder(inbox: Inbox[Withheld]) -> None:
 def test_the_runs_latency_is_each_systems_default() -> None:
     async def latencies() -> tuple[object, ...]:
         async with actors.open_system() as default, actors.open_system(latency=(1, 2)) as own:
-            return default.latency, own.latency, actors.current_seed()
+            seen = default.latency, own.latency, actors.current_seed()
+        return seen
 
     assert actors.run(latencies, seed=3, latency=0.5) == ((0.0, 0.5), (1.0, 2.0), 3)
     assert actors.run(latencies) == (None, (1.0, 2.0), 0)

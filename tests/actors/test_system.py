@@ -1,8 +1,11 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import trio
 import trio.testing
+from mypy import api as mypy_api
 
 import actors
 from actors import ActorNameError, EventKind, Inbox
@@ -167,3 +170,31 @@ async def test_a_pool_or_a_supervisor_of_plain_functions_is_refused_at_once() ->
                 await supervisor.spawn(plain, name="s")  # type: ignore[arg-type]
             ref = await supervisor.spawn(counter, name="s")
             assert await ref.ask(Total) == 0
+
+
+async def test_cancel_ends_the_rest_of_the_block_without_an_error() -> None:
+    reached: list[str] = []
+    async with actors.open_system() as system:
+        reached.append("before")
+        system.cancel()
+        await trio.lowlevel.checkpoint()
+        reached.append("after")  # never: the block is cancelled
+    assert reached == ["before"]
+
+
+def test_mypy_knows_the_block_may_end_early(tmp_path: Path) -> None:
+    snippet = tmp_path / "snippet.py"
+    snippet.write_text(
+        "import actors\n\n\n"
+        "async def name() -> str:\n"
+        "    async with actors.open_system() as system:\n"
+        "        return system.random.choice('ab')\n",
+        encoding="utf-8",
+    )
+    report, errors, status = mypy_api.run(
+        ["--strict", "--no-error-summary", "--cache-dir", str(tmp_path / "cache"), str(snippet)]
+    )
+    assert (errors, status) == ("", 1)
+    assert report.strip() == "snippet.py:4: error: Missing return statement  [return]".replace(
+        "snippet.py", str(snippet)
+    )

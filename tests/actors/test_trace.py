@@ -93,7 +93,8 @@ def test_the_run_seed_is_the_systems_default_seed() -> None:
     async def seed_of_system() -> int:
         assert actors.current_seed() == 42
         async with actors.open_system() as system:
-            return system.seed
+            seed = system.seed
+        return seed
 
     assert actors.run(seed_of_system, seed=42) == 42
 
