@@ -20,7 +20,9 @@ from ._core._errors import ActorStoppedError as ActorStoppedError
 from ._core._errors import AlreadyRepliedError as AlreadyRepliedError
 from ._core._errors import AskTimeoutError as AskTimeoutError
 from ._core._errors import DeadlockError as DeadlockError
+from ._core._errors import MockClockWarning as MockClockWarning
 from ._core._errors import RestartIntensityError as RestartIntensityError
+from ._core._errors import TimeLimitError as TimeLimitError
 from ._core._inbox import Inbox as Inbox
 from ._core._mailbox import ActorRef as ActorRef
 from ._core._monitors import Down as Down

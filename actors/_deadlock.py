@@ -20,11 +20,13 @@ from __future__ import annotations
 
 import math
 import types
+import warnings
 from collections.abc import Callable, Iterator
 
 import trio
 
 from ._core._envelope import Address, current_address
+from ._core._errors import MockClockWarning
 
 # Modules whose waits something outside the run ends: these are not deadlocks.
 _OUTSIDE_WAITS = ("trio._core._io_", "trio._threads", "trio._subprocess", "trio._signals")
@@ -34,7 +36,9 @@ class DeadlockWatch:
     """Installed on a ``MockClock`` for one run; ``report`` is set once a
     deadlock was found (and the run's ``scope`` cancelled)."""
 
-    def __init__(self, clock: trio.abc.Clock, scope: trio.CancelScope) -> None:
+    def __init__(
+        self, clock: trio.abc.Clock, scope: trio.CancelScope, time_limit: float | None = None
+    ) -> None:
         autojump: Callable[[], None] | None = getattr(clock, "_autojump", None)
         if autojump is None:
             raise RuntimeError(
@@ -44,7 +48,14 @@ class DeadlockWatch:
         self._clock = clock
         self._autojump = autojump
         self._scope = scope
+        self._time_limit = time_limit
+        self._start = trio.current_time()
         self.report: str | None = None
+        self.timed_out = False
+        """Whether the report is of the time limit, not of a deadlock."""
+        self.warned = False
+        """Whether the run was warned that a task waits for I/O on the mock clock."""
+        self._io_seen = 0
         setattr(clock, "_autojump", self._check)  # noqa: B010 (a method of a final class)
 
     def remove(self) -> None:
@@ -52,20 +63,63 @@ class DeadlockWatch:
         vars(self._clock).pop("_autojump", None)
 
     def _check(self) -> None:
-        if (
-            self.report is None
-            and trio.lowlevel.current_statistics().seconds_to_next_deadline == math.inf
-        ):
-            waits = list(_waits())
-            if not any(outside for _, outside in waits):
-                self.report = (
-                    f"deadlock at {trio.current_time():g}s: every task waits and no deadline "
-                    "is pending, so nothing can wake them:\n"
-                    + "\n".join(f"  {line}" for line, _ in sorted(waits))
-                )
-                self._scope.cancel()
-                return
+        if self.report is None:
+            now = trio.current_time()
+            statistics = trio.lowlevel.current_statistics()
+            following = now + statistics.seconds_to_next_deadline
+            if not self.warned and following < math.inf:
+                self._check_io(statistics)
+            limit = self._time_limit
+            if following == math.inf or (limit is not None and following > self._start + limit):
+                waits = list(_waits())
+                if not any(outside for _, outside in waits):
+                    if following == math.inf:
+                        why = "no deadline is pending, so nothing can wake them"
+                        self.report = f"deadlock at {now:g}s: every task waits and {why}:\n"
+                    else:
+                        self.timed_out = True
+                        self.report = (
+                            f"time limit of {limit:g}s reached at {now - self._start:g}s: every "
+                            f"task waits and the next deadline, at {following - self._start:g}s, "
+                            "is past it:\n"
+                        )
+                    self.report += "\n".join(f"  {line}" for line, _ in sorted(waits))
+                    self._scope.cancel()
+                    return
         self._autojump()
+
+
+    def _check_io(self, statistics: trio.lowlevel.RunStatistics) -> None:
+        """Time is about to jump: warn (once) if a task of the run waits for
+        I/O. The I/O manager's count says whether any task does, without
+        walking the tasks; the tasks are walked only when it changes."""
+        count = io_waiters(statistics)
+        if count <= _TRIOS_OWN_IO_WAITERS or count == self._io_seen:
+            return
+        self._io_seen = count
+        waiting = sorted(_io_waits())
+        if waiting:
+            self.warned = True
+            warnings.warn(
+                f"actors.run is on trio's MockClock, and virtual time jumps ahead while "
+                f"{waiting[0]}: its timeouts fire at once, whatever the peer does. Run "
+                "an application that does I/O with clock=actors.RealClock()",
+                MockClockWarning,
+                stacklevel=1,
+            )
+
+
+def io_waiters(statistics: trio.lowlevel.RunStatistics) -> int:
+    """How many tasks of the run wait on a socket or file, by the I/O
+    manager's statistics (epoll and kqueue count readers and writers)."""
+    io = statistics.io_statistics
+    counts = (getattr(io, name, 0) for name in ("tasks_waiting_read", "tasks_waiting_write"))
+    return sum(count for count in counts if isinstance(count, int))
+
+
+_TRIOS_OWN_IO_WAITERS = 1
+"""Trio's entry-queue task always waits to read its wake-up socket (pinned by
+``tests/actors/test_deadlock.py``)."""
 
 
 def _tasks(task: trio.lowlevel.Task) -> Iterator[trio.lowlevel.Task]:
@@ -79,9 +133,8 @@ def _module(frame: types.FrameType) -> str:
     return str(frame.f_globals.get("__name__", ""))
 
 
-def _waits() -> Iterator[tuple[str, bool]]:
-    """Each task of the run outside Trio's own, as (what it waits on, whether
-    something outside the run can end the wait)."""
+def _waiting_tasks() -> Iterator[tuple[trio.lowlevel.Task, list[types.FrameType]]]:
+    """Each task of the run outside Trio's own, with its await frames."""
     root = trio.lowlevel.current_root_task()
     assert root is not None, "called inside a run"
     for task in _tasks(root):
@@ -90,8 +143,22 @@ def _waits() -> Iterator[tuple[str, bool]]:
             continue  # trio's own tasks (the run's init, its entry queue)
         if frames[0].f_code.co_qualname == "Timekeeper._run":
             continue  # a system's timer task, idle: nothing is scheduled
+        yield task, frames
+
+
+def _waits() -> Iterator[tuple[str, bool]]:
+    """Each task of the run outside Trio's own, as (what it waits on, whether
+    something outside the run can end the wait)."""
+    for task, frames in _waiting_tasks():
         outside = any(_module(frame).startswith(_OUTSIDE_WAITS) for frame in frames)
         yield f"{_who(task, frames[0])} {_what(frames)}", outside
+
+
+def _io_waits() -> Iterator[str]:
+    """What each task of the run that waits for I/O waits on."""
+    for task, frames in _waiting_tasks():
+        if any(_module(frame).startswith(_OUTSIDE_WAITS[0]) for frame in frames):
+            yield f"{_who(task, frames[0])} {_what(frames)}"
 
 
 def _who(task: trio.lowlevel.Task, outermost: types.FrameType) -> str:

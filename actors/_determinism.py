@@ -14,6 +14,7 @@ are drawn from a generator of their own, seeded from the same seed.
 from __future__ import annotations
 
 import functools
+import math
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar, TypeVarTuple, Unpack, final
@@ -22,7 +23,7 @@ import trio
 import trio._core._run as _trio_run
 from trio._core._mock_clock import MockClock
 
-from ._core._errors import DeadlockError
+from ._core._errors import DeadlockError, TimeLimitError
 from ._core._transit import Bounds, Latency, check_latency
 from ._deadlock import DeadlockWatch
 
@@ -69,6 +70,7 @@ def run(
     seed: int = 0,
     clock: trio.abc.Clock | None = None,
     latency: Latency = None,
+    time_limit: float | None = None,
     instruments: Sequence[trio.abc.Instrument] = (),
 ) -> T:
     """``trio.run(async_fn, *args)`` with a deterministic, seeded scheduler.
@@ -101,9 +103,22 @@ def run(
     ``low <= high`` raises :class:`TypeError` (not a number: a ``bool`` is
     not one) or :class:`ValueError`, before anything runs.
 
+    ``time_limit`` (default None: none) ends a run on the mock clock once
+    every task waits and the next deadline is more than ``time_limit``
+    virtual seconds from the start: the run is cancelled and
+    :class:`~actors.TimeLimitError` names what each actor and task waits on,
+    as a deadlock's report does. A run that is stuck but kept going by a
+    timer (``send_every``, a retry loop with ``trio.sleep``), which no deadlock
+    check can tell from one that is working, ends so. A ``time_limit`` that
+    is not a number of seconds >= 0 raises :class:`TypeError` or
+    :class:`ValueError`, and one with a clock other than ``MockClock``
+    :class:`ValueError` (it is virtual time), before anything runs.
+
     ``instruments`` are passed to ``trio.run``.
     """
     bounds = check_latency(latency)
+    if time_limit is not None:
+        _check_time_limit(time_limit, clock)
     if clock is None:
         clock = MockClock(autojump_threshold=0)
     saved_state = _trio_run._r.getstate()
@@ -118,16 +133,27 @@ def run(
         if not isinstance(clock, MockClock):
             return await async_fn(*args)
         with trio.CancelScope() as scope:
-            watch = DeadlockWatch(clock, scope)
+            watch = DeadlockWatch(clock, scope, time_limit)
             try:
                 return await async_fn(*args)
             finally:
                 watch.remove()
         assert watch.report is not None, "only the deadlock watch cancels the run's scope"
-        raise DeadlockError(watch.report)
+        raise (TimeLimitError if watch.timed_out else DeadlockError)(watch.report)
 
     try:
         return trio.run(seeded, clock=clock, instruments=instruments)
     finally:
         setattr(_trio_run, "_ALLOW_DETERMINISTIC_SCHEDULING", saved_flag)  # noqa: B010
         _trio_run._r.setstate(saved_state)
+
+
+def _check_time_limit(time_limit: object, clock: trio.abc.Clock | None) -> None:
+    if isinstance(time_limit, bool) or not isinstance(time_limit, int | float):
+        raise TypeError(f"time_limit must be a number of seconds, not {type(time_limit).__name__}")
+    if not 0 <= time_limit < math.inf:
+        raise ValueError(f"time_limit must be a finite number of seconds >= 0: {time_limit!r}")
+    if clock is not None and not isinstance(clock, MockClock):
+        raise ValueError(
+            f"time_limit is virtual time: it needs trio's MockClock, not {type(clock).__name__}"
+        )

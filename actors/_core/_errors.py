@@ -51,3 +51,17 @@ class DeadlockError(ActorError):
     """:func:`actors.run` found every task blocked with no deadline pending on
     its mock clock, so nothing could ever wake them; the message names each
     waiting actor and task and what it waits on."""
+
+
+class MockClockWarning(RuntimeWarning):
+    """:func:`actors.run` is on trio's ``MockClock`` and a task waits for I/O
+    (a socket) while virtual time jumps ahead: that task's timeouts fire at
+    once. Warned once a run; run such an application with
+    ``clock=actors.RealClock()``."""
+
+
+class TimeLimitError(ActorError):
+    """:func:`actors.run` with a ``time_limit`` found every task blocked and
+    the next deadline past the limit: the run is ended there, and the
+    message names each waiting actor and task and what it waits on (a run
+    that only a periodic timer keeps going ends so)."""

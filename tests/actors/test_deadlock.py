@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import functools
 import inspect
+import math
 import re
 import socket
 import threading
+import warnings
 
+import attrs
 import pytest
 import trio
 import trio._core._run as trio_run
@@ -16,7 +19,7 @@ import trio.testing
 
 import actors
 from actors import DeadlockError, Inbox, RealClock, Reply
-from actors._deadlock import _waits
+from actors._deadlock import _waits, io_waiters
 
 from .messages import Add, CounterMessage, Hold, Total, counter
 
@@ -187,3 +190,132 @@ async def test_a_reply_handed_on_is_named_by_its_message() -> None:
             waits = dict(_waits())
             kept[0].send(1)
     assert "task 'asker' waits for the reply to message 0 of actor 'keeper'" in waits
+
+
+@attrs.frozen
+class Tick:
+    pass
+
+
+async def asks_a_ticking_actor() -> None:
+    """A stuck ask that a periodic timer keeps from being a deadlock."""
+
+    async def ticker(inbox: Inbox[Tick | Total]) -> None:
+        inbox.timers.send_every(1, Tick())
+        async for _ in inbox:
+            pass  # ticks, and takes the ask without answering
+
+    async with actors.open_system() as system:
+        ref = await system.spawn(ticker, name="ticker")
+        await ref.ask(Total)
+
+
+def test_a_run_kept_going_by_a_timer_ends_at_its_time_limit_naming_what_waits() -> None:
+    with pytest.raises(actors.TimeLimitError) as raised:
+        actors.run(asks_a_ticking_actor, time_limit=3600)
+    assert str(raised.value).splitlines() == [
+        "time limit of 3600s reached at 3600s: every task waits and the next deadline, "
+        "at 3601s, is past it:",
+        "  actor 'ticker' waits for a message",
+        f"  task '{__name__}.asks_a_ticking_actor' waits for the reply to message 0 of actor "
+        "'ticker'",
+    ]
+
+
+def test_a_time_limit_changes_nothing_for_a_run_that_ends_in_time_or_deadlocks() -> None:
+    async def sleeps(seconds: float) -> float:
+        await trio.sleep(seconds)
+        return trio.current_time()
+
+    assert actors.run(sleeps, 10, time_limit=10) == 10  # a deadline at the limit is in time
+    with pytest.raises(actors.TimeLimitError, match=r"^time limit of 10s reached at 0s: "):
+        actors.run(sleeps, 10.5, time_limit=10)
+    with pytest.raises(DeadlockError, match=r"^deadlock at 3s: "):
+        actors.run(asks_a_silent_actor, time_limit=10)
+
+
+def test_the_time_limit_counts_from_the_start_of_the_run() -> None:
+    clock = trio.testing.MockClock(autojump_threshold=0)
+    clock.jump(100)
+    with pytest.raises(actors.TimeLimitError, match=r"reached at 5s: .* at 6s, is past it"):
+        actors.run(asks_a_ticking_actor, clock=clock, time_limit=5)
+
+
+@pytest.mark.parametrize(
+    ("limit", "error", "message"),
+    [
+        (True, TypeError, "time_limit must be a number of seconds, not bool"),
+        ("10", TypeError, "time_limit must be a number of seconds, not str"),
+        (-1, ValueError, r"time_limit must be a finite number of seconds >= 0: -1"),
+        (math.inf, ValueError, r"time_limit must be a finite number of seconds >= 0: inf"),
+        (math.nan, ValueError, r"time_limit must be a finite number of seconds >= 0: nan"),
+    ],
+)
+def test_a_bad_time_limit_is_refused_before_anything_runs(
+    limit: object, error: type[Exception], message: str
+) -> None:
+    ran: list[bool] = []
+
+    async def main() -> None:
+        ran.append(True)
+
+    with pytest.raises(error, match=f"^{message}$"):
+        actors.run(main, time_limit=limit)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"^time_limit is virtual time: it needs trio.s MockClock"):
+        actors.run(main, clock=RealClock(), time_limit=5)
+    assert ran == []
+
+
+def socket_wait_with_timeout() -> tuple[bool, float]:
+    """A read of a socket no one writes to, with a 5 s timeout, under
+    actors.run on the mock clock: it times out at once, in virtual time."""
+
+    async def main() -> tuple[bool, float]:
+        left, right = socket.socketpair()
+        with left, right:
+            receiving = trio.socket.from_stdlib_socket(left)
+            with trio.move_on_after(5) as scope:
+                await receiving.recv(1)
+        return scope.cancelled_caught, trio.current_time()
+
+    return actors.run(main)
+
+
+def test_a_mock_clock_run_that_waits_for_a_socket_is_warned_once() -> None:
+    with pytest.warns(actors.MockClockWarning) as warned:
+        assert socket_wait_with_timeout() == (True, 5.0)
+    assert len(warned) == 1
+    assert str(warned[0].message) == (
+        "actors.run is on trio's MockClock, and virtual time jumps ahead while task "
+        f"'{__name__}.socket_wait_with_timeout.<locals>.main' waits in "
+        f"socket_wait_with_timeout.<locals>.main ({__file__}:"
+        f"{inspect.getsourcelines(socket_wait_with_timeout)[1] + 9}): its timeouts fire at "
+        "once, whatever the peer does. Run an application that does I/O with "
+        "clock=actors.RealClock()"
+    )
+
+
+def test_trios_entry_queue_is_the_one_io_waiter_of_a_run_that_does_no_io() -> None:
+    # If this fails, the MockClockWarning check (actors/_deadlock.py) counts
+    # the wrong baseline of trio's own I/O waiters.
+    async def main() -> int:
+        await trio.testing.wait_all_tasks_blocked()
+        return io_waiters(trio.lowlevel.current_statistics())
+
+    assert actors.run(main) == 1
+
+
+def test_a_run_with_no_io_or_on_the_real_clock_is_not_warned() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert actors.run(trio.sleep, 5) is None
+
+        async def reads_with_timeout() -> bool:
+            left, right = socket.socketpair()
+            with left, right:
+                right.send(b"x")
+                receiving = trio.socket.from_stdlib_socket(left)
+                with trio.fail_after(5):
+                    return await receiving.recv(1) == b"x"
+
+        assert actors.run(reads_with_timeout, clock=RealClock()) is True

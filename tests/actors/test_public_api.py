@@ -35,6 +35,7 @@ PUBLIC = {
     "Inbox",
     "Killed",
     "Listing",
+    "MockClockWarning",
     "Monitor",
     "NodeDown",
     "Normal",
@@ -56,6 +57,7 @@ PUBLIC = {
     "Stopped",
     "Strategy",
     "Supervisor",
+    "TimeLimitError",
     "Timers",
     "Trace",
     "TraceEvent",
@@ -162,8 +164,11 @@ def test_classes_only_the_framework_builds_refuse_construction(cls: type) -> Non
 
 def test_every_error_derives_from_the_package_base() -> None:
     errors = [value for name, value in vars(actors).items() if name.endswith("Error")]
-    assert len(errors) == 8
+    assert len(errors) == 9
     assert all(issubclass(error, actors.ActorError) for error in errors)
+    warnings = [value for name, value in vars(actors).items() if name.endswith("Warning")]
+    assert warnings == [actors.MockClockWarning]
+    assert issubclass(actors.MockClockWarning, RuntimeWarning)
 
 
 def test_importing_actors_loads_neither_pytest_nor_trio_testing() -> None:
