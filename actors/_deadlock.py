@@ -88,7 +88,6 @@ class DeadlockWatch:
                     return
         self._autojump()
 
-
     def _check_io(self, statistics: trio.lowlevel.RunStatistics) -> None:
         """Time is about to jump: warn (once) if a task of the run waits for
         I/O. The I/O manager's count says whether any task does, without
