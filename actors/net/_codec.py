@@ -91,13 +91,16 @@ class Codec:
     (answered with an error frame) and the connection goes on.
     """
 
-    __slots__ = ("_by_class", "_by_name", "_encoder", "_reply_fields", "_values")
+    __slots__ = ("_by_class", "_by_name", "_encoder", "_in_use", "_reply_fields", "_values")
 
     def __init__(self, classes: Iterable[type] = (), *, values: Values | None = None) -> None:
         self._by_name: dict[str, _Entry] = {}
         self._by_class: dict[type, _Entry] = {}
         # The name of the reply field of each class that has one.
         self._reply_fields: dict[type, str] = {}
+        # Set by the first connection made with the codec: its peers were
+        # told its types then, so it takes no more.
+        self._in_use = False
         self._encoder = msgspec.msgpack.Encoder()
         self._values = Values() if values is None else values
         for cls in classes:
@@ -133,8 +136,10 @@ class Codec:
         one msgspec cannot carry (an ``ActorRef``, an arbitrary class), or
         it has more than one ``Reply`` field; :class:`ValueError` if
         ``name`` is taken by another class or ``cls`` is registered under
-        another name. Registering the same class under the same name again
-        changes nothing. Either error changes nothing."""
+        another name; :class:`RuntimeError` once a node was opened with the
+        codec (its peers are told the types it accepts as they connect:
+        register every class before opening the node). Registering the same class under
+        the same name again changes nothing. Each error changes nothing."""
         if not (isinstance(cls, type) and attrs.has(cls)):
             raise TypeError(f"a codec registers attrs classes, not {cls!r}")
         if name is None:
@@ -150,6 +155,11 @@ class Codec:
             raise ValueError(
                 f"the name {name!r} is already registered for "
                 f"{self._by_name[name].cls.__qualname__}"
+            )
+        if self._in_use:
+            raise RuntimeError(
+                f"the codec is in use by a node, so it registers no more classes ({name!r}): "
+                "register every class before opening the node"
             )
         entry = self._entry(cls, name)
         self._by_name[name] = entry

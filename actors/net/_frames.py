@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import msgspec
 
-VERSION = 2
-"""Version 2: a message's and an answer's values travel as a MessagePack
+VERSION = 3
+"""Version 3: once a side has checked the other's proof, it sends the names
+of the message types its codec accepts (``Types``) before its first credit,
+so the other refuses, at the sender, a message this side could not decode.
+Version 2: a message's and an answer's values travel as a MessagePack
 ``bin`` (bytes), so a frame decodes without looking into them: values the
 codec cannot decode are refused under the frame's reply number."""
 
@@ -83,6 +86,10 @@ class Close(msgspec.Struct, tag=13, tag_field="frame", array_like=True, frozen=T
     reason: str
 
 
+class Types(msgspec.Struct, tag=14, tag_field="frame", array_like=True, frozen=True):
+    names: list[str]
+
+
 Frame = (
     Hello | Proof | Send | Answer | Failure | Credit | Lookup | Find | Found | Stop | Ended | Error
-) | Close
+) | (Close | Types)

@@ -110,6 +110,13 @@ class PeerStatistics:
     late_answers: int = 0
     """Answers that came for asks whose asker had given up (timed out or
     cancelled): dropped."""
+    refused: int = 0
+    """Frames of the peer's this node refused (undecodable, or a message type
+    its codec lacks), each answered with an error and logged (WARNING)."""
+    refused_by_peer: int = 0
+    """Messages of this node's the peer refused, each logged (WARNING); an
+    ask's asker gets a ``RemoteError``. A message of a type the peer's codec
+    lacks is refused at the sender (``CodecError``) and is not counted here."""
 
 
 @attrs.define(eq=False)
@@ -172,6 +179,8 @@ class Peer(metaclass=NoPublicConstructor):
         # Bytes written so far (progress, for the stall check).
         self._written = 0
         self._late_answers = 0
+        self._refused = 0
+        self._refused_by_peer = 0
         # References to the peer's actors, by their uid there.
         self._remote: dict[int, _Cell[Any]] = {}
         # Local actors the peer looked up, by uid: all it may message.
@@ -226,6 +235,8 @@ class Peer(metaclass=NoPublicConstructor):
             self._conn.credit,
             self._unsent(),
             self._late_answers,
+            self._refused,
+            self._refused_by_peer,
         )
 
     def _unsent(self) -> int:
@@ -565,8 +576,10 @@ class Peer(metaclass=NoPublicConstructor):
                 if cell is not None and cell.state is not ActorState.STOPPED:
                     cell.terminate(exit_reason(self.node, event.reason, event.detail, event.seq))
             case FrameRefused():
+                self._refused += 1
                 logger.warning("refused a frame from node %r: %s", self.node, event.reason)
             case PeerRefused():
+                self._refused_by_peer += 1
                 logger.warning("node %r refused a message: %s", self.node, event.reason)
                 if event.reply is not None:
                     self._fail_reply(event.reply, RemoteError("CodecError", event.reason))

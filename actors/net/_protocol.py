@@ -16,6 +16,11 @@ One connection, both directions:
   is the client) is in the digest, so a proof reflected back is wrong. A
   wrong proof, or any other frame before both proofs checked, closes the
   connection with a reason; nothing the peer sent is delivered.
+* **Types.** Once a side has checked the other's proof, it sends the names
+  of the message types its codec accepts, then its first credit: a message
+  whose type the other side's codec lacks is refused at the sender
+  (:class:`CodecError` from :meth:`Connection.send_message`), not lost on
+  the way. A second ``Types`` frame closes the connection.
 * **Messages** go to a target (an actor's uid on the receiving node) as
   their codec name and field values; an ask carries a reply number, and its
   answer (``Answer`` or ``Failure``) comes back under it. A frame that
@@ -76,6 +81,7 @@ from ._frames import (
     Proof,
     Send,
     Stop,
+    Types,
 )
 
 HANDSHAKE_MAX_FRAME = 1024
@@ -195,6 +201,10 @@ class Connection:
         self._max_frame = max_frame
         self._challenge = os.urandom(32) if challenge is None else challenge
         self._peer_challenge: bytes | None = None
+        self.peer_types: frozenset[str] | None = None
+        """The message types the peer's codec accepts, once its ``Types``
+        frame came (before its first credit: so whenever we may send)."""
+        codec._in_use = True
         self._proved = False  # we sent our proof
         self._in = bytearray()
         # Bytes the frame begun in _in needs, its length prefix included.
@@ -330,6 +340,12 @@ class Connection:
             self._require_open("send_message")
         if self._credit <= 0:
             raise NoCreditError(f"node {self.peer!r} granted no credit left")
+        types = self.peer_types
+        if types is not None and name not in types:
+            raise CodecError(
+                f"node {self.peer!r} does not accept message type {name!r}: its codec "
+                "does not register it (nothing was sent)"
+            )
         # _write_checked, inline (every message; its error text is built
         # only when it is raised).
         out = self._out
@@ -577,6 +593,11 @@ class Connection:
             case Close():
                 self.state = State.CLOSED
                 events.append(ConnectionClosed(frame.reason, by_peer=True))
+            case Types():
+                if self.peer_types is not None:
+                    self._refuse("a second Types frame", events)
+                    return
+                self.peer_types = frozenset(frame.names)
             case Hello() | Proof():
                 self._refuse(f"a {type(frame).__name__} frame after the handshake", events)
             case Send():  # pragma: no cover (handled above)
@@ -647,6 +668,7 @@ class Connection:
                     return
                 self.state = State.OPEN
                 self._credit = 0
+                self._write(Types(list(self._codec.names)))
                 self._write(Credit(self._window))
                 events.append(Authenticated(self.peer))
             case _:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import cast
 
@@ -74,7 +74,13 @@ async def connected(
     counter_capacity: float = 64,
     window: int = 16,
     max_frame: int = 1 << 20,
+    only_a: Sequence[tuple[type, str]] = (),
 ) -> AsyncIterator[Pair]:
+    """Nodes ``a`` and ``b`` connected over ``stream_pair``; ``only_a`` are
+    message classes (and names) a's codec registers and b's does not."""
+    codec_a = codec()
+    for cls, name in only_a:
+        codec_a.register(cls, name=name)
     async with actors.open_system() as system_a, actors.open_system() as system_b:
         await system_b.spawn(counter, name="counter", capacity=counter_capacity)
         async with (
@@ -82,7 +88,7 @@ async def connected(
                 system_a,
                 name="a",
                 secret=SECRET,
-                codec=codec(),
+                codec=codec_a,
                 listen=None,
                 window=window,
                 max_frame=max_frame,

@@ -7,6 +7,7 @@ import logging
 import struct
 from typing import cast
 
+import attrs
 import msgspec
 import pytest
 import trio
@@ -200,37 +201,57 @@ async def test_an_ask_times_out_by_the_local_clock() -> None:
         assert trio.current_time() - start == 3
 
 
-async def test_an_unknown_message_type_is_refused_and_the_connection_survives(
+@attrs.frozen
+class Strange:
+    reply: Reply[int]
+
+
+UNKNOWN_TO_B = [(Unregistered, "Unregistered"), (Strange, "Strange")]
+
+
+async def test_a_message_type_the_peer_lacks_is_refused_at_the_sender_and_nothing_is_sent() -> None:
+    async with connected(only_a=UNKNOWN_TO_B) as pair:
+        ref = await pair.counter_ref()
+        credit = pair.peer_a.statistics().credit
+        refused = r"^node 'b' does not accept message type 'Unregistered': its codec does not"
+        with pytest.raises(CodecError, match=refused):
+            await cast("ActorRef[Unregistered]", ref).tell(Unregistered())
+        with pytest.raises(CodecError, match=refused):
+            cast("ActorRef[Unregistered]", ref).tell_nowait(Unregistered())
+        with pytest.raises(CodecError, match=r"^node 'b' does not accept message type 'Strange'"):
+            await cast("ActorRef[Strange]", ref).ask(Strange, timeout=5)
+        assert pair.peer_a.statistics().credit == credit
+        assert pair.peer_a.statistics().asks_in_flight == 0
+        await ref.tell(Add(5))  # the connection goes on
+        assert await ref.ask(Total, timeout=5) == 5
+
+
+async def test_a_message_the_peer_refuses_is_counted_and_logged_on_both_sides(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.WARNING, "actors.net")
-    async with connected() as pair:
+    async with connected(only_a=UNKNOWN_TO_B) as pair:
         ref = await pair.counter_ref()
-        # Node a's codec learns a class node b does not accept.
-        pair.node_a.codec.register(Unregistered, name="Unregistered")
+        # As if b's codec had lost the types since it said which it accepts.
+        pair.peer_a._conn.peer_types = None
         await cast("ActorRef[Unregistered]", ref).tell(Unregistered())
+        with pytest.raises(RemoteError, match=r"^CodecError: unknown message type 'Strange'$"):
+            await cast("ActorRef[Strange]", ref).ask(Strange, timeout=5)
         await ref.tell(Add(5))
         assert await ref.ask(Total, timeout=5) == 5
+        a, b = pair.peer_a.statistics(), pair.peer_b.statistics()
+        assert (a.refused, a.refused_by_peer, b.refused, b.refused_by_peer) == (0, 2, 2, 0)
         messages = [record.getMessage() for record in caplog.records]
         assert "refused a frame from node 'a': unknown message type 'Unregistered'" in messages
         assert "node 'b' refused a message: unknown message type 'Unregistered'" in messages
 
 
-async def test_an_unknown_ask_fails_with_the_peers_reason() -> None:
+async def test_a_codec_in_use_by_a_node_registers_no_more_classes() -> None:
     async with connected() as pair:
-        ref = await pair.counter_ref()
-        pair.node_a.codec.register(Unregistered, name="Nope")
-
-        import attrs
-
-        @attrs.frozen
-        class Strange:
-            reply: Reply[int]
-
-        pair.node_a.codec.register(Strange, name="Strange")
-        with pytest.raises(RemoteError, match=r"^CodecError: unknown message type 'Strange'$"):
-            await cast("ActorRef[Strange]", ref).ask(Strange, timeout=5)
-        assert await ref.ask(Total, timeout=5) == 0
+        with pytest.raises(RuntimeError, match=r"^the codec is in use by a node, so it registers"):
+            pair.node_a.codec.register(Unregistered, name="Unregistered")
+        assert "Unregistered" not in pair.node_a.codec.names
+        pair.node_a.codec.register(Add, name="Add")  # one it has: nothing changes
 
 
 async def test_a_message_that_cannot_travel_is_refused_by_name_and_sends_nothing() -> None:

@@ -27,7 +27,7 @@ from actors.net import (
     State,
     StopRequested,
 )
-from actors.net._frames import VERSION, Hello, Send
+from actors.net._frames import VERSION, Hello, Send, Types
 
 from ..messages import SECRET, Add, Echo, Tagged, Unregistered, codec
 
@@ -156,6 +156,38 @@ def test_messages_and_asks_travel_with_their_fields() -> None:
     server.send_failure(2, "ValueError", "no")
     seen_client, _ = pump(client, server)
     assert seen_client == [AnswerReceived(1, "hi back"), FailureReceived(2, "ValueError", "no")]
+
+
+def test_each_side_learns_the_types_the_other_accepts_before_its_first_credit() -> None:
+    client, server = pair(window=8)
+    client.receive_data(server.data_to_send())  # b's Hello
+    server.receive_data(client.data_to_send())  # a's Hello and proof
+    types_then_credit = server.data_to_send()  # b checked a's proof: Types, then Credit
+    assert (client.peer_types, client.credit) == (None, 0)
+    for index in range(len(types_then_credit)):  # byte by byte: never credit without types
+        client.receive_data(types_then_credit[index : index + 1])
+        assert client.credit == 0 or client.peer_types is not None
+    assert client.peer_types == frozenset(codec().names)
+    assert client.credit == 8
+    pump(client, server)
+    assert server.peer_types == frozenset(codec().names)
+
+
+def test_a_second_types_frame_closes_the_connection() -> None:
+    _client, server = opened()
+    payload = msgspec.msgpack.encode(Types(["Add"]))
+    events = server.receive_data(struct.pack(">I", len(payload)) + payload)
+    assert events == [ConnectionClosed("a second Types frame", by_peer=False)]
+
+
+def test_a_type_the_peer_does_not_accept_is_refused_at_the_sender() -> None:
+    client, _server = opened()
+    client.peer_types = frozenset({"Total"})  # as if b's codec accepted only Total
+    credit = client.credit
+    with pytest.raises(CodecError, match=r"^node 'b' does not accept message type 'Add': "):
+        client.send_message(3, Add(2))
+    assert client.credit == credit
+    assert client.data_to_send() == b""
 
 
 def test_an_unknown_message_type_is_answered_with_an_error_and_the_connection_survives() -> None:
