@@ -374,7 +374,11 @@ class ActorRef(Generic[M_contra], metaclass=NoPublicConstructor):
         Under a restarting supervisor a kill is an abnormal end: a
         ``permanent`` or ``transient`` child is restarted, on the same mailbox,
         within the supervisor's budget. An actor waiting to be restarted runs
-        nothing, so killing it does nothing. A checkpoint. Only from the Trio
+        nothing, so killing it does nothing. A remote actor's reference
+        (:mod:`actors.net`) sends the kill to its node and returns at once,
+        without waiting for the end: the reference ends when the end comes
+        back (``Killed``), unless a supervisor there restarts the actor. A
+        checkpoint. Only from the Trio
         thread of the actor's system (see :meth:`tell`): from another thread,
         call ``trio.from_thread.run(ref.kill)``."""
         cell = self._cell
@@ -384,6 +388,11 @@ class ActorRef(Generic[M_contra], metaclass=NoPublicConstructor):
                 f"kill of actor {cell.address.name!r}", "trio.from_thread.run(ref.kill)"
             )
         if not cell.running:
+            # A remote actor's reference: its outbox sends the kill (see
+            # actors.net); the actor's end comes back as for a stop.
+            kill_remote = getattr(cell.send_channel, "kill_remote", None)
+            if kill_remote is not None:
+                kill_remote()
             await trio.lowlevel.checkpoint()
             return
         cell.scope.cancel()

@@ -75,6 +75,7 @@ class FoundReceived:
 @attrs.frozen
 class StopRequested:
     target: int
+    kill: bool = False
 
 
 @final

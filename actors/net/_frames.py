@@ -12,7 +12,8 @@ import msgspec
 VERSION = 3
 """Version 3: once a side has checked the other's proof, it sends the names
 of the message types its codec accepts (``Types``) before its first credit,
-so the other refuses, at the sender, a message this side could not decode.
+so the other refuses, at the sender, a message this side could not decode;
+and ``Stop`` may be a kill.
 Version 2: a message's and an answer's values travel as a MessagePack
 ``bin`` (bytes), so a frame decodes without looking into them: values the
 codec cannot decode are refused under the frame's reply number."""
@@ -68,6 +69,8 @@ class Found(msgspec.Struct, tag=9, tag_field="frame", array_like=True, frozen=Tr
 
 class Stop(msgspec.Struct, tag=10, tag_field="frame", array_like=True, frozen=True):
     target: int
+    kill: bool = False
+    """A kill (cancel the behaviour now), not a graceful stop."""
 
 
 class Ended(msgspec.Struct, tag=11, tag_field="frame", array_like=True, frozen=True):

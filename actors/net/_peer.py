@@ -570,7 +570,11 @@ class Peer(metaclass=NoPublicConstructor):
                 # an Ended frame when it comes).
                 export = self._exported.get(event.target)
                 if export is not None and not self._conn.closed:
-                    export.cell.request_stop()
+                    target = export.cell
+                    if not event.kill:
+                        target.request_stop()
+                    elif target.running:  # what ref.kill() does, without its wait
+                        target.scope.cancel()
             case EndedReceived():
                 cell = self._remote.pop(event.target, None)
                 if cell is not None and cell.state is not ActorState.STOPPED:

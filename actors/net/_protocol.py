@@ -421,9 +421,11 @@ class Connection:
             # More actors than a frame holds: found as none.
             self._write(Found(request, []))
 
-    def send_stop(self, target: int) -> None:
+    def send_stop(self, target: int, *, kill: bool = False) -> None:
+        """Ask the peer to stop its actor ``target`` gracefully, or with
+        ``kill`` to cancel its behaviour now."""
         self._require_open("send_stop")
-        self._write(Stop(target))
+        self._write(Stop(target, kill))
 
     def send_ended(self, target: int, reason: str, detail: str, seq: int | None) -> None:
         self._require_open("send_ended")
@@ -585,7 +587,7 @@ class Connection:
             case Found():
                 events.append(FoundReceived(frame.request, tuple(frame.actors)))
             case Stop():
-                events.append(StopRequested(frame.target))
+                events.append(StopRequested(frame.target, frame.kill))
             case Ended():
                 events.append(EndedReceived(frame.target, frame.reason, frame.detail, frame.seq))
             case Error():

@@ -132,6 +132,15 @@ class Outbox:
             peer._conn.send_stop(self._uid)
             peer._flush()
 
+    def kill_remote(self) -> None:
+        """``ref.kill()`` of the remote actor: ask its node to cancel its
+        behaviour now (nothing if the connection is gone: the reference has
+        ended with ``NodeDown`` then)."""
+        peer = self._peer
+        if not self._closed and peer.reason is None and not peer._conn.closed:
+            peer._conn.send_stop(self._uid, kill=True)
+            peer._flush()
+
     def statistics(self) -> OutboxStatistics:
         return OutboxStatistics()
 

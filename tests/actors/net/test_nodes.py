@@ -26,7 +26,7 @@ from actors.net import (
 )
 from actors.net._frames import Send
 
-from ..messages import SECRET, Add, Echo, Release, Total, Unregistered, Withheld, codec
+from ..messages import SECRET, Add, Echo, Release, Total, Unregistered, Withheld, codec, counter
 from .nodes import CounterMessage, connected
 
 
@@ -102,6 +102,35 @@ async def test_the_remote_actors_end_comes_back_to_its_monitors() -> None:
         assert await ref.wait_stopped() == actors.Stopped()
         with pytest.raises(ActorStoppedError, match=r"^actor 'counter@b' is stopped$"):
             await ref.tell(Add(1))
+
+
+async def test_a_remote_kill_cancels_the_actor_and_its_end_comes_back() -> None:
+    async with connected() as pair:
+        ref = await pair.counter_ref()
+        await ref.tell(Add(1))
+        assert await ref.ask(Total, timeout=5) == 1
+        await ref.kill()  # returns once the kill is sent
+        assert await ref.wait_stopped() == actors.Killed()
+        assert pair.system_b.lookup("counter") is None
+        with pytest.raises(ActorStoppedError, match=r"^actor 'counter@b' is stopped$"):
+            await ref.tell(Add(1))
+
+
+async def test_a_remote_kill_of_a_supervised_actor_restarts_it() -> None:
+    async with (
+        connected() as pair,
+        pair.system_b.open_supervisor(actors.OneForOne()) as supervisor,
+    ):
+        await supervisor.spawn(counter, name="kept")
+        found = await pair.peer_a.lookup("kept")
+        assert found is not None
+        ref = cast("ActorRef[CounterMessage]", found)
+        await ref.tell(Add(2))
+        assert await ref.ask(Total, timeout=5) == 2
+        await ref.kill()
+        await trio.testing.wait_all_tasks_blocked()
+        assert await ref.ask(Total, timeout=5) == 0  # restarted: a fresh count
+        assert pair.system_b.lookup("kept") is not None
 
 
 async def test_a_lost_connection_sends_node_down_exactly_once_and_fails_asks_in_flight() -> None:
