@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import ssl
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -19,7 +20,7 @@ from ._codec import Codec
 from ._errors import HandshakeError
 from ._events import Authenticated, ConnectionClosed, Event
 from ._peer import Peer
-from ._protocol import DEFAULT_MAX_FRAME, DEFAULT_WINDOW, Connection, Role, State
+from ._protocol import DEFAULT_MAX_FRAME, DEFAULT_WINDOW, Connection, Role
 
 logger = logging.getLogger("actors.net")
 
@@ -80,8 +81,12 @@ class Node(metaclass=NoPublicConstructor):
         max_buffer: int,
         stall_timeout: float,
         max_handshakes: int,
+        heartbeat: float = 1.0,
+        peer_timeout: float | None = None,
     ) -> None:
         self.system = system
+        self._heartbeat = heartbeat
+        self._peer_timeout = peer_timeout
         self.name = name
         self.codec = codec
         self._nursery = nursery
@@ -201,6 +206,7 @@ class Node(metaclass=NoPublicConstructor):
             window=self._window,
             max_frame=self._max_frame,
         )
+        peer: Peer | None = None
         try:
             async with stream:
                 peer, early = await self._handshake(stream, conn, admitted)
@@ -211,6 +217,8 @@ class Node(metaclass=NoPublicConstructor):
                         peer._nursery = nursery
                         nursery.start_soon(peer._writer, name=f"write to {peer.node}")
                         nursery.start_soon(peer._delivery, name=f"deliver from {peer.node}")
+                        if self._peer_timeout is not None:
+                            nursery.start_soon(peer._heartbeat, name=f"heartbeat {peer.node}")
                         for event in early:
                             peer._handle(event)
                         # In a task of its own: each of its wake-ups resumes
@@ -222,10 +230,13 @@ class Node(metaclass=NoPublicConstructor):
                     peer._teardown()
                     logger.info("node %r: peer %r is down: %s", self.name, peer.node, peer.reason)
         except trio.BrokenResourceError as error:
-            if conn.state is not State.OPEN:
+            if peer is None:
                 why = str(error).strip() or repr(error.__cause__ or error)
                 raise HandshakeError(f"the connection broke during the handshake: {why}") from None
-            raise
+            # Closing the stream of a peer that is down already (a stream
+            # whose close writes, such as TLS's or a memory stream's, to a
+            # far end that is gone): nothing is left to tell anyone.
+            logger.debug("node %r: closing the stream of %r: %s", self.name, peer.node, error)
 
     async def _handshake(
         self, stream: trio.abc.Stream, conn: Connection, admitted: Admitted | None
@@ -271,6 +282,8 @@ class Node(metaclass=NoPublicConstructor):
                                     self._close_timeout,
                                     self._max_buffer,
                                     self._stall_timeout,
+                                    self._heartbeat,
+                                    self._peer_timeout,
                                 )
                                 failed = False
                                 return peer, events[index + 1 :]
@@ -360,6 +373,8 @@ async def open_node(
     max_buffer: int | None = None,
     stall_timeout: float = 30.0,
     max_handshakes: int = MAX_HANDSHAKES,
+    heartbeat: float = 1.0,
+    peer_timeout: float | None = 10.0,
 ) -> AsyncIterator[Node]:
     """Make ``system`` reachable as the node ``name``.
 
@@ -382,6 +397,18 @@ async def open_node(
     in its own writes) until the output drains; a peer that reads nothing
     for ``stall_timeout`` seconds meanwhile is disconnected with a reason.
 
+    **Failure detection.** Every ``heartbeat`` seconds a node sends a
+    heartbeat to each peer it has sent nothing to since the last; a peer from
+    which nothing came for ``peer_timeout`` seconds (a crashed or frozen
+    process, a partition) is taken for down: the connection is closed with
+    the reason (``node 'b' sent nothing for 10s (the peer timeout is
+    10s)``), found within ``peer_timeout + heartbeat``, and everything it
+    carried ends with :class:`~actors.NodeDown` as for a lost connection.
+    ``peer_timeout=None`` turns the detector off (a connection then lasts as
+    long as its stream). Both sides should use the same values: a peer
+    whose ``heartbeat`` is over this node's ``peer_timeout`` is taken for
+    down while idle.
+
     ``max_handshakes`` bounds the listener's connections that have not yet
     authenticated: one more is always let in, and the stranger that has shown
     least (said nothing, then no ``Hello``), from the host holding the most,
@@ -394,8 +421,10 @@ async def open_node(
     :class:`~actors.NodeDown`. Raises :class:`ValueError` for a bad
     ``secret``, ``window``, ``max_frame`` or timeout, before
     anything starts (also for a ``max_buffer`` under ``max_frame``, or a
-    bad ``stall_timeout`` or ``max_handshakes``); :class:`TypeError` for a ``name`` that is not a
-    non-empty str or a ``codec`` that is not a :class:`Codec`."""
+    bad ``stall_timeout``, ``max_handshakes``, ``heartbeat`` or
+    ``peer_timeout``, which must be over ``heartbeat``); :class:`TypeError`
+    for a ``name`` that is not a non-empty str or a ``codec`` that is not a
+    :class:`Codec`."""
     if not (isinstance(name, str) and name):
         raise TypeError(f"a node's name must be a non-empty str, not {name!r}")
     if not isinstance(codec, Codec):
@@ -407,6 +436,16 @@ async def open_node(
     handshake_timeout = _seconds(handshake_timeout, "handshake_timeout")
     close_timeout = _seconds(close_timeout, "close_timeout")
     stall_timeout = _seconds(stall_timeout, "stall_timeout")
+    heartbeat = _seconds(heartbeat, "heartbeat")
+    if not 0 < heartbeat < math.inf:
+        raise ValueError(f"a node's heartbeat must be a finite number of seconds > 0: {heartbeat}")
+    if peer_timeout is not None:
+        peer_timeout = _seconds(peer_timeout, "peer_timeout")
+        if not peer_timeout > heartbeat:
+            raise ValueError(
+                f"a node's peer_timeout ({peer_timeout:g}s) must be over its heartbeat "
+                f"({heartbeat:g}s)"
+            )
     if max_buffer is None:
         max_buffer = 4 * max_frame if isinstance(max_frame, int) else DEFAULT_MAX_FRAME
     if not (isinstance(max_buffer, int) and isinstance(max_frame, int) and max_buffer >= max_frame):
@@ -431,6 +470,8 @@ async def open_node(
             max_buffer=max_buffer,
             stall_timeout=stall_timeout,
             max_handshakes=max_handshakes,
+            heartbeat=heartbeat,
+            peer_timeout=peer_timeout,
         )
         listeners: list[trio.abc.Listener[trio.abc.Stream]] = []
         if isinstance(listen, tuple):

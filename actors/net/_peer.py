@@ -159,8 +159,12 @@ class Peer(metaclass=NoPublicConstructor):
         close_timeout: float,
         max_buffer: int,
         stall_timeout: float,
+        heartbeat: float = 1.0,
+        peer_timeout: float | None = None,
     ) -> None:
         self._system = system
+        self._heartbeat_interval = heartbeat
+        self._peer_timeout = peer_timeout
         self._conn = connection
         self._stream = stream
         self._codec = codec
@@ -509,6 +513,36 @@ class Peer(metaclass=NoPublicConstructor):
                 )
                 return False
         return self.reason is None
+
+    async def _heartbeat(self) -> None:
+        """The failure detector: every ``heartbeat`` seconds, a ``Ping`` if
+        nothing was sent since the last beat; the connection is lost once
+        nothing came from the peer for ``peer_timeout`` seconds (so it is
+        found within ``peer_timeout + heartbeat``). While this node reads
+        nothing from the peer (its output is over ``max_buffer``), silence
+        is not the peer's: ``stall_timeout`` judges that instead."""
+        conn = self._conn
+        interval = self._heartbeat_interval
+        timeout = self._peer_timeout
+        assert timeout is not None, "started only with a peer timeout"
+        heard = conn._received
+        heard_at = trio.current_time()
+        sent = conn._sent
+        while self.reason is None:
+            await trio.sleep(interval)
+            now = trio.current_time()
+            if conn._received != heard or self._drain_waiting:
+                heard, heard_at = conn._received, now
+            elif now - heard_at >= timeout:
+                self._lost(
+                    f"node {self.node!r} sent nothing for {now - heard_at:g}s "
+                    f"(the peer timeout is {timeout:g}s)"
+                )
+                return
+            if conn._sent == sent and conn.state is _OPEN:
+                conn.send_ping()
+                self._flush()
+            sent = conn._sent
 
     def _lost(self, reason: str) -> None:
         self._conn.close(reason)

@@ -27,6 +27,10 @@ One connection, both directions:
   cannot be decoded, or names a type the codec does not know, is answered
   with an ``Error`` frame (carrying the reply number when there was one)
   and the connection goes on.
+* **Heartbeats.** A side that has sent nothing for a while sends a
+  ``Ping``; whoever owns the connection counts the frames received
+  (:attr:`ConnectionStatistics.frames_received`) to tell a silent peer from
+  an idle one (:mod:`._peer`'s failure detector).
 * **Credit.** Each side may send as many messages as the other granted:
   ``window`` at first, then what the other grants back as it delivers them
   (in batches of half a window, or when told to flush). A peer that sends
@@ -78,6 +82,7 @@ from ._frames import (
     Frame,
     Hello,
     Lookup,
+    Ping,
     Proof,
     Send,
     Stop,
@@ -427,6 +432,11 @@ class Connection:
         self._require_open("send_stop")
         self._write(Stop(target, kill))
 
+    def send_ping(self) -> None:
+        """Queue a heartbeat (no credit: it is no message)."""
+        self._require_open("send_ping")
+        self._write(Ping())
+
     def send_ended(self, target: int, reason: str, detail: str, seq: int | None) -> None:
         self._require_open("send_ended")
         self._write(Ended(target, _clip(reason), _clip(detail), seq))
@@ -595,6 +605,8 @@ class Connection:
             case Close():
                 self.state = State.CLOSED
                 events.append(ConnectionClosed(frame.reason, by_peer=True))
+            case Ping():
+                pass  # a heartbeat: what counts is that a frame came
             case Types():
                 if self.peer_types is not None:
                     self._refuse("a second Types frame", events)

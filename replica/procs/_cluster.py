@@ -200,6 +200,7 @@ async def open_cluster(
                 codec=codec(),
                 listen=(host_address, 0),
                 max_frame=MAX_FRAME,
+                peer_timeout=None,  # the links ping and judge silence (--peer-timeout)
                 ssl_context=None if tls is None else tls.server_context(),
             ) as shards_node,
             open_node(
@@ -209,6 +210,7 @@ async def open_cluster(
                 codec=codec(),
                 listen=None,
                 max_frame=MAX_FRAME,
+                peer_timeout=None,  # the links ping and judge silence (--peer-timeout)
             ) as controller_node,
             trio.open_nursery() as nursery,
         ):

@@ -60,6 +60,7 @@ async def serve(
             codec=codec(),
             listen=await _listener(options),
             max_frame=MAX_FRAME,
+            peer_timeout=None,  # the links ping and judge silence (--peer-timeout)
             ssl_context=None if options.tls is None else options.tls.server_context(),
         ) as node,
         trio.open_nursery() as nursery,
