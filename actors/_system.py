@@ -290,7 +290,11 @@ class ActorSystem(Spawner):
         system's nursery, as a nursery's body does): from its next checkpoint
         on, the rest of the block does not run, and the block ends without an
         error, as if it had finished. So keep what the block computes in a
-        variable and return it after the block::
+        variable and return it after the block.
+
+        .. not run: a pattern; tests/actors/test_system.py runs the cancel it guards against
+
+        ::
 
             async def total() -> int:
                 result = None

@@ -39,7 +39,7 @@ exclude_patterns = ["_build", "_inventories", "_generated/*.txt"]
 # not actors._core._mailbox.X), in the order of the source.
 autodoc_member_order = "bysource"
 autodoc_typehints = "signature"
-autodoc_default_options = {"show-inheritance": True}
+autodoc_default_options = {"show-inheritance": True, "undoc-members": True}
 autodoc_preserve_defaults = True
 add_module_names = False
 python_use_unqualified_type_names = True

@@ -1,7 +1,11 @@
 """Every async test runs on Trio's mock clock with autojump, whether or not it
 asks for the ``autojump_clock`` fixture, under a deadline in *virtual* time: a
 timeout costs no real time, and a deadlock (every task blocked for good) lets
-the clock jump to the deadline, so it fails fast instead of hanging the run."""
+the clock jump to the deadline, so it fails fast instead of hanging the run.
+
+Hypothesis runs derandomized (its examples are drawn from a seed fixed by the
+test, so every run tries the same ones), with no example database and no
+deadline: a test's result depends on nothing but the code."""
 
 from __future__ import annotations
 
@@ -12,6 +16,10 @@ from collections.abc import Awaitable, Callable, Sequence
 import pytest
 import trio
 import trio.testing
+from hypothesis import settings
+
+settings.register_profile("deterministic", derandomize=True, database=None, deadline=None)
+settings.load_profile("deterministic")
 
 
 def run_on_autojump_clock(

@@ -11,6 +11,7 @@ part of ``replica.model``: those names are listed, with links, in the page's
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import re
 import types
 
@@ -59,6 +60,7 @@ def test_the_reference_documents_every_public_name_once(package: str) -> None:
     names = documented(package)
     assert sorted(name for name in set(names) if names.count(name) > 1) == []
     listed = set(_FROM_MODEL.findall(text)) if package == "replica" else set()
+    assert sorted(listed & set(names)) == []  # listed from replica.model and documented again
     assert sorted(public_names(package) - set(names) - listed) == []  # undocumented
     assert sorted((set(names) | listed) - public_names(package)) == []  # gone from the code
 
@@ -85,3 +87,21 @@ def test_every_reference_page_is_in_the_index() -> None:
     pages = {path.stem for path in REFERENCE.glob("*.rst")}
     assert pages == set(PACKAGES)
     assert sorted(p for p in pages if f"reference/{p}\n" not in index) == []
+
+
+def test_the_reference_shows_every_public_member_of_a_class_documented_or_not() -> None:
+    spec = importlib.util.spec_from_file_location("docs_conf", ROOT / "docs" / "conf.py")
+    assert spec is not None
+    assert spec.loader is not None
+    conf = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(conf)
+    assert conf.autodoc_default_options["undoc-members"] is True
+    import actors
+    from replica import ShardCatalog
+
+    skip = conf._skip_foreign
+    # A member of the project's own, with or without a docstring, is shown...
+    assert skip(None, "class", "shard", ShardCatalog.shard, False, None) is None
+    assert skip(None, "class", "address", actors.ActorRef.address, False, None) is None
+    # ... what a class inherits from Python's is not.
+    assert skip(None, "exception", "add_note", BaseException.add_note, False, None) is True

@@ -2,6 +2,8 @@
 exploration. Import it explicitly (``from actors.testing import explore``);
 ``import actors`` does not load it.
 
+.. not run: a fragment: main is the program under test
+
 ::
 
     def test_no_lost_update() -> None:

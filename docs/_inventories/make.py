@@ -63,7 +63,10 @@ def objects(source: Path) -> list[tuple[str, str, str]]:
                 classes.pop()
             if classes:
                 full = f"{classes[-1][1]}.{name}"
-            elif module and not name.startswith(module + "."):
+            elif module and not name.startswith(module.split(".")[0] + "."):
+                # Relative to the current module, unless it names the
+                # package itself (``trio.abc.Instrument`` under
+                # ``currentmodule:: trio.lowlevel`` is absolute).
                 full = f"{module}.{name}"
             else:
                 full = name

@@ -13,9 +13,22 @@ BASELINE = ROOT.parent / "shared" / "bench" / "baseline.py"
 
 
 @pytest.mark.skipif(not BASELINE.is_file(), reason="../shared/bench/baseline.py is not here")
-def test_the_actor_rows_run_beside_the_baseline() -> None:
+def test_the_actor_rows_run_beside_the_baseline(tmp_path: Path) -> None:
+    # Its results go to tmp_path: bench/results/ holds the last real run's.
+    out = str(tmp_path / "latest.json")
     result = subprocess.run(
-        [sys.executable, "bench/run.py", "--quick", "--repeats", "1", "--only", "actors", "-q"],
+        [
+            sys.executable,
+            "bench/run.py",
+            "--quick",
+            "--repeats",
+            "1",
+            "--only",
+            "actors",
+            "-q",
+            "--json",
+            out,
+        ],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -3,8 +3,10 @@ with bound 1 (every schedule with at most one pick other than creation
 order, in each batch of tasks Trio runs together) completes with no failure
 on the recreate scenario and on the reported divergent-runtime scenario, for
 small replicas; without the barrier it finds the frozen read. The runs at P=2
-or W=2 that take seconds are marked ``proof``: ``.ci/run`` runs them after the
-test command (``pytest -m proof``). The larger
+and the divergent scenario's at W=2 are marked ``proof``: ``.ci/run`` runs
+them after the test command (``pytest -m proof``). The recreate scenario's
+runs at P=1 W=2 (a few seconds each) stay in the test command, its runs of
+two workers a runtime. The larger
 runs (every scenario at P=2 W=2, bound 2 at P=1 W=1) are recorded in
 ``bench/README.md`` (``bench/explore_bench.py --proofs``)."""
 
