@@ -1,6 +1,8 @@
 """Every exception class of the project is a noun ending in ``Error``, and
 every public one is under its package's one base (``docs/architecture.md``):
-a user catches a package's errors with one ``except``."""
+a user catches a package's errors with one ``except``. A warning class is
+no error: its name ends in ``Warning`` and it derives from one of Python's
+warning categories, so ``-W error::RuntimeWarning`` and filters work."""
 
 from __future__ import annotations
 
@@ -39,13 +41,15 @@ def project_modules() -> Iterator[ModuleType]:
                 yield importlib.import_module(info.name)
 
 
-def exceptions() -> Iterator[tuple[str, str, type[BaseException]]]:
+def exceptions(*, warnings: bool = False) -> Iterator[tuple[str, str, type[BaseException]]]:
+    """The project's exception classes, or with ``warnings`` its warnings."""
     for module in project_modules():
         for name, value in vars(module).items():
             if (
                 inspect.isclass(value)
                 and issubclass(value, BaseException)
                 and value.__module__ == module.__name__
+                and issubclass(value, Warning) == warnings
             ):
                 yield module.__name__, name, value
 
@@ -76,3 +80,10 @@ def test_the_check_sees_every_package() -> None:
         "actors.testing._schedule",
     } <= seen
     assert {"barrier._state", "sharing._registry", "replica.storage.persist._errors"} <= seen
+
+
+def test_every_warning_class_ends_in_warning_under_a_python_category() -> None:
+    warnings = list(exceptions(warnings=True))
+    assert [f"{m}.{n}" for m, n, _ in warnings] == ["actors.MockClockWarning"]
+    assert [n for _, n, _ in warnings if not n.endswith("Warning")] == []
+    assert all(issubclass(w, RuntimeWarning | UserWarning) for _, _, w in warnings)
