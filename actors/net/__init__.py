@@ -5,9 +5,13 @@ protocol underneath (framing, a shared-secret handshake, a codec of attrs
 message classes, credit-based flow control).
 
 Imported explicitly (``import actors.net``): ``import actors`` does not load
-it, nor msgspec. See the "Nodes" section of ``docs/actors.md``.
+it, nor msgspec. It needs msgspec, the ``net`` extra (``pip install
+'trio-reconcile[net]'``): without it, importing it raises
+:class:`ModuleNotFoundError` saying so. See the "Nodes" section of
+``docs/actors.md``.
 """
 
+from . import _needs  # noqa: F401 (first: the extra it needs, named if it is missing)
 from ._codec import Codec as Codec
 from ._errors import CodecError as CodecError
 from ._errors import ConnectionStateError as ConnectionStateError

@@ -14,7 +14,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ...compute._holds import HoldMechanism
-from ...procs import MIN_PEER_TIMEOUT
 from ..lang._escape import print_error
 from ..lang._headers import DIGITS
 from ..lang._spec import MAX_TIMEOUT_SECS
@@ -193,6 +192,9 @@ def parse_seconds(text: str) -> float:
 
 def parse_peer_timeout(text: str) -> float:
     value = parse_seconds(text)
+    # replica.procs loads actors.net (msgspec, the net extra): only when asked.
+    from ...procs import MIN_PEER_TIMEOUT
+
     if value < MIN_PEER_TIMEOUT:
         raise argparse.ArgumentTypeError(f"must be at least {MIN_PEER_TIMEOUT}")
     return value

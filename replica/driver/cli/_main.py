@@ -42,6 +42,7 @@ from collections.abc import Sequence
 import trio
 
 import actors
+from actors._extras import EXTRA_MODULES
 
 from ..lang._escape import EscapingFormatter, print_error
 from ..lang._spec import SpecError
@@ -98,6 +99,11 @@ def _command(args: argparse.Namespace) -> int:
         return _dispatch(args)
     except OutputError as error:
         print_error(f"{PROG}: error: {error}")
+        return 2
+    except ModuleNotFoundError as error:
+        if error.name not in EXTRA_MODULES:
+            raise
+        print_error(f"{PROG}: error: {error}")  # which extra to install
         return 2
     except SpecError as error:
         print_error(str(error))

@@ -5,6 +5,7 @@ module, and psycopg with it, is imported only when a URL names it."""
 from __future__ import annotations
 
 from ._errors import StorageUrlError
+from ._needs import require_psycopg
 from ._storage import MemoryStorage, ShardStorage
 
 
@@ -42,6 +43,10 @@ def open_storage(url: str) -> ShardStorage:
                 raise StorageUrlError(f"storage url {url!r} names no file (sqlite:PATH)")
             return SqliteStorage.open(path)
         case "postgresql" | "postgres":
+            try:
+                require_psycopg(f"storage url {url!r}")
+            except ModuleNotFoundError as error:
+                raise StorageUrlError(str(error)) from None
             from ._postgres import PostgresStorage
 
             return PostgresStorage.open(url)
