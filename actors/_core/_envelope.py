@@ -15,10 +15,17 @@ M_co = TypeVar("M_co", covariant=True)
 @attrs.frozen(order=True)
 class Address:
     """Who an actor (or a sequencer) is: a name, unique among the live actors of
-    its system, and a uid, unique for the system's whole life."""
+    its system, and a uid, unique for the system's whole life.
+
+    ``incarnation`` is 0 for an actor of this process. For a remote actor
+    (:mod:`actors.net`) it is the incarnation of its node: a random number
+    drawn each time a node opens, so an actor of a node that restarted has
+    another address than the one of the same name and uid before, and a
+    stale ``Down`` or look-up cannot be taken for the new one's."""
 
     name: str
     uid: int
+    incarnation: int = 0
 
     def __str__(self) -> str:
         return self.name

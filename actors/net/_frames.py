@@ -92,6 +92,8 @@ class Close(msgspec.Struct, tag=13, tag_field="frame", array_like=True, frozen=T
 
 class Types(msgspec.Struct, tag=14, tag_field="frame", array_like=True, frozen=True):
     names: list[str]
+    incarnation: int = 0
+    """The sender's node's incarnation (see ``Address.incarnation``)."""
 
 
 class Ping(msgspec.Struct, tag=15, tag_field="frame", array_like=True, frozen=True):

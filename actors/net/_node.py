@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import ssl
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -99,6 +100,9 @@ class Node(metaclass=NoPublicConstructor):
         self._max_buffer = max_buffer
         self._stall_timeout = stall_timeout
         self.address: tuple[str, int] | None = None
+        self.incarnation = int.from_bytes(os.urandom(8), "big") >> 1 or 1
+        """This life of the node: a random number, drawn as it opens (its
+        actors' addresses on other nodes carry it: ``Address.incarnation``)."""
         self.peers: list[Peer] = []
         # The listener's connections in their handshake, and how to end each.
         self._admission = Admission(max_handshakes)
@@ -205,6 +209,7 @@ class Node(metaclass=NoPublicConstructor):
             codec=self.codec,
             window=self._window,
             max_frame=self._max_frame,
+            incarnation=self.incarnation,
         )
         peer: Peer | None = None
         try:

@@ -229,6 +229,12 @@ class Peer(metaclass=NoPublicConstructor):
         assert self._conn.peer is not None, "a peer is made after the handshake"
         return self._conn.peer
 
+    @property
+    def incarnation(self) -> int:
+        """The peer node's incarnation (its ``Node.incarnation``): the same
+        node name with another incarnation is the node after a restart."""
+        return self._conn.peer_incarnation
+
     def statistics(self) -> PeerStatistics:
         return PeerStatistics(
             self.node,
@@ -301,7 +307,10 @@ class Peer(metaclass=NoPublicConstructor):
         if cell is None:
             system = self._system
             cell = _Cell.open(
-                Address(f"{name}@{self.node}", uid), 0, system.tracer, system._timekeeper
+                Address(f"{name}@{self.node}", uid, self._conn.peer_incarnation),
+                0,
+                system.tracer,
+                system._timekeeper,
             )
             # The reference's mailbox is the connection: what it accepts is
             # on its way (see Outbox). Its own channel stays empty.

@@ -17,7 +17,8 @@ One connection, both directions:
   wrong proof, or any other frame before both proofs checked, closes the
   connection with a reason; nothing the peer sent is delivered.
 * **Types.** Once a side has checked the other's proof, it sends the names
-  of the message types its codec accepts, then its first credit: a message
+  of the message types its codec accepts and its node's incarnation, then
+  its first credit: a message
   whose type the other side's codec lacks is refused at the sender
   (:class:`CodecError` from :meth:`Connection.send_message`), not lost on
   the way. A second ``Types`` frame closes the connection.
@@ -186,6 +187,7 @@ class Connection:
         window: int = DEFAULT_WINDOW,
         max_frame: int = DEFAULT_MAX_FRAME,
         challenge: bytes | None = None,
+        incarnation: int = 0,
     ) -> None:
         if not isinstance(secret, bytes) or len(secret) < 16:
             raise ValueError("a node's secret must be bytes, at least 16 of them")
@@ -206,6 +208,10 @@ class Connection:
         self._max_frame = max_frame
         self._challenge = os.urandom(32) if challenge is None else challenge
         self._peer_challenge: bytes | None = None
+        self.incarnation = incarnation
+        """This side's node's incarnation, told to the peer with the types."""
+        self.peer_incarnation = 0
+        """The peer's node's incarnation, once its ``Types`` frame came."""
         self.peer_types: frozenset[str] | None = None
         """The message types the peer's codec accepts, once its ``Types``
         frame came (before its first credit: so whenever we may send)."""
@@ -612,6 +618,7 @@ class Connection:
                     self._refuse("a second Types frame", events)
                     return
                 self.peer_types = frozenset(frame.names)
+                self.peer_incarnation = frame.incarnation
             case Hello() | Proof():
                 self._refuse(f"a {type(frame).__name__} frame after the handshake", events)
             case Send():  # pragma: no cover (handled above)
@@ -682,7 +689,7 @@ class Connection:
                     return
                 self.state = State.OPEN
                 self._credit = 0
-                self._write(Types(list(self._codec.names)))
+                self._write(Types(list(self._codec.names), self.incarnation))
                 self._write(Credit(self._window))
                 events.append(Authenticated(self.peer))
             case _:

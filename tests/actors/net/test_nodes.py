@@ -465,3 +465,20 @@ async def test_a_flood_of_stop_frames_starts_no_task_per_frame() -> None:
         assert len(pair.peer_b._nursery.child_tasks) == tasks
         busy.set()
         assert await ref.wait_stopped() == actors.Stopped()
+
+
+async def test_a_restarted_nodes_actors_have_new_addresses() -> None:
+    addresses = []
+    for _ in range(2):  # node b's two lives: the same name, the same actor and uid
+        async with connected() as pair:
+            ref = await pair.counter_ref()
+            assert pair.peer_a.incarnation == pair.node_b.incarnation != 0
+            assert ref.address.incarnation == pair.node_b.incarnation
+            again = await pair.counter_ref()
+            assert again.address == ref.address  # within one life, one address
+            addresses.append(ref.address)
+    before, after = addresses
+    assert (before.name, before.uid) == (after.name, after.uid) == ("counter@b", 0)
+    assert before != after  # a stale Down or look-up cannot be taken for the new one's
+    local = actors.Address("counter", 0)
+    assert local.incarnation == 0
