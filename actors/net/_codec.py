@@ -10,6 +10,12 @@ validators run. A field typed ``Reply[...]`` (at most one) is the ask's
 reply: it travels as nothing, and the receiving node puts its own reply
 there, whose answer goes back over the connection.
 
+A field typed ``ActorRef[...]`` (or ``ActorRef[...] | None``) carries a
+reference: it travels as ``[kind, uid, name]`` and the receiving node makes
+its own reference of it (see :class:`actors.net.Peer`). Only a node's
+connection can do that, so such a message is encoded and decoded with the
+connection's ``refs`` hooks (:data:`RefOut`, :data:`RefIn`).
+
 A message's field may also carry a payload of values of many kinds (a
 batch of items): :meth:`Codec.register_value` lets the values of a class
 travel in such payloads, encoded by :attr:`Codec.values` (``_values``).
@@ -18,6 +24,7 @@ travel in such payloads, encoded by :attr:`Codec.values` (``_values``).
 from __future__ import annotations
 
 import operator
+import types
 import typing
 from collections.abc import Callable, Iterable
 from typing import Any, final
@@ -26,6 +33,7 @@ import attrs
 import msgspec
 from msgspec import inspect as msgspec_inspect
 
+from .._core._mailbox import ActorRef
 from .._core._reply import Reply
 from ._errors import CodecError
 from ._values import Values
@@ -50,6 +58,28 @@ def _unsupported(info: msgspec_inspect.Type, seen: set[type]) -> type | None:
                 if found is not None:
                     return found
     return None
+
+
+WireRef = tuple[int, int, str]
+"""A reference as it travels: its kind (whose actor it is, from the
+sender's side), the actor's uid on its node, and its name there."""
+RefOut = Callable[[ActorRef[Any]], WireRef]
+"""How a connection sends a reference (it may export the actor to the peer)."""
+RefIn = Callable[[WireRef], ActorRef[Any]]
+"""How a connection makes a reference of one that came."""
+
+
+def _is_ref(hint: object) -> tuple[bool, bool]:
+    """Whether ``hint`` is ``ActorRef[...]``, and whether it may be None."""
+    if hint is ActorRef or typing.get_origin(hint) is ActorRef:
+        return True, False
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        arguments = typing.get_args(hint)
+        others = [a for a in arguments if a is not type(None)]
+        if len(arguments) == 2 and len(others) == 1:
+            inner, _ = _is_ref(others[0])
+            return inner, inner
+    return False, False
 
 
 def value_error(error: Exception) -> CodecError:
@@ -77,6 +107,8 @@ class _Entry:
     # The reply is the last field (the ask convention): the decoded values
     # and the reply make the call's arguments without moving any.
     reply_last: bool
+    # The positions, among the values that travel, of the references.
+    refs: tuple[int, ...] = ()
 
 
 @final
@@ -133,8 +165,9 @@ class Codec:
         Raises :class:`TypeError` if ``cls`` is not an attrs class
         (:func:`attrs.has`) whose fields (:func:`attrs.fields`) are all plain
         ``__init__`` parameters, or a field's type is
-        one msgspec cannot carry (an ``ActorRef``, an arbitrary class), or
-        it has more than one ``Reply`` field; :class:`ValueError` if
+        one msgspec cannot carry (an arbitrary class; an ``ActorRef`` inside
+        a container: a field of its own, ``ActorRef[M]`` or ``ActorRef[M] |
+        None``, travels), or it has more than one ``Reply`` field; :class:`ValueError` if
         ``name`` is taken by another class or ``cls`` is registered under
         another name; :class:`RuntimeError` once a node was opened with the
         codec (its peers are told the types it accepts as they connect:
@@ -172,6 +205,7 @@ class Codec:
         hints = typing.get_type_hints(cls)
         reply_index: int | None = None
         value_types: list[Any] = []
+        refs: list[int] = []
         fields = attrs.fields(cls)
         for index, field in enumerate(fields):
             if not field.init or field.kw_only:
@@ -184,6 +218,11 @@ class Codec:
                 if reply_index is not None:
                     raise TypeError(f"{cls.__qualname__} has more than one Reply field")
                 reply_index = index
+                continue
+            is_ref, optional = _is_ref(hint)
+            if is_ref:
+                refs.append(len(value_types))
+                value_types.append(WireRef | None if optional else WireRef)
                 continue
             unsupported = _unsupported(msgspec_inspect.type_info(hint), set())
             if unsupported is not None:
@@ -210,6 +249,7 @@ class Codec:
             reply_of,
             single=len(travelling) == 1,
             reply_last=reply_index == len(names) - 1,
+            refs=tuple(refs),
         )
 
     def encode(self, message: object) -> tuple[str, bytes, bool]:
@@ -220,9 +260,13 @@ class Codec:
         name, data, reply = self.encode_message(message)
         return name, data, reply is not None
 
-    def encode_message(self, message: object) -> tuple[str, bytes, Reply[Any] | None]:
+    def encode_message(
+        self, message: object, refs: RefOut | None = None
+    ) -> tuple[str, bytes, Reply[Any] | None]:
         """As :meth:`encode`, with the reply ``message`` carries (an ask's)
-        instead of whether it carries one."""
+        instead of whether it carries one; its references go out through
+        ``refs`` (a connection's: without it, a message that carries one is a
+        :class:`CodecError`)."""
         entry = self._by_class.get(type(message))
         if entry is None:
             raise CodecError(
@@ -237,13 +281,17 @@ class Codec:
                     f"(its reply field holds {reply!r}, not a Reply)"
                 )
         values = entry.values_of(message)
+        if entry.refs:
+            values = _refs_out(entry, [values] if entry.single else list(values), refs)
+        elif entry.single:
+            values = (values,)
         try:
-            data = self._encoder.encode((values,) if entry.single else values)
+            data = self._encoder.encode(values)
         except (TypeError, ValueError, OverflowError, RecursionError) as error:
             raise CodecError(f"cannot encode message {entry.name!r}: {error}") from None
         return entry.name, data, reply
 
-    def decode(self, name: str, data: bytes, *, ask: bool) -> object:
+    def decode(self, name: str, data: bytes, *, ask: bool, refs: RefIn | None = None) -> object:
         """The message of class ``name`` with the field values ``data``; an
         ``ask`` has ``None`` in its reply field, to be replaced with
         :meth:`attach_reply` before anyone sees it. Raises
@@ -264,6 +312,8 @@ class Codec:
             values: Any = entry.decoder.decode(data)
         except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as error:
             raise CodecError(f"message {name!r}: {error}") from None
+        if entry.refs:
+            values = _refs_in(entry, list(values), refs)
         try:
             if entry.reply_last:
                 return entry.cls(*values, None)
@@ -288,14 +338,14 @@ class Codec:
         assert entry.reply_index is not None, "only an ask gets a reply"
         object.__setattr__(message, entry.fields[entry.reply_index], reply)
 
-    def encode_value(self, value: object) -> tuple[str | None, bytes]:
+    def encode_value(self, value: object, refs: RefOut | None = None) -> tuple[str | None, bytes]:
         """A reply's value: a registered message class by name and fields,
         anything else as MessagePack's builtins (None, bool, int, float, str,
         bytes, list, dict: a tuple comes back as a list). Raises
         :class:`CodecError` for what msgspec cannot encode."""
         if type(value) in self._by_class:
-            name, data, has_reply = self.encode(value)
-            if has_reply:
+            name, data, reply = self.encode_message(value, refs)
+            if reply is not None:
                 raise CodecError(f"a reply's value cannot carry a reply ({name!r})")
             return name, data
         try:
@@ -303,11 +353,11 @@ class Codec:
         except (TypeError, ValueError, OverflowError, RecursionError) as error:
             raise value_error(error) from None
 
-    def decode_value(self, name: str | None, data: bytes) -> object:
+    def decode_value(self, name: str | None, data: bytes, refs: RefIn | None = None) -> object:
         """The reply's value :meth:`encode_value` made. Raises
         :class:`CodecError` as :meth:`decode` does."""
         if name is not None:
-            return self.decode(name, data, ask=False)
+            return self.decode(name, data, ask=False, refs=refs)
         try:
             return msgspec.msgpack.decode(data)
         except (msgspec.DecodeError, RecursionError) as error:
@@ -320,3 +370,34 @@ class Codec:
             return None
         reply = getattr(message, entry.fields[entry.reply_index])
         return reply if isinstance(reply, Reply) else None
+
+
+def _refs_out(entry: _Entry, values: list[Any], refs: RefOut | None) -> list[Any]:
+    """``values`` with each reference as it travels."""
+    if refs is None:
+        raise CodecError(
+            f"message {entry.name!r} carries a reference to an actor: it travels only "
+            "over a node's connection"
+        )
+    for index in entry.refs:
+        ref = values[index]
+        if ref is not None:
+            if not isinstance(ref, ActorRef):
+                raise CodecError(
+                    f"cannot encode message {entry.name!r}: a reference field holds {ref!r}"
+                )
+            values[index] = refs(ref)
+    return values
+
+
+def _refs_in(entry: _Entry, values: list[Any], refs: RefIn | None) -> list[Any]:
+    """``values`` with each reference that came made a local one."""
+    if refs is None:
+        raise CodecError(
+            f"message {entry.name!r} carries a reference to an actor: only a node's "
+            "connection decodes it"
+        )
+    for index in entry.refs:
+        if values[index] is not None:
+            values[index] = refs(values[index])
+    return values

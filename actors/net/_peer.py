@@ -29,13 +29,13 @@ from .._core._cell import ActorState, _Cell
 from .._core._envelope import Address, Envelope, current_address
 from .._core._errors import ActorStoppedError
 from .._core._mailbox import ActorRef
-from .._core._monitors import ExitReason, Failed, NodeDown
+from .._core._monitors import ExitReason, Failed, NodeDown, Stopped
 from .._core._reply import Reply
 from .._core._util import NoPublicConstructor
 from .._registry import ServiceKey
 from .._system import ActorSystem
-from ._codec import Codec
-from ._errors import NodeDownError, RemoteError
+from ._codec import Codec, WireRef
+from ._errors import CodecError, NodeDownError, RemoteError
 from ._events import (
     AnswerReceived,
     Authenticated,
@@ -60,6 +60,14 @@ logger = logging.getLogger("actors.net")
 M = TypeVar("M")
 
 _RUNNING = ActorState.RUNNING  # (a global: an enum member's lookup costs more)
+
+# The kinds of a reference in a message, from the sender's side.
+_SENDERS = 0
+"""One of the sending node's actors."""
+_RECEIVERS = 1
+"""One of the receiving node's actors (which it gave the sender)."""
+_ENDED = 2
+"""One of the sending node's actors that had ended when it was sent."""
 
 RECEIVE_SIZE = 65536
 WRITE_CHUNK = 256 * 1024
@@ -216,6 +224,8 @@ class Peer(metaclass=NoPublicConstructor):
             self._fd = stream.socket.fileno()
         connection.on_answer = self._answer
         connection.on_message = self._message
+        connection.encode_ref = self._ref_out
+        connection.decode_ref = self._ref_in
         self.closed = trio.Event()
         self.reason: str | None = None
         """Why the connection ended, once it did."""
@@ -661,6 +671,59 @@ class Peer(metaclass=NoPublicConstructor):
         out or was cancelled): dropped, and counted."""
         self._late_answers += 1
         logger.debug("node %r: a late answer to ask %d (dropped)", self.node, number)
+
+    # ---- references in messages ------------------------------------------
+
+    def _ref_out(self, ref: ActorRef[Any]) -> WireRef:
+        """A reference in a message or an answer for the peer: to one of this
+        node's actors (exported to the peer, as a look-up does: the peer may
+        message it and learns of its end), or to one of the peer's. A
+        reference to a third node's actor cannot travel (:class:`CodecError`)."""
+        cell = ref._cell
+        outbox: object = cell.send_channel  # a remote reference's is an Outbox
+        if isinstance(outbox, Outbox):
+            if outbox._peer is not self:
+                raise CodecError(
+                    f"a reference to actor {cell.address.name!r} of another node cannot "
+                    f"travel to node {self.node!r}: only references to actors of the two "
+                    "nodes of a connection travel"
+                )
+            return (_RECEIVERS, outbox._uid, cell.address.name.removesuffix(f"@{self.node}"))
+        if cell.timekeeper is not self._system._timekeeper:
+            raise CodecError(
+                f"a reference to actor {cell.address.name!r} of another actor system cannot "
+                f"travel to node {self.node!r}: only this node's actors and the peer's travel"
+            )
+        if cell.state is ActorState.STOPPED:
+            return (_ENDED, cell.address.uid, cell.address.name)
+        name, uid = self._export(cell)
+        return (_SENDERS, uid, name)
+
+    def _ref_in(self, wire: WireRef) -> ActorRef[Any]:
+        """The reference a message or an answer of the peer's carries: to one
+        of the peer's actors (a remote reference, as a look-up gives), or to
+        one of this node's that it was given. One to an actor of this node
+        the peer was not given (or that has ended), or to an actor that had
+        ended when it was sent, is a reference to an actor that has stopped."""
+        kind, uid, name = wire
+        if kind == _SENDERS:
+            return self._reference(name, uid)
+        if kind == _RECEIVERS:
+            export = self._exported.get(uid)
+            if export is not None:
+                return export.ref
+            return self._stopped_reference(Address(name, uid))
+        if kind == _ENDED:
+            return self._stopped_reference(
+                Address(f"{name}@{self.node}", uid, self._conn.peer_incarnation)
+            )
+        raise CodecError(f"a reference of an unknown kind {kind}")
+
+    def _stopped_reference(self, address: Address) -> ActorRef[Any]:
+        system = self._system
+        cell: _Cell[Any] = _Cell.open(address, 0, system.tracer, system._timekeeper)
+        cell.terminate(Stopped())
+        return cast("ActorRef[Any]", ActorRef._create(cell))
 
     def _export(self, cell: _Cell[Any]) -> tuple[str, int]:
         uid = cell.address.uid

@@ -52,7 +52,7 @@ from typing import cast, final
 import attrs
 import msgspec
 
-from ._codec import Codec, value_error
+from ._codec import Codec, RefIn, RefOut, value_error
 from ._errors import CodecError, ConnectionStateError, NoCreditError
 from ._events import (
     AnswerReceived,
@@ -237,6 +237,12 @@ class Connection:
         returning an :class:`AnswerReceived`, when no event comes before it
         in the same :meth:`receive_data` (so events keep their order): how
         a node hands an answer to its asker without an event object."""
+        self.encode_ref: RefOut | None = None
+        """How a reference in a message or an answer goes out (see
+        :mod:`._codec`): set by the node's peer; without it, such a message
+        is a :class:`CodecError`."""
+        self.decode_ref: RefIn | None = None
+        """How a reference that came is made a local one (the peer's)."""
         self.on_message: Callable[[int, object, int | None], None] | None = None
         """If set, called with a message's target, the message and its reply
         number (None for a tell) instead of returning a
@@ -336,7 +342,7 @@ class Connection:
         self._require_open("send_message")
         if self._credit <= 0:
             raise NoCreditError(f"node {self.peer!r} granted no credit left")
-        name, data, carried = self._codec.encode_message(message)
+        name, data, carried = self._codec.encode_message(message, self.encode_ref)
         if (reply is not None) != (carried is not None):
             raise CodecError(
                 f"message {name!r}: an ask carries a Reply and a reply number, a tell neither"
@@ -383,7 +389,7 @@ class Connection:
         codec = self._codec
         try:
             if type(value) in codec._by_class:
-                name, data = codec.encode_value(value)
+                name, data = codec.encode_value(value, self.encode_ref)
             else:
                 # Codec.encode_value of a builtin value, inline (most answers).
                 name = None
@@ -533,7 +539,9 @@ class Connection:
                 elif kind is Answer and is_open:
                     answer = cast("Answer", frame)
                     try:
-                        value = self._codec.decode_value(answer.type, answer.value)
+                        value = self._codec.decode_value(
+                            answer.type, answer.value, self.decode_ref
+                        )
                     except CodecError as codec_error:
                         events.append(FailureReceived(answer.reply, "CodecError", str(codec_error)))
                     else:
@@ -583,7 +591,7 @@ class Connection:
         match frame:
             case Answer():
                 try:
-                    value = self._codec.decode_value(frame.type, frame.value)
+                    value = self._codec.decode_value(frame.type, frame.value, self.decode_ref)
                 except CodecError as error:
                     events.append(FailureReceived(frame.reply, "CodecError", str(error)))
                 else:
@@ -641,7 +649,9 @@ class Connection:
             self._refuse(f"the peer sent past its credit of {self._window} messages", events)
             return
         try:
-            message = self._codec.decode(frame.type, frame.args, ask=frame.reply is not None)
+            message = self._codec.decode(
+                frame.type, frame.args, ask=frame.reply is not None, refs=self.decode_ref
+            )
         except CodecError as error:
             reason = _clip(str(error))
             self._write(Error(reason, frame.reply))

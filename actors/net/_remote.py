@@ -85,7 +85,7 @@ class Outbox:
             self._check()
         if conn._credit <= 0:
             raise trio.WouldBlock
-        name, data, reply = peer._codec.encode_message(envelope.message)
+        name, data, reply = peer._codec.encode_message(envelope.message, conn.encode_ref)
         cell = self._cell
         if reply is None:
             conn._send_encoded(self._uid, name, data, None)

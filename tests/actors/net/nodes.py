@@ -75,12 +75,16 @@ async def connected(
     window: int = 16,
     max_frame: int = 1 << 20,
     only_a: Sequence[tuple[type, str]] = (),
+    both: Sequence[tuple[type, str]] = (),
 ) -> AsyncIterator[Pair]:
     """Nodes ``a`` and ``b`` connected over ``stream_pair``; ``only_a`` are
-    message classes (and names) a's codec registers and b's does not."""
-    codec_a = codec()
-    for cls, name in only_a:
+    message classes (and names) a's codec registers and b's does not, and
+    ``both`` more that both register."""
+    codec_a, codec_b = codec(), codec()
+    for cls, name in [*only_a, *both]:
         codec_a.register(cls, name=name)
+    for cls, name in both:
+        codec_b.register(cls, name=name)
     async with actors.open_system() as system_a, actors.open_system() as system_b:
         await system_b.spawn(counter, name="counter", capacity=counter_capacity)
         async with (
@@ -97,7 +101,7 @@ async def connected(
                 system_b,
                 name="b",
                 secret=SECRET,
-                codec=codec(),
+                codec=codec_b,
                 listen=None,
                 window=window,
                 max_frame=max_frame,

@@ -21,8 +21,8 @@ class TwoReplies:
 
 
 @attrs.frozen
-class CarriesARef:
-    ref: ActorRef[Add]
+class CarriesRefs:
+    refs: list[ActorRef[Add]]  # a reference travels as a field of its own, not in a list
 
 
 @attrs.frozen
@@ -57,7 +57,7 @@ def test_a_name_is_one_class_and_a_class_one_name() -> None:
     [
         (int, r"^a codec registers attrs classes, not <class 'int'>$"),
         (TwoReplies, r"^TwoReplies has more than one Reply field$"),
-        (CarriesARef, r"^CarriesARef.ref: a value of type ActorRef cannot travel between nodes$"),
+        (CarriesRefs, r"^CarriesRefs.refs: a value of type ActorRef cannot travel between nodes$"),
         (KeywordOnly, r"^KeywordOnly.amount: a message's fields must all be positional"),
     ],
 )
