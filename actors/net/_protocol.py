@@ -539,9 +539,7 @@ class Connection:
                 elif kind is Answer and is_open:
                     answer = cast("Answer", frame)
                     try:
-                        value = self._codec.decode_value(
-                            answer.type, answer.value, self.decode_ref
-                        )
+                        value = self._codec.decode_value(answer.type, answer.value, self.decode_ref)
                     except CodecError as codec_error:
                         events.append(FailureReceived(answer.reply, "CodecError", str(codec_error)))
                     else:
