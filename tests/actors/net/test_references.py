@@ -195,3 +195,38 @@ def test_a_reference_inside_a_container_is_still_refused() -> None:
 
     with pytest.raises(TypeError, match=r"Many.refs: a value of type ActorRef cannot travel"):
         Codec([Many])
+
+
+@attrs.frozen
+class Double:
+    value: int
+    reply: Reply[int]
+
+
+async def remote_doubler(inbox: Inbox[Double]) -> None:
+    async for envelope in inbox:
+        envelope.message.reply.send(2 * envelope.message.value)
+
+
+async def router(inbox: Inbox[Double], worker: ActorRef[Double]) -> None:
+    """Hands each ask on to the worker of the other node, with its reply: the
+    worker answers the asker, and the router is free at once."""
+    async for envelope in inbox:
+        await worker.tell(envelope.message)
+
+
+async def test_a_router_hands_an_ask_and_its_reply_on_to_another_node() -> None:
+    async with connected(both=[(Double, "Double")]) as pair:
+        await pair.system_b.spawn(remote_doubler, name="doubler")
+        worker = cast("ActorRef[Double]", await a_ref_to(pair, "doubler"))
+        front = await pair.system_a.spawn(router, worker, name="router")
+        answers = []
+        async with trio.open_nursery() as nursery:
+            for value in range(5):
+
+                async def ask(value: int = value) -> None:
+                    answers.append(await front.ask(Double, value, timeout=5))
+
+                nursery.start_soon(ask)
+        assert sorted(answers) == [0, 2, 4, 6, 8]
+        assert pair.peer_a.statistics().asks_in_flight == 0
