@@ -34,6 +34,7 @@ from ._events import LookupRequested as LookupRequested
 from ._events import MessageReceived as MessageReceived
 from ._events import PeerRefused as PeerRefused
 from ._events import StopRequested as StopRequested
+from ._node import Dialer as Dialer
 from ._node import Node as Node
 from ._node import NodeStatistics as NodeStatistics
 from ._node import open_node as open_node

@@ -5,25 +5,37 @@ from __future__ import annotations
 import logging
 import math
 import os
+import random
 import ssl
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from typing import final
+from typing import Any, TypeVar, final
 
 import attrs
 import trio
 
-from .._core._mailbox import _seconds
+from .._core._mailbox import ActorRef, _seconds
 from .._core._util import NoPublicConstructor
+from .._registry import ServiceKey
+from .._restarts import Backoff
 from .._system import ActorSystem
 from ._admission import Admission, AdmissionStatistics, Admitted, LogBudget, Progress
 from ._codec import Codec
-from ._errors import HandshakeError
+from ._errors import HandshakeError, NodeDownError
 from ._events import Authenticated, ConnectionClosed, Event
 from ._peer import Peer
 from ._protocol import DEFAULT_MAX_FRAME, DEFAULT_WINDOW, Connection, Role
 
 logger = logging.getLogger("actors.net")
+
+M = TypeVar("M")
+
+Dialer = Callable[[], Awaitable[trio.abc.Stream]]
+"""Opens a stream to another node (for :meth:`Node.keep` and ``seeds``:
+what to dial when it is not a ``(host, port)``)."""
+DEFAULT_REDIAL = Backoff(minimum=0.1, maximum=10.0)
+"""How a kept connection is dialled again: 0.1 s, then doubling up to 10 s
+(less a random part of up to a fifth), from 0 again once it stayed up 10 s."""
 
 MAX_HANDSHAKES = 64
 """Connections a node's listener keeps in their handshake at once (by
@@ -108,6 +120,11 @@ class Node(metaclass=NoPublicConstructor):
         self._admission = Admission(max_handshakes)
         self._evict: dict[Admitted, trio.CancelScope] = {}
         self._log_budget = LogBudget(LOG_BURST, LOG_INTERVAL)
+        # Parked on by wait_peer: woken whenever a peer comes up or goes.
+        self._peers_changed = trio.lowlevel.ParkingLot()
+        # The re-dial jitter: a generator of the node's own (not the system's
+        # seeded one, whose draws a seeded program counts on).
+        self._redial_random = random.Random(self.incarnation)
 
     def __repr__(self) -> str:
         return f"<Node {self.name!r} at {self.address} with {len(self.peers)} peers>"
@@ -152,6 +169,84 @@ class Node(metaclass=NoPublicConstructor):
         peer: Peer = await self._nursery.start(self._run_peer, stream, Role.SERVER)
         return peer
 
+    def keep(
+        self,
+        target: tuple[str, int] | Dialer,
+        *,
+        redial: Backoff = DEFAULT_REDIAL,
+        ssl_context: ssl.SSLContext | None = None,
+        server_hostname: str | None = None,
+    ) -> None:
+        """Keep a connection to the node at ``target`` (a ``(host, port)``, or
+        a function that opens a stream to it) up for the node's whole life:
+        dial it now, in the background, and again, after ``redial``'s
+        back-off, whenever the dial fails or the connection goes down. Each
+        connection is a new :class:`Peer` (references to the old one's actors
+        ended with it: look them up again, on :meth:`wait_peer`'s answer).
+        Failures (``OSError``, a failed handshake) are logged (WARNING,
+        within the node's log budget), not raised; a dialer should raise
+        ``OSError`` when it cannot connect (anything else ends the node).
+        ``seeds`` of :func:`open_node` are kept so."""
+        if not isinstance(redial, Backoff):
+            raise TypeError(f"redial must be an actors.Backoff, not {redial!r}")
+        self._nursery.start_soon(
+            self._keep, target, redial, ssl_context, server_hostname, name=f"keep {target!r}"
+        )
+
+    async def _keep(
+        self,
+        target: tuple[str, int] | Dialer,
+        redial: Backoff,
+        ssl_context: ssl.SSLContext | None,
+        server_hostname: str | None,
+    ) -> None:
+        streak = 0
+        while True:
+            try:
+                stream = target if isinstance(target, tuple) else await target()
+                peer = await self.connect(
+                    stream, ssl_context=ssl_context, server_hostname=server_hostname
+                )
+            except (OSError, HandshakeError, trio.BrokenResourceError) as error:
+                self._warn("node %r could not reach a node it keeps: %s", f"{target!r}: {error}")
+            else:
+                up_since = trio.current_time()
+                logger.info("node %r: connected to %r at %r", self.name, peer.node, target)
+                await peer.closed.wait()
+                if trio.current_time() - up_since >= redial.reset_after:
+                    streak = 0
+                logger.info(
+                    "node %r: lost %r (%s): dialling again", self.name, peer.node, peer.reason
+                )
+            await trio.sleep(redial.delay(streak, self._redial_random))
+            streak += 1
+
+    async def wait_peer(self, node: str) -> Peer:
+        """The peer that is the node named ``node``, once a connection to it
+        is up (at once if one is). A checkpoint."""
+        await trio.lowlevel.checkpoint()
+        while True:
+            for peer in self.peers:
+                if peer.node == node and peer.reason is None:
+                    return peer
+            await self._peers_changed.park()
+
+    async def find(self, key: ServiceKey[M]) -> tuple[ActorRef[M], ...]:
+        """Every actor registered under ``key`` on this node's system and on
+        each node it is connected to (:meth:`Peer.find`), each once: the typed
+        registry across the nodes. A peer that goes down meanwhile is left
+        out. A checkpoint."""
+        found: dict[Any, ActorRef[M]] = {ref.address: ref for ref in self.system.find(key)}
+        for peer in list(self.peers):
+            try:
+                refs = await peer.find(key)
+            except NodeDownError:
+                continue
+            for ref in refs:
+                found.setdefault(ref.address, ref)
+        await trio.lowlevel.checkpoint()
+        return tuple(found.values())
+
     def statistics(self) -> NodeStatistics:
         """A snapshot of the node (:class:`NodeStatistics`)."""
         admission: AdmissionStatistics = self._admission.statistics()
@@ -186,7 +281,7 @@ class Node(metaclass=NoPublicConstructor):
         except (trio.BrokenResourceError, trio.ClosedResourceError) as error:
             self._warn("node %r lost a connection during its handshake: %s", error)
 
-    def _warn(self, message: str, error: Exception) -> None:
+    def _warn(self, message: str, error: object) -> None:
         held_back = self._log_budget.take(trio.current_time())
         if held_back is None:
             return
@@ -217,6 +312,7 @@ class Node(metaclass=NoPublicConstructor):
                 peer, early = await self._handshake(stream, conn, admitted)
                 task_status.started(peer)
                 self.peers.append(peer)
+                self._peers_changed.unpark_all()
                 try:
                     async with trio.open_nursery() as nursery:
                         peer._nursery = nursery
@@ -232,6 +328,7 @@ class Node(metaclass=NoPublicConstructor):
                         nursery.start_soon(peer._reader, name=f"read from {peer.node}")
                 finally:
                     self.peers.remove(peer)
+                    self._peers_changed.unpark_all()
                     peer._teardown()
                     logger.info("node %r: peer %r is down: %s", self.name, peer.node, peer.reason)
         except trio.BrokenResourceError as error:
@@ -380,6 +477,7 @@ async def open_node(
     max_handshakes: int = MAX_HANDSHAKES,
     heartbeat: float = 1.0,
     peer_timeout: float | None = 10.0,
+    seeds: Sequence[tuple[str, int] | Dialer] = (),
 ) -> AsyncIterator[Node]:
     """Make ``system`` reachable as the node ``name``.
 
@@ -401,6 +499,12 @@ async def open_node(
     more from that peer (its look-ups and asks, whose answers pile up, wait
     in its own writes) until the output drains; a peer that reads nothing
     for ``stall_timeout`` seconds meanwhile is disconnected with a reason.
+
+    ``seeds`` are nodes to stay connected to: each is kept with
+    :meth:`Node.keep` (dialled at once, in the background, and again after
+    a back-off whenever the connection goes); :meth:`Node.wait_peer` waits
+    for one by name, and :meth:`Node.find` looks a service up on every
+    connected node.
 
     **Failure detection.** Every ``heartbeat`` seconds a node sends a
     heartbeat to each peer it has sent nothing to since the last; a peer from
@@ -488,6 +592,8 @@ async def open_node(
             listeners.append(listen)
         if listeners:
             nursery.start_soon(trio.serve_listeners, node._serve, listeners)
+        for seed in seeds:
+            node.keep(seed)
         try:
             yield node
         finally:
