@@ -307,12 +307,16 @@ class ActorRef(Generic[M_contra], metaclass=NoPublicConstructor):
             # would close a cycle (reply, envelope, message, reply) that only
             # the cycle collector frees.
             reply._envelope = None
+            if reply._completion is None:
+                reply._abandoned = True
             table = reply._table
-            if table is not None:
-                # A remote ask: its number leaves the node's reply table (if
-                # the answer has not taken it already), so an asker that gave
-                # up leaves nothing behind, and a late answer is dropped.
-                table.pop(reply._number, None)
+            if table is not None and table.pop(reply._number, None) is not None:
+                # A remote ask given up on: its number leaves the node's
+                # reply table, so it leaves nothing behind and a late answer
+                # is dropped, and the far node is told (actors.net).
+                abandon = getattr(table, "abandon", None)
+                if abandon is not None:
+                    abandon(reply._number)
 
     async def stop(self) -> None:
         """Stop the actor gracefully: it accepts nothing more, delivers what it

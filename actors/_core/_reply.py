@@ -80,6 +80,7 @@ class Reply(Generic[R_contra], metaclass=NoPublicConstructor):
     """
 
     __slots__ = (
+        "_abandoned",
         "_actor",
         "_completion",
         "_envelope",
@@ -115,6 +116,8 @@ class Reply(Generic[R_contra], metaclass=NoPublicConstructor):
         # message went in, and whether the actor took it.
         self._envelope: Envelope[object] | None = None
         self._taken = False
+        # The asker gave up (see ``abandoned``).
+        self._abandoned = False
         # An ask of a remote actor: the node's table of its asks in flight
         # this reply waits in, under ``_number`` (set with it), which the
         # asker leaves when it returns, answered or not.
@@ -128,6 +131,16 @@ class Reply(Generic[R_contra], metaclass=NoPublicConstructor):
     @property
     def _name(self) -> str:
         return f"reply to message {self._seq} of actor {self._actor!r}"
+
+    @property
+    def abandoned(self) -> bool:
+        """Whether the asker gave up on this reply (it timed out or was
+        cancelled, or, asked from another node, that node said so or its
+        connection went down): an answer now is read by no one. A handler
+        with a long job may check it and stop early. A remote ask whose
+        message was still in the mailbox when its asker gave up is taken
+        out of the mailbox and never delivered."""
+        return self._abandoned
 
     @property
     def done(self) -> bool:

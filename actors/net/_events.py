@@ -73,6 +73,14 @@ class FoundReceived:
 
 @final
 @attrs.frozen
+class AskCancelled:
+    """The peer's asker of its ask ``reply`` gave up."""
+
+    reply: int
+
+
+@final
+@attrs.frozen
 class StopRequested:
     target: int
     kill: bool = False
@@ -130,6 +138,7 @@ Event = (
     | FindRequested
     | FoundReceived
     | StopRequested
+    | AskCancelled
     | EndedReceived
     | FrameRefused
     | PeerRefused

@@ -13,8 +13,9 @@ VERSION = 3
 """Version 3: once a side has checked the other's proof, it sends the names
 of the message types its codec accepts (``Types``) before its first credit,
 so the other refuses, at the sender, a message this side could not decode;
-``Stop`` may be a kill; and a side that has sent nothing for a while sends
-a ``Ping``, so a peer silent past its timeout is taken for down.
+``Stop`` may be a kill; a side that has sent nothing for a while sends
+a ``Ping``, so a peer silent past its timeout is taken for down; and an
+asker that gave up says so (``Cancel``).
 Version 2: a message's and an answer's values travel as a MessagePack
 ``bin`` (bytes), so a frame decodes without looking into them: values the
 codec cannot decode are refused under the frame's reply number."""
@@ -96,6 +97,12 @@ class Types(msgspec.Struct, tag=14, tag_field="frame", array_like=True, frozen=T
     """The sender's node's incarnation (see ``Address.incarnation``)."""
 
 
+class Cancel(msgspec.Struct, tag=16, tag_field="frame", array_like=True, frozen=True):
+    """The asker of the ask ``reply`` gave up (timed out or was cancelled)."""
+
+    reply: int
+
+
 class Ping(msgspec.Struct, tag=15, tag_field="frame", array_like=True, frozen=True):
     """A heartbeat: sent by a side that has sent nothing for a while, so the
     other can tell a silent peer from an idle one."""
@@ -103,4 +110,4 @@ class Ping(msgspec.Struct, tag=15, tag_field="frame", array_like=True, frozen=Tr
 
 Frame = (
     Hello | Proof | Send | Answer | Failure | Credit | Lookup | Find | Found | Stop | Ended | Error
-) | (Close | Types | Ping)
+) | (Close | Types | Ping | Cancel)

@@ -31,13 +31,15 @@ from .._core._errors import ActorStoppedError
 from .._core._mailbox import ActorRef
 from .._core._monitors import ExitReason, Failed, NodeDown, Stopped
 from .._core._reply import Reply
-from .._core._util import NoPublicConstructor
+from .._core._trace import EventKind
+from .._core._util import NoPublicConstructor, unqueue
 from .._registry import ServiceKey
 from .._system import ActorSystem
 from ._codec import Codec, WireRef
 from ._errors import CodecError, NodeDownError, RemoteError
 from ._events import (
     AnswerReceived,
+    AskCancelled,
     Authenticated,
     ConnectionClosed,
     CreditGranted,
@@ -198,7 +200,10 @@ class Peer(metaclass=NoPublicConstructor):
         # Local actors the peer looked up, by uid: all it may message.
         self._exported: dict[int, _Export] = {}
         # Our asks in flight, by reply number.
-        self._replies: dict[int, Reply[Any]] = {}
+        self._replies: dict[int, Reply[Any]] = _Replies(self)
+        # The peer's asks delivered here and not answered, by its number:
+        # what its Cancel frames, and the connection's end, abandon.
+        self._asked: dict[int, tuple[_Cell[Any], Reply[Any]]] = {}
         self._requests: dict[int, _Request] = {}
         # Messages received whose target's mailbox was full (or that came
         # behind one that was), in order. Invariant: at most the window.
@@ -387,6 +392,9 @@ class Peer(metaclass=NoPublicConstructor):
                     reply._withdraw(error)
             if cell.state is not ActorState.STOPPED:
                 cell.terminate(NodeDown(node))
+        asked, self._asked = self._asked, {}
+        for cell, reply in asked.values():  # nobody reads their answers now
+            _abandon(cell, reply)
         exported, self._exported = self._exported, {}
         for export in exported.values():
             links = export.cell.links
@@ -617,6 +625,18 @@ class Peer(metaclass=NoPublicConstructor):
                 if request is not None:
                     request.actors = event.actors
                     request.done.set()
+            case AskCancelled():
+                asked = self._asked.pop(event.reply, None)
+                if asked is not None:
+                    _abandon(*asked)
+                else:
+                    # Still waiting here for room in its mailbox: dropped
+                    # (but the first, which the delivery task may hold).
+                    for index in range(1, len(self._inbound)):
+                        if self._inbound[index].reply == event.reply:
+                            del self._inbound[index]
+                            self._conn.delivered(1)
+                            break
             case StopRequested():
                 # What ``ref.stop()`` does before it waits: no task, so a
                 # flood of Stop frames costs nothing (the end goes back as
@@ -682,7 +702,7 @@ class Peer(metaclass=NoPublicConstructor):
         cell = ref._cell
         outbox: object = cell.send_channel  # a remote reference's is an Outbox
         if isinstance(outbox, Outbox):
-            if outbox._peer is not self:
+            if outbox._peer is not cast("object", self):
                 raise CodecError(
                     f"a reference to actor {cell.address.name!r} of another node cannot "
                     f"travel to node {self.node!r}: only references to actors of the two "
@@ -788,6 +808,7 @@ class Peer(metaclass=NoPublicConstructor):
             if pending is None:
                 pending = cell.pending = {}
             pending[seq] = reply
+            self._asked[number] = (cell, reply)
         # self._conn.delivered(1), inline (every remote ask).
         conn = self._conn
         if conn.state is _OPEN:
@@ -812,6 +833,7 @@ class Peer(metaclass=NoPublicConstructor):
                 await export.cell.put(envelope)
             except BaseException:
                 self._unask(export.cell, envelope)
+                self._asked.pop(event.reply, None)
                 raise
         except ActorStoppedError:
             self._undeliverable(event.target, event.message, event.reply)
@@ -833,6 +855,7 @@ class Peer(metaclass=NoPublicConstructor):
         if pending is None:
             pending = cell.pending = {}
         pending[seq] = reply
+        self._asked[event.reply] = (cell, reply)
         return envelope
 
     @staticmethod
@@ -847,10 +870,12 @@ class Peer(metaclass=NoPublicConstructor):
     def _answered(
         self, cell: _Cell[Any], seq: int, number: int, result: outcome.Outcome[Any]
     ) -> None:
-        """An ask of the peer was completed here: its answer goes back."""
+        """An ask of the peer was completed here: its answer goes back
+        (unless the asker gave up: it would be dropped there)."""
         if cell.pending is not None:
             cell.pending.pop(seq, None)
-        if self._conn.state is not _OPEN:
+        asked = self._asked.pop(number, None)
+        if self._conn.state is not _OPEN or (asked is not None and asked[1]._abandoned):
             return
         if type(result) is outcome.Value:
             self._conn.send_answer(number, result.value)
@@ -881,3 +906,35 @@ class Peer(metaclass=NoPublicConstructor):
                 self.node,
                 name,
             )
+
+
+class _Replies(dict[int, Reply[Any]]):
+    """The reply table of a peer's asks in flight (by number): when an asker
+    gives up, ``ActorRef.ask`` takes its entry out and calls :meth:`abandon`,
+    which tells the far node."""
+
+    __slots__ = ("_peer",)
+
+    def __init__(self, peer: Peer) -> None:
+        super().__init__()
+        self._peer = peer
+
+    def abandon(self, number: int) -> None:
+        peer = self._peer
+        if peer.reason is None and peer._conn.state is _OPEN:
+            peer._conn.send_cancel(number)
+            peer._flush()
+
+
+def _abandon(cell: _Cell[Any], reply: Reply[Any]) -> None:
+    """The peer's asker of ``reply`` gave up: the reply is abandoned, and its
+    message, if still in the mailbox, is taken out (dropped: never
+    delivered, traced as such)."""
+    reply._abandoned = True
+    envelope = reply._envelope
+    if envelope is not None and not reply._taken and unqueue(cell.receive_channel, envelope):
+        reply._envelope = None
+        reply._notify = None
+        if cell.pending is not None:
+            cell.pending.pop(envelope.seq, None)
+        cell.record(EventKind.DROPPED, envelope.seq)

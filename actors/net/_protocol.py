@@ -56,6 +56,7 @@ from ._codec import Codec, RefIn, RefOut, value_error
 from ._errors import CodecError, ConnectionStateError, NoCreditError
 from ._events import (
     AnswerReceived,
+    AskCancelled,
     Authenticated,
     ConnectionClosed,
     CreditGranted,
@@ -73,6 +74,7 @@ from ._events import (
 from ._frames import (
     VERSION,
     Answer,
+    Cancel,
     Close,
     Credit,
     Ended,
@@ -444,6 +446,11 @@ class Connection:
         self._require_open("send_stop")
         self._write(Stop(target, kill))
 
+    def send_cancel(self, reply: int) -> None:
+        """Tell the peer that our asker of ``reply`` gave up (no credit)."""
+        self._require_open("send_cancel")
+        self._write(Cancel(reply))
+
     def send_ping(self) -> None:
         """Queue a heartbeat (no credit: it is no message)."""
         self._require_open("send_ping")
@@ -619,6 +626,8 @@ class Connection:
                 events.append(ConnectionClosed(frame.reason, by_peer=True))
             case Ping():
                 pass  # a heartbeat: what counts is that a frame came
+            case Cancel():
+                events.append(AskCancelled(frame.reply))
             case Types():
                 if self.peer_types is not None:
                     self._refuse("a second Types frame", events)
