@@ -73,6 +73,27 @@ class FoundReceived:
 
 @final
 @attrs.frozen
+class SpawnRequested:
+    """The peer asks for an actor running the behaviour allowed under ``key``."""
+
+    request: int
+    key: str
+    args: bytes
+    name: str | None
+
+
+@final
+@attrs.frozen
+class RequestRefused:
+    """The peer refused our request ``request`` (a spawn)."""
+
+    request: int
+    error: str
+    message: str
+
+
+@final
+@attrs.frozen
 class AskCancelled:
     """The peer's asker of its ask ``reply`` gave up."""
 
@@ -139,6 +160,8 @@ Event = (
     | FoundReceived
     | StopRequested
     | AskCancelled
+    | SpawnRequested
+    | RequestRefused
     | EndedReceived
     | FrameRefused
     | PeerRefused

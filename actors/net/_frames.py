@@ -15,7 +15,8 @@ of the message types its codec accepts (``Types``) before its first credit,
 so the other refuses, at the sender, a message this side could not decode;
 ``Stop`` may be a kill; a side that has sent nothing for a while sends
 a ``Ping``, so a peer silent past its timeout is taken for down; and an
-asker that gave up says so (``Cancel``).
+asker that gave up says so (``Cancel``); and a node may ask another to spawn
+an actor it allows (``Spawn``, answered with ``Found`` or ``Refusal``).
 Version 2: a message's and an answer's values travel as a MessagePack
 ``bin`` (bytes), so a frame decodes without looking into them: values the
 codec cannot decode are refused under the frame's reply number."""
@@ -103,6 +104,25 @@ class Cancel(msgspec.Struct, tag=16, tag_field="frame", array_like=True, frozen=
     reply: int
 
 
+class Spawn(msgspec.Struct, tag=17, tag_field="frame", array_like=True, frozen=True):
+    """Spawn the behaviour the receiver allows under ``key`` with ``args``
+    (the codec's values); answered with ``Found`` or ``Refusal``."""
+
+    request: int
+    key: str
+    args: bytes
+    name: str | None
+
+
+class Refusal(msgspec.Struct, tag=18, tag_field="frame", array_like=True, frozen=True):
+    """The request ``request`` was refused: ``error`` is the error's class
+    name, ``message`` its text."""
+
+    request: int
+    error: str
+    message: str
+
+
 class Ping(msgspec.Struct, tag=15, tag_field="frame", array_like=True, frozen=True):
     """A heartbeat: sent by a side that has sent nothing for a while, so the
     other can tell a silent peer from an idle one."""
@@ -110,4 +130,4 @@ class Ping(msgspec.Struct, tag=15, tag_field="frame", array_like=True, frozen=Tr
 
 Frame = (
     Hello | Proof | Send | Answer | Failure | Credit | Lookup | Find | Found | Stop | Ended | Error
-) | (Close | Types | Ping | Cancel)
+) | (Close | Types | Ping | Cancel | Spawn | Refusal)

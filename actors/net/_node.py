@@ -9,11 +9,12 @@ import random
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, TypeVar, final
+from typing import Any, TypeVar, TypeVarTuple, Unpack, final
 
 import attrs
 import trio
 
+from .._core._inbox import Inbox
 from .._core._mailbox import ActorRef, _seconds
 from .._core._util import NoPublicConstructor
 from .._registry import ServiceKey
@@ -29,6 +30,7 @@ from ._protocol import DEFAULT_MAX_FRAME, DEFAULT_WINDOW, Connection, Role
 logger = logging.getLogger("actors.net")
 
 M = TypeVar("M")
+Ts = TypeVarTuple("Ts")
 
 Dialer = Callable[[], Awaitable[trio.abc.Stream]]
 """Opens a stream to another node (for :meth:`Node.keep` and ``seeds``:
@@ -120,6 +122,8 @@ class Node(metaclass=NoPublicConstructor):
         self._admission = Admission(max_handshakes)
         self._evict: dict[Admitted, trio.CancelScope] = {}
         self._log_budget = LogBudget(LOG_BURST, LOG_INTERVAL)
+        # The behaviours peers may spawn here, by key (allow_spawn).
+        self._spawnable: dict[str, Callable[..., Awaitable[None]]] = {}
         # Parked on by wait_peer: woken whenever a peer comes up or goes.
         self._peers_changed = trio.lowlevel.ParkingLot()
         # The re-dial jitter: a generator of the node's own (not the system's
@@ -220,6 +224,25 @@ class Node(metaclass=NoPublicConstructor):
                 )
             await trio.sleep(redial.delay(streak, self._redial_random))
             streak += 1
+
+    def allow_spawn(
+        self, key: ServiceKey[M], behaviour: Callable[[Inbox[M], Unpack[Ts]], Awaitable[None]]
+    ) -> None:
+        """Let peers spawn actors running ``behaviour`` here, under ``key``
+        (:meth:`Peer.spawn <actors.net.Peer.spawn>`: its arguments come from
+        the peer, as values the codec carries). Each is an actor of this
+        node's system, as if spawned here: if it fails, its error escalates
+        as any actor's (give it a supervising behaviour for restarts). Raises
+        :class:`ValueError` if ``key`` is taken, :class:`TypeError` for a
+        ``key`` that is not a ``ServiceKey`` or a ``behaviour`` that is not
+        callable."""
+        if not isinstance(key, ServiceKey):
+            raise TypeError(f"allow_spawn takes a ServiceKey, not {key!r}")
+        if not callable(behaviour):
+            raise TypeError(f"allow_spawn takes an async function, not {behaviour!r}")
+        if key.name in self._spawnable:
+            raise ValueError(f"node {self.name!r} allows a spawn under {key.name!r} already")
+        self._spawnable[key.name] = behaviour
 
     async def wait_peer(self, node: str) -> Peer:
         """The peer that is the node named ``node``, once a connection to it
@@ -386,6 +409,7 @@ class Node(metaclass=NoPublicConstructor):
                                     self._stall_timeout,
                                     self._heartbeat,
                                     self._peer_timeout,
+                                    self._spawnable,
                                 )
                                 failed = False
                                 return peer, events[index + 1 :]

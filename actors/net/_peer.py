@@ -17,7 +17,7 @@ import collections
 import functools
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, Never, TypeVar, cast, final
 
 import attrs
@@ -27,7 +27,7 @@ from trio._core._run import GLOBAL_RUN_CONTEXT
 
 from .._core._cell import ActorState, _Cell
 from .._core._envelope import Address, Envelope, current_address
-from .._core._errors import ActorStoppedError
+from .._core._errors import ActorError, ActorStoppedError
 from .._core._mailbox import ActorRef
 from .._core._monitors import ExitReason, Failed, NodeDown, Stopped
 from .._core._reply import Reply
@@ -52,6 +52,8 @@ from ._events import (
     LookupRequested,
     MessageReceived,
     PeerRefused,
+    RequestRefused,
+    SpawnRequested,
     StopRequested,
 )
 from ._protocol import _CLOSED, _OPEN, Connection, State
@@ -62,6 +64,10 @@ logger = logging.getLogger("actors.net")
 M = TypeVar("M")
 
 _RUNNING = ActorState.RUNNING  # (a global: an enum member's lookup costs more)
+
+MAX_SPAWNING = 16
+"""Spawns of one peer's under way at once; more are refused (a flood of
+``Spawn`` frames starts no more tasks)."""
 
 # The kinds of a reference in a message, from the sender's side.
 _SENDERS = 0
@@ -144,7 +150,7 @@ class _Request:
 
     done: trio.Event = attrs.field(factory=trio.Event)
     actors: tuple[tuple[str, int], ...] = ()
-    error: NodeDownError | None = None
+    error: ActorError | None = None
 
 
 @final
@@ -171,8 +177,12 @@ class Peer(metaclass=NoPublicConstructor):
         stall_timeout: float,
         heartbeat: float = 1.0,
         peer_timeout: float | None = None,
+        spawnable: dict[str, Callable[..., Awaitable[None]]] | None = None,
     ) -> None:
         self._system = system
+        # The behaviours the peer may spawn here, by key (Node.allow_spawn).
+        self._spawnable = {} if spawnable is None else spawnable
+        self._spawning = 0  # spawns of the peer's under way
         self._heartbeat_interval = heartbeat
         self._peer_timeout = peer_timeout
         self._conn = connection
@@ -300,6 +310,72 @@ class Peer(metaclass=NoPublicConstructor):
             raise TypeError(f"find takes a ServiceKey, not {key!r}")
         actors = await self._request(lambda number: self._conn.send_find(number, key.name))
         return tuple(self._reference(name, uid) for name, uid in actors)
+
+    async def spawn(
+        self, key: ServiceKey[M], *args: object, name: str | None = None
+    ) -> ActorRef[M]:
+        """Spawn an actor on the peer: the behaviour it allows under ``key``
+        (:meth:`Node.allow_spawn <actors.net.Node.allow_spawn>`), called
+        with ``args`` (values its codec carries: MessagePack's builtins and
+        registered values), named ``name`` there (default: the behaviour's
+        name and a number). Returns a typed reference once the actor's
+        mailbox accepts messages; the actor lives in the peer's system, as
+        any actor spawned there (it does not end with this connection).
+
+        A checkpoint. Raises :class:`~actors.net.RemoteError` if the peer
+        refuses (``LookupError``: no behaviour under ``key``;
+        ``ActorNameError``, ``TypeError``: what its ``spawn`` raised;
+        ``CodecError``: arguments it cannot decode), :class:`CodecError` if
+        ``args`` cannot be encoded (nothing is sent),
+        :class:`~actors.net.NodeDownError` if the connection is lost first,
+        :class:`TypeError` for a ``key`` that is not a ``ServiceKey`` or a
+        ``name`` that is not a str."""
+        if not isinstance(key, ServiceKey):
+            raise TypeError(f"spawn takes a ServiceKey, not {key!r}")
+        if name is not None and not isinstance(name, str):
+            raise TypeError(f"an actor's name must be a str, not {name!r}")
+        try:
+            data = self._codec.values.encode(list(args))
+        except (TypeError, ValueError, OverflowError, RecursionError) as error:
+            raise CodecError(f"cannot encode the arguments of a spawn: {error}") from None
+        actors = await self._request(
+            lambda number: self._conn.send_spawn(number, key.name, data, name)
+        )
+        if len(actors) != 1:
+            raise RemoteError(
+                "ProtocolError", f"node {self.node!r} answered a spawn with {actors!r}"
+            )
+        actor_name, uid = actors[0]
+        return cast("ActorRef[M]", self._reference(actor_name, uid))
+
+    async def _spawn_for_peer(self, event: SpawnRequested) -> None:
+        """The peer's spawn: the allowed behaviour, spawned in this node's
+        system and exported to the peer; any refusal goes back by name."""
+        try:
+            behaviour, args = self._spawn_of(event)
+            ref = await self._system.spawn(behaviour, *args, name=event.name)
+        except Exception as error:  # what the peer asked for must not end this node
+            if not self._conn.closed:
+                self._conn.send_refusal(event.request, type(error).__name__, str(error))
+                self._flush()
+            return
+        finally:
+            self._spawning -= 1
+        if self._conn.closed:
+            await ref.kill()  # nobody to hand it to
+            return
+        self._conn.send_found(event.request, [self._export(ref._cell)])
+        self._flush()
+
+    def _spawn_of(self, event: SpawnRequested) -> tuple[Callable[..., Awaitable[None]], list[Any]]:
+        """The behaviour and the arguments of the peer's spawn, or the error."""
+        behaviour = self._spawnable.get(event.key)
+        if behaviour is None:
+            raise LookupError(f"this node allows no spawn under the key {event.key!r}")
+        args = self._codec.values.decode(event.args)
+        if not isinstance(args, list):
+            raise CodecError(f"a spawn's arguments are a list, not {type(args).__name__}")
+        return behaviour, args
 
     async def _request(self, send: Callable[[int], None]) -> tuple[tuple[str, int], ...]:
         if self.reason is not None:
@@ -625,6 +701,24 @@ class Peer(metaclass=NoPublicConstructor):
                 if request is not None:
                     request.actors = event.actors
                     request.done.set()
+            case RequestRefused():
+                request = self._requests.get(event.request)
+                if request is not None:
+                    request.error = remote_error(event.error, event.message)
+                    request.done.set()
+            case SpawnRequested():
+                if self._conn.closed:
+                    pass
+                elif self._spawning >= MAX_SPAWNING:
+                    self._conn.send_refusal(
+                        event.request,
+                        "RuntimeError",
+                        f"more than {MAX_SPAWNING} spawns of node {self.node!r} under way",
+                    )
+                else:
+                    assert self._nursery is not None
+                    self._spawning += 1
+                    self._nursery.start_soon(self._spawn_for_peer, event)
             case AskCancelled():
                 asked = self._asked.pop(event.reply, None)
                 if asked is not None:

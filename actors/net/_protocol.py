@@ -69,6 +69,8 @@ from ._events import (
     LookupRequested,
     MessageReceived,
     PeerRefused,
+    RequestRefused,
+    SpawnRequested,
     StopRequested,
 )
 from ._frames import (
@@ -87,7 +89,9 @@ from ._frames import (
     Lookup,
     Ping,
     Proof,
+    Refusal,
     Send,
+    Spawn,
     Stop,
     Types,
 )
@@ -446,6 +450,16 @@ class Connection:
         self._require_open("send_stop")
         self._write(Stop(target, kill))
 
+    def send_spawn(self, request: int, key: str, args: bytes, name: str | None) -> None:
+        """Ask the peer to spawn the behaviour it allows under ``key``."""
+        self._require_open("send_spawn")
+        self._write_checked(Spawn(request, key, args, name), "a spawn")
+
+    def send_refusal(self, request: int, error: str, message: str) -> None:
+        """Refuse the peer's request ``request``."""
+        self._require_open("send_refusal")
+        self._write(Refusal(request, _clip(error), _clip(message)))
+
     def send_cancel(self, reply: int) -> None:
         """Tell the peer that our asker of ``reply`` gave up (no credit)."""
         self._require_open("send_cancel")
@@ -628,6 +642,10 @@ class Connection:
                 pass  # a heartbeat: what counts is that a frame came
             case Cancel():
                 events.append(AskCancelled(frame.reply))
+            case Spawn():
+                events.append(SpawnRequested(frame.request, frame.key, frame.args, frame.name))
+            case Refusal():
+                events.append(RequestRefused(frame.request, frame.error, frame.message))
             case Types():
                 if self.peer_types is not None:
                     self._refuse("a second Types frame", events)
