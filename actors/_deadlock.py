@@ -70,20 +70,26 @@ class DeadlockWatch:
             if not self.warned and following < math.inf:
                 self._check_io(statistics)
             limit = self._time_limit
-            if following == math.inf or (limit is not None and following > self._start + limit):
+            if limit is not None and self._start + limit < following < math.inf:
+                # Past the limit, whatever the tasks wait on (a socket, a
+                # thread: time would jump on past it while they wait).
+                waits = list(_waits())
+                self.timed_out = True
+                self.report = (
+                    f"time limit of {limit:g}s reached at {now - self._start:g}s: every task "
+                    f"waits and the next deadline, at {following - self._start:g}s, is past it:\n"
+                    + "\n".join(f"  {line}" for line, _ in sorted(waits))
+                )
+                self._scope.cancel()
+                return
+            if following == math.inf:
                 waits = list(_waits())
                 if not any(outside for _, outside in waits):
-                    if following == math.inf:
-                        why = "no deadline is pending, so nothing can wake them"
-                        self.report = f"deadlock at {now:g}s: every task waits and {why}:\n"
-                    else:
-                        self.timed_out = True
-                        self.report = (
-                            f"time limit of {limit:g}s reached at {now - self._start:g}s: every "
-                            f"task waits and the next deadline, at {following - self._start:g}s, "
-                            "is past it:\n"
-                        )
-                    self.report += "\n".join(f"  {line}" for line, _ in sorted(waits))
+                    self.report = (
+                        f"deadlock at {now:g}s: every task waits and no deadline is pending, "
+                        "so nothing can wake them:\n"
+                        + "\n".join(f"  {line}" for line, _ in sorted(waits))
+                    )
                     self._scope.cancel()
                     return
         self._autojump()
@@ -110,9 +116,11 @@ class DeadlockWatch:
 
 def io_waiters(statistics: trio.lowlevel.RunStatistics) -> int:
     """How many tasks of the run wait on a socket or file, by the I/O
-    manager's statistics (epoll and kqueue count readers and writers)."""
+    manager's statistics: epoll's readers and writers, kqueue's waiters (on
+    Windows, whose I/O manager counts otherwise, the warning is not given)."""
     io = statistics.io_statistics
-    counts = (getattr(io, name, 0) for name in ("tasks_waiting_read", "tasks_waiting_write"))
+    names = ("tasks_waiting_read", "tasks_waiting_write", "tasks_waiting")
+    counts = (getattr(io, name, 0) for name in names)
     return sum(count for count in counts if isinstance(count, int))
 
 

@@ -105,7 +105,8 @@ def run(
 
     ``time_limit`` (default None: none) ends a run on the mock clock once
     every task waits and the next deadline is more than ``time_limit``
-    virtual seconds from the start: the run is cancelled and
+    virtual seconds from the start (whatever they wait on: a socket or a
+    thread too, which the mock clock would jump past): the run is cancelled and
     :class:`~actors.TimeLimitError` names what each actor and task waits on,
     as a deadlock's report does. A run that is stuck but kept going by a
     timer (``send_every``, a retry loop with ``trio.sleep``), which no deadlock

@@ -185,7 +185,7 @@ class Pool(Generic[M_contra], metaclass=NoPublicConstructor):
         )
 
 
-def _load(cell: _Cell[Any]) -> float:
+def _load(cell: _Cell[Any]) -> int:
     """How busy a member is: its queued messages, plus one unless it waits in
     its receive; a member between incarnations (waiting out its restart
     back-off) ranks after every running one, by its queue."""
@@ -194,7 +194,7 @@ def _load(cell: _Cell[Any]) -> float:
     return load if cell.running else _RESTARTING + load
 
 
-_RESTARTING = 2.0**53
+_RESTARTING = 1 << 62
 """Added to the load of a member that is not running: more than any queue."""
 
 

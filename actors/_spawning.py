@@ -110,6 +110,15 @@ class Spawner(metaclass=NoPublicConstructor):
         cell: _Cell[M] = _Cell.open(
             Address(name, uid), capacity, self.tracer, self._timekeeper, self._transit
         )
+        inbox = cast("Inbox[M]", Inbox._create(cell))
+        try:
+            # Called here, before anything runs, as trio's start_soon does: a
+            # plain def is refused at once, and leaves no trace of an actor.
+            running = _behaviour_call(behaviour, inbox, args)
+        except BaseException:
+            cell.send_channel.close()
+            cell.receive_channel.close()
+            raise
         self._live[name] = cell
         try:
             # The task is named as the actor (the name is already held: trio
@@ -117,6 +126,8 @@ class Spawner(metaclass=NoPublicConstructor):
             ref: ActorRef[M] = await nursery.start(
                 self._run_actor,
                 cell,
+                inbox,
+                running,
                 behaviour,
                 args,
                 None if child is None else child(cell),
@@ -124,12 +135,18 @@ class Spawner(metaclass=NoPublicConstructor):
             )
         except BaseException:
             self._live.pop(name, None)
+            if inspect.iscoroutine(running) and (
+                inspect.getcoroutinestate(running) == inspect.CORO_CREATED
+            ):
+                running.close()  # its task never ran: no "never awaited" warning
             raise
         return ref
 
     async def _run_actor(
         self,
         cell: _Cell[M],
+        inbox: Inbox[M],
+        first: Awaitable[None],
         behaviour: Callable[[Inbox[M], Unpack[Ts]], Awaitable[None]],
         args: tuple[*Ts],
         child: Supervised | None,
@@ -140,10 +157,9 @@ class Spawner(metaclass=NoPublicConstructor):
         supervisor restarts it; then end it (see :mod:`._supervision`)."""
         current_address.set(cell.address)
         _footprint.touch_actor(cell.address)
-        inbox = cast("Inbox[M]", Inbox._create(cell))
         reason: ExitReason = KILLED
         restarting = False
-        running: Awaitable[None] | None = None
+        running: Awaitable[None] | None = first
         try:
             while True:
                 # Killed unless the behaviour call ends otherwise: a cancel
@@ -165,9 +181,6 @@ class Spawner(metaclass=NoPublicConstructor):
                         await trio.lowlevel.checkpoint()
                         child.started()
                     else:
-                        # Called before the spawner returns, as trio's
-                        # start_soon does: a plain def is refused at once.
-                        running = _behaviour_call(behaviour, inbox, args)
                         task_status.started(cast("ActorRef[M]", ActorRef._create(cell)))
                         # Held by this frame, it would keep trio's start-up
                         # nursery (its cancel status and sets) alive for the
@@ -229,8 +242,13 @@ def _behaviour_call(
     ``async def`` gives a coroutine and runs nothing yet); :class:`TypeError`
     otherwise, as trio's ``start_soon`` refuses a plain function."""
     running: object = behaviour(inbox, *args)
+    name = getattr(behaviour, "__qualname__", None) or repr(behaviour)
+    if inspect.isasyncgen(running):
+        raise TypeError(
+            f"an actor's behaviour must be an async function that does not yield, but {name} "
+            "is an async generator function"
+        )
     if not inspect.isawaitable(running):
-        name = getattr(behaviour, "__qualname__", None) or repr(behaviour)
         raise TypeError(
             f"an actor's behaviour must be an async function (async def), but {name} "
             f"returned {type(running).__name__}, not something to await: is it async?"

@@ -30,6 +30,12 @@ class Address:
     def __str__(self) -> str:
         return self.name
 
+    def __repr__(self) -> str:
+        # A local actor's address reads as it always did.
+        if self.incarnation:
+            return f"Address(name={self.name!r}, uid={self.uid}, incarnation={self.incarnation})"
+        return f"Address(name={self.name!r}, uid={self.uid})"
+
 
 @attrs.frozen(slots=True)
 class Envelope(Generic[M_co]):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import logging
 import math
 import os
@@ -9,10 +10,11 @@ import random
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, TypeVar, TypeVarTuple, Unpack, final
+from typing import Any, Literal, TypeVar, TypeVarTuple, Unpack, final
 
 import attrs
 import trio
+from trio._core._mock_clock import MockClock
 
 from .._core._inbox import Inbox
 from .._core._mailbox import ActorRef, _seconds
@@ -25,7 +27,7 @@ from ._codec import Codec
 from ._errors import HandshakeError, NodeDownError
 from ._events import Authenticated, ConnectionClosed, Event
 from ._peer import Peer
-from ._protocol import DEFAULT_MAX_FRAME, DEFAULT_WINDOW, Connection, Role
+from ._protocol import DEFAULT_MAX_FRAME, DEFAULT_WINDOW, Connection, Role, types_frame_size
 
 logger = logging.getLogger("actors.net")
 
@@ -35,6 +37,19 @@ Ts = TypeVarTuple("Ts")
 Dialer = Callable[[], Awaitable[trio.abc.Stream]]
 """Opens a stream to another node (for :meth:`Node.keep` and ``seeds``:
 what to dial when it is not a ``(host, port)``)."""
+DEFAULT_PEER_TIMEOUT = 10.0
+"""The failure detector's timeout when ``open_node`` is given none (on a
+real clock)."""
+MIN_HEARTBEAT = 0.01
+"""The shortest heartbeat ``open_node`` takes (seconds)."""
+
+
+class Unset(enum.Enum):
+    """An argument left out (``open_node``'s ``peer_timeout``)."""
+
+    UNSET = "unset"
+
+
 DEFAULT_REDIAL = Backoff(minimum=0.1, maximum=10.0)
 """How a kept connection is dialled again: 0.1 s, then doubling up to 10 s
 (less a random part of up to a fifth), from 0 again once it stayed up 10 s."""
@@ -500,7 +515,7 @@ async def open_node(
     stall_timeout: float = 30.0,
     max_handshakes: int = MAX_HANDSHAKES,
     heartbeat: float = 1.0,
-    peer_timeout: float | None = 10.0,
+    peer_timeout: float | Literal[Unset.UNSET] | None = Unset.UNSET,
     seeds: Sequence[tuple[str, int] | Dialer] = (),
 ) -> AsyncIterator[Node]:
     """Make ``system`` reachable as the node ``name``.
@@ -538,9 +553,14 @@ async def open_node(
     10s)``), found within ``peer_timeout + heartbeat``, and everything it
     carried ends with :class:`~actors.NodeDown` as for a lost connection.
     ``peer_timeout=None`` turns the detector off (a connection then lasts as
-    long as its stream). Both sides should use the same values: a peer
-    whose ``heartbeat`` is over this node's ``peer_timeout`` is taken for
-    down while idle.
+    long as its stream). Left out, it is 10 s, but off on trio's
+    ``MockClock`` (an ``actors.run`` or a test on the autojump clock): there
+    heartbeats would keep virtual time running for ever and hide a
+    deadlock; pass it to test the detector on the mock clock. Both sides
+    should use the same values: a peer whose ``heartbeat`` is over this
+    node's ``peer_timeout`` is taken for down while idle. A node whose own
+    run loop is held up (a long computation) does not blame its peers for
+    the silence: a beat that comes late starts the count again.
 
     ``max_handshakes`` bounds the listener's connections that have not yet
     authenticated: one more is always let in, and the stranger that has shown
@@ -569,9 +589,17 @@ async def open_node(
     handshake_timeout = _seconds(handshake_timeout, "handshake_timeout")
     close_timeout = _seconds(close_timeout, "close_timeout")
     stall_timeout = _seconds(stall_timeout, "stall_timeout")
+    if isinstance(heartbeat, bool) or isinstance(peer_timeout, bool):
+        raise TypeError("a node's heartbeat and peer_timeout are numbers of seconds, not bools")
     heartbeat = _seconds(heartbeat, "heartbeat")
-    if not 0 < heartbeat < math.inf:
-        raise ValueError(f"a node's heartbeat must be a finite number of seconds > 0: {heartbeat}")
+    if not MIN_HEARTBEAT <= heartbeat < math.inf:
+        raise ValueError(
+            f"a node's heartbeat must be a finite number of seconds >= {MIN_HEARTBEAT:g}: "
+            f"{heartbeat}"
+        )
+    if peer_timeout is Unset.UNSET:
+        on_mock_clock = isinstance(trio.lowlevel.current_clock(), MockClock)
+        peer_timeout = None if on_mock_clock else DEFAULT_PEER_TIMEOUT
     if peer_timeout is not None:
         peer_timeout = _seconds(peer_timeout, "peer_timeout")
         if not peer_timeout > heartbeat:
@@ -588,6 +616,13 @@ async def open_node(
         )
     Connection(role=Role.CLIENT, node=name, secret=secret, codec=codec, max_frame=max_frame)
     Admission(max_handshakes)
+    size = types_frame_size(codec)
+    if size > max_frame:
+        raise ValueError(
+            f"the names of the codec's {len(codec.names)} message types take a frame of "
+            f"{size} bytes, over max_frame ({max_frame}): shorter names, or a larger max_frame"
+        )
+    codec._in_use = True  # peers learn its types as they connect: it takes no more
     async with trio.open_nursery() as nursery:
         node = Node._create(
             system,

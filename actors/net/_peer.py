@@ -623,20 +623,33 @@ class Peer(metaclass=NoPublicConstructor):
         nothing came from the peer for ``peer_timeout`` seconds (so it is
         found within ``peer_timeout + heartbeat``). While this node reads
         nothing from the peer (its output is over ``max_buffer``), silence
-        is not the peer's: ``stall_timeout`` judges that instead."""
+        is not the peer's: ``stall_timeout`` judges that instead. Nor is it
+        when this node itself was stalled (its run loop held up: a long
+        computation, a pause): a beat that comes more than two intervals
+        late starts the count again, and before a verdict the reader gets a
+        turn to read what came meanwhile."""
         conn = self._conn
         interval = self._heartbeat_interval
         timeout = self._peer_timeout
         assert timeout is not None, "started only with a peer timeout"
         heard = conn._received
-        heard_at = trio.current_time()
+        heard_at = last_beat = trio.current_time()
         sent = conn._sent
         while self.reason is None:
             await trio.sleep(interval)
             now = trio.current_time()
-            if conn._received != heard or self._drain_waiting:
+            stalled = now - last_beat > 2 * interval
+            last_beat = now
+            if conn._received != heard or self._drain_waiting or stalled:
                 heard, heard_at = conn._received, now
             elif now - heard_at >= timeout:
+                # The reader may be due in this very batch with what came
+                # while this task slept: let it run first.
+                await trio.lowlevel.cancel_shielded_checkpoint()
+                await trio.lowlevel.cancel_shielded_checkpoint()
+                if conn._received != heard or self.reason is not None:
+                    heard, heard_at = conn._received, trio.current_time()
+                    continue
                 self._lost(
                     f"node {self.node!r} sent nothing for {now - heard_at:g}s "
                     f"(the peer timeout is {timeout:g}s)"

@@ -149,6 +149,12 @@ mypy narrowed a connection's state (a method call may have closed it since)
 is not taken for unreachable."""
 
 
+def types_frame_size(codec: Codec) -> int:
+    """The size of the ``Types`` frame a connection with ``codec`` sends (the
+    largest incarnation): it must fit in a frame."""
+    return len(msgspec.msgpack.encode(Types(list(codec.names), 2**63 - 1)))
+
+
 def _digest(secret: bytes, role: Role, theirs: bytes, ours: bytes, node: str) -> bytes:
     """The proof ``role``'s side named ``node`` gives for the challenge ``theirs``."""
     text = b"actors.net/1 " + role.value.encode() + b"\0" + theirs + ours + node.encode()
@@ -221,7 +227,6 @@ class Connection:
         self.peer_types: frozenset[str] | None = None
         """The message types the peer's codec accepts, once its ``Types``
         frame came (before its first credit: so whenever we may send)."""
-        codec._in_use = True
         self._proved = False  # we sent our proof
         self._in = bytearray()
         # Bytes the frame begun in _in needs, its length prefix included.
@@ -618,6 +623,9 @@ class Connection:
             case Failure():
                 events.append(FailureReceived(frame.reply, frame.error, frame.message))
             case Credit():
+                if self.peer_types is None:
+                    self._refuse("a Credit frame before the Types frame", events)
+                    return
                 if frame.messages <= 0:
                     self._refuse(f"a credit of {frame.messages} messages", events)
                     return
@@ -724,6 +732,7 @@ class Connection:
                     return
                 self.state = State.OPEN
                 self._credit = 0
+                self._codec._in_use = True  # the peer learns its types now
                 self._write(Types(list(self._codec.names), self.incarnation))
                 self._write(Credit(self._window))
                 events.append(Authenticated(self.peer))

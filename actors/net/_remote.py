@@ -137,7 +137,9 @@ class Outbox:
         behaviour now (nothing if the connection is gone: the reference has
         ended with ``NodeDown`` then)."""
         peer = self._peer
-        if not self._closed and peer.reason is None and not peer._conn.closed:
+        # Even after a stop (which closed this outbox): a stop that takes
+        # too long is what a kill is for.
+        if peer.reason is None and not peer._conn.closed:
             peer._conn.send_stop(self._uid, kill=True)
             peer._flush()
 

@@ -319,3 +319,20 @@ def test_a_run_with_no_io_or_on_the_real_clock_is_not_warned() -> None:
                     return await receiving.recv(1) == b"x"
 
         assert actors.run(reads_with_timeout, clock=RealClock()) is True
+
+
+def test_the_time_limit_holds_while_a_task_waits_on_a_socket() -> None:
+    async def main() -> None:
+        left, right = socket.socketpair()
+        with left, right:
+            receiving = trio.socket.from_stdlib_socket(left)
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(receiving.recv, 1)
+                for _ in range(10**6):  # kept going by a timer, beside a wait on I/O
+                    await trio.sleep(1)
+
+    with (
+        pytest.warns(actors.MockClockWarning),
+        pytest.raises(actors.TimeLimitError, match=r"^time limit of 10s reached at 10s"),
+    ):
+        actors.run(main, time_limit=10)

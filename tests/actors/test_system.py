@@ -198,3 +198,17 @@ def test_mypy_knows_the_block_may_end_early(tmp_path: Path) -> None:
     assert report.strip() == "snippet.py:4: error: Missing return statement  [return]".replace(
         "snippet.py", str(snippet)
     )
+
+
+async def test_a_refused_behaviour_leaves_no_trace_of_an_actor() -> None:
+    trace = actors.Trace()
+
+    async def generator(inbox: Inbox[Add]) -> None:  # type: ignore[misc]
+        yield  # an async generator function: no behaviour
+
+    async with actors.open_system(tracer=trace) as system:
+        with pytest.raises(TypeError, match="not something to await"):
+            await system.spawn(plain, name="plain")  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="is an async generator function"):
+            await system.spawn(generator, name="gen")  # type: ignore[arg-type]
+    assert [event for event in trace if event.actor in ("plain", "gen")] == []

@@ -76,10 +76,12 @@ async def connected(
     max_frame: int = 1 << 20,
     only_a: Sequence[tuple[type, str]] = (),
     both: Sequence[tuple[type, str]] = (),
+    peer_timeout: float | None = None,
 ) -> AsyncIterator[Pair]:
     """Nodes ``a`` and ``b`` connected over ``stream_pair``; ``only_a`` are
     message classes (and names) a's codec registers and b's does not, and
-    ``both`` more that both register."""
+    ``both`` more that both register. ``peer_timeout`` turns the failure
+    detector on (off by default on the mock clock)."""
     codec_a, codec_b = codec(), codec()
     for cls, name in [*only_a, *both]:
         codec_a.register(cls, name=name)
@@ -96,6 +98,7 @@ async def connected(
                 listen=None,
                 window=window,
                 max_frame=max_frame,
+                peer_timeout=peer_timeout,
             ) as a,
             open_node(
                 system_b,
@@ -105,6 +108,7 @@ async def connected(
                 listen=None,
                 window=window,
                 max_frame=max_frame,
+                peer_timeout=peer_timeout,
             ) as b,
         ):
             stream_a, stream_b = stream_pair()

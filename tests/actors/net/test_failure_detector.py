@@ -17,7 +17,7 @@ import actors
 from actors import Down, Inbox, NodeDown
 from actors.net import Connection, NodeDownError, Peer, Role, State, open_node
 
-from ..messages import SECRET, Add, Total, codec
+from ..messages import SECRET, Add, Total, Withheld, codec
 from .nodes import connected
 
 
@@ -106,7 +106,7 @@ def freezable_pair(frozen: trio.Event) -> tuple[trio.abc.Stream, trio.abc.Stream
 
 async def test_what_a_silent_peer_carried_ends_with_node_down() -> None:
     frozen = trio.Event()
-    async with connected(stream_pair=lambda: freezable_pair(frozen)) as pair:
+    async with connected(stream_pair=lambda: freezable_pair(frozen), peer_timeout=10) as pair:
         ref = await pair.counter_ref()
         seen: list[Down] = []
 
@@ -132,7 +132,7 @@ async def test_what_a_silent_peer_carried_ends_with_node_down() -> None:
 
 
 async def test_an_idle_connection_stays_up_on_heartbeats_alone() -> None:
-    async with connected() as pair:
+    async with connected(peer_timeout=10) as pair:
         ref = await pair.counter_ref()
         received = pair.peer_a._conn.statistics().frames_received
         await trio.sleep(3600)  # an hour of virtual time, nothing sent by anyone
@@ -144,7 +144,7 @@ async def test_an_idle_connection_stays_up_on_heartbeats_alone() -> None:
 
 
 async def test_a_busy_connection_sends_no_heartbeats() -> None:
-    async with connected() as pair:
+    async with connected(peer_timeout=10) as pair:
         ref = await pair.counter_ref()
         sent = pair.peer_a._conn.statistics().frames_sent
         for _ in range(100):  # a message every half second: never a second of silence
@@ -164,9 +164,10 @@ async def test_without_a_peer_timeout_a_silent_peer_stays_up() -> None:
 @pytest.mark.parametrize(
     ("heartbeat", "peer_timeout", "message"),
     [
-        (0, 10, r"^a node's heartbeat must be a finite number of seconds > 0: 0"),
-        (math.inf, 10, r"^a node's heartbeat must be a finite number of seconds > 0: inf"),
+        (0, 10, r"^a node's heartbeat must be a finite number of seconds >= 0.01: 0"),
+        (math.inf, 10, r"^a node's heartbeat must be a finite number of seconds >= 0.01: inf"),
         (-1, 10, r"^heartbeat must be None or a number of seconds >= 0, not -1$"),
+        (1e-9, 10, r"^a node's heartbeat must be a finite number of seconds >= 0.01: 1e-09$"),
         (1, 1, r"^a node's peer_timeout \(1s\) must be over its heartbeat \(1s\)$"),
         (1, -5, r"^peer_timeout must be None or a number of seconds >= 0"),
     ],
@@ -186,6 +187,11 @@ async def test_bad_heartbeat_options_are_refused_before_anything_starts(
                 peer_timeout=peer_timeout,
             ):
                 pass  # pragma: no cover
+        with pytest.raises(TypeError, match=r"^a node's heartbeat and peer_timeout are numbers"):
+            async with open_node(
+                system, name="a", secret=SECRET, codec=codec(), listen=None, heartbeat=True
+            ):
+                pass  # pragma: no cover
         with pytest.raises(TypeError, match=r"^heartbeat must be None or a number of seconds"):
             async with open_node(
                 system,
@@ -196,3 +202,39 @@ async def test_bad_heartbeat_options_are_refused_before_anything_starts(
                 heartbeat="1",  # type: ignore[arg-type]
             ):
                 pass  # pragma: no cover
+
+
+async def test_on_the_mock_clock_the_detector_is_off_unless_asked_for() -> None:
+    async with connected() as pair:  # peer_timeout left out
+        assert pair.peer_a._peer_timeout is None
+        sent = pair.peer_a._conn.statistics().frames_sent
+        await trio.sleep(3600)
+        assert pair.peer_a._conn.statistics().frames_sent == sent  # no heartbeats
+
+
+def test_a_deadlock_over_nodes_on_the_mock_clock_is_still_reported() -> None:
+    async def main() -> None:
+        async with connected() as pair:
+            ref = await pair.counter_ref()
+            await ref.ask(Withheld)  # never answered: every task waits
+
+    with pytest.raises(actors.DeadlockError, match=r"^deadlock at 0s"):
+        actors.run(main)
+
+
+async def test_a_node_whose_own_loop_stalls_starts_the_count_again() -> None:
+    frozen = trio.Event()
+    async with connected(stream_pair=lambda: freezable_pair(frozen), peer_timeout=3) as pair:
+        await trio.sleep(0.5)
+        frozen.set()  # from now on a hears nothing from b
+        await trio.sleep(1.5)  # a's beats at 1 s and 2 s: its count of b's silence runs
+        clock = trio.lowlevel.current_clock()
+        assert isinstance(clock, trio.testing.MockClock)
+        clock.jump(5)  # as if a computation held a's loop for 5 s
+        await trio.sleep(0.5)
+        assert (pair.peer_a.reason, pair.peer_b.reason) == (None, None)  # the count began again
+        start = trio.current_time()
+        await pair.peer_a.closed.wait()  # b is silent for real: down a timeout later
+        assert 2 <= trio.current_time() - start <= 3.5
+        assert pair.peer_a.reason is not None
+        assert pair.peer_a.reason.startswith("node 'b' sent nothing for 3")

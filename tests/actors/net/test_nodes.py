@@ -16,6 +16,7 @@ import trio.testing
 import actors
 from actors import ActorFailedError, ActorRef, ActorStoppedError, Down, Inbox, NodeDown, Reply
 from actors.net import (
+    Codec,
     CodecError,
     Connection,
     HandshakeError,
@@ -24,7 +25,7 @@ from actors.net import (
     Role,
     open_node,
 )
-from actors.net._frames import Send
+from actors.net._frames import Credit, Send
 
 from ..messages import SECRET, Add, Echo, Release, Total, Unregistered, Withheld, codec, counter
 from .nodes import CounterMessage, connected
@@ -482,3 +483,64 @@ async def test_a_restarted_nodes_actors_have_new_addresses() -> None:
     assert before != after  # a stale Down or look-up cannot be taken for the new one's
     local = actors.Address("counter", 0)
     assert local.incarnation == 0
+
+
+async def test_a_remote_kill_after_a_stop_that_takes_too_long_kills() -> None:
+    release = trio.Event()
+
+    async def stubborn(inbox: Inbox[Add]) -> None:
+        async for _ in inbox:
+            await release.wait()  # busy: a graceful stop waits for it
+
+    async with connected() as pair:
+        await pair.system_b.spawn(stubborn, name="stubborn")
+        found = await pair.peer_a.lookup("stubborn")
+        assert found is not None
+        ref = cast("ActorRef[Add]", found)
+        await ref.tell(Add(1))
+        with trio.move_on_after(1):
+            await ref.stop()  # the pattern: stop within a time, then kill
+        await ref.kill()
+        assert await ref.wait_stopped() == actors.Killed()
+        assert not release.is_set()
+
+
+async def test_a_codec_whose_type_names_overflow_a_frame_is_refused_and_stays_open() -> None:
+    many = Codec()
+    for index in range(40):
+        cls = attrs.make_class(f"Message{index}", ["value"], frozen=True)
+        many.register(cls, name=f"a.rather.long.message.name.{index:04}")
+    async with actors.open_system() as system:
+        with pytest.raises(ValueError, match=r"^the names of the codec's 40 message types take"):
+            async with open_node(system, name="a", secret=SECRET, codec=many, max_frame=1024):
+                pass  # pragma: no cover
+        # Refused: the codec is not in use, so it still takes classes.
+        many.register(attrs.make_class("Late", ["value"], frozen=True), name="late")
+        with pytest.raises(ValueError, match=r"^a node's window must be a whole number"):
+            async with open_node(system, name="a", secret=SECRET, codec=many, window=0):
+                pass  # pragma: no cover
+        many.register(attrs.make_class("Later", ["value"], frozen=True), name="later")
+
+
+async def test_a_peer_that_grants_credit_before_saying_its_types_is_refused() -> None:
+    refused: list[str] = []
+    async with (
+        actors.open_system() as system,
+        open_node(system, name="b", secret=SECRET, codec=codec(), listen=None) as b,
+    ):
+        ours, theirs = trio.testing.memory_stream_pair()
+        client = Connection(role=Role.CLIENT, node="a", secret=SECRET, codec=codec())
+
+        async def accept() -> None:
+            peer = await b.accept(theirs)
+            await peer.closed.wait()
+            refused.append(str(peer.reason))
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(accept)
+            await ours.send_all(client.data_to_send())  # Hello
+            client.receive_data(await ours.receive_some(4096))  # b's Hello
+            proof = client.data_to_send()
+            credit = msgspec.msgpack.encode(Credit(8))  # Credit, no Types
+            await ours.send_all(proof + struct.pack(">I", len(credit)) + credit)
+    assert refused == ["a Credit frame before the Types frame"]
