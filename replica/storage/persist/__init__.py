@@ -14,7 +14,7 @@ extra: without them, importing it (or a ``postgresql://`` URL) raises an
 error that says which to install.
 """
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING as _TYPE_CHECKING
 
 from . import _needs  # first: the extra it needs, named if it is missing
 from ._catalog import DurableShard as DurableShard
@@ -36,7 +36,7 @@ from ._storage import ShardState as ShardState
 from ._storage import ShardStorage as ShardStorage
 from ._storage import StoredBatch as StoredBatch
 
-if TYPE_CHECKING:
+if _TYPE_CHECKING:
     from ._postgres import PostgresStorage as PostgresStorage
 
 
@@ -48,3 +48,7 @@ def __getattr__(name: str) -> object:
 
         return PostgresStorage
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), "PostgresStorage"])
