@@ -18,7 +18,7 @@ import functools
 import logging
 import os
 from collections.abc import Awaitable, Callable
-from typing import Any, Never, TypeVar, cast, final
+from typing import Any, Never, TypeVar, cast, final, overload
 
 import attrs
 import outcome
@@ -283,18 +283,29 @@ class Peer(metaclass=NoPublicConstructor):
 
     # ---- look-ups ---------------------------------------------------------
 
-    async def lookup(self, name: str) -> ActorRef[Never] | None:
+    @overload
+    async def lookup(self, name: str) -> ActorRef[Never] | None: ...
+
+    @overload
+    async def lookup(self, name: str, key: ServiceKey[M]) -> ActorRef[M] | None: ...
+
+    async def lookup(self, name: str, key: ServiceKey[M] | None = None) -> ActorRef[Any] | None:
         """The peer's live actor named ``name``, or None: a reference like
-        ``system.lookup``'s (say what it accepts with ``typing.cast``; for a
-        typed look-up use :meth:`find`). Looking up the same actor again
-        gives an equal reference.
+        ``system.lookup``'s, an ``ActorRef[Never]`` (what an actor accepts is
+        not known from a name). With ``key``, the actor of that name among
+        those registered under ``key`` there, typed by the key's messages
+        (``ActorRef[M]``: no cast), or None if it is not registered so.
+        Looking up the same actor again gives an equal reference.
 
         A checkpoint; waits for the peer's answer. Raises
         :class:`~actors.net.NodeDownError` if the connection is lost first,
-        :class:`TypeError` if ``name`` is not a str. If cancelled, the
-        answer is ignored when it comes."""
+        :class:`TypeError` if ``name`` is not a str or ``key`` not a
+        ``ServiceKey``. If cancelled, the answer is ignored when it comes."""
         if not isinstance(name, str):
             raise TypeError(f"lookup takes an actor's name (a str), not {name!r}")
+        if key is not None:
+            remote = f"{name}@{self.node}"
+            return next((ref for ref in await self.find(key) if ref.name == remote), None)
         actors = await self._request(lambda number: self._conn.send_lookup(number, name))
         if not actors:
             return None

@@ -544,3 +544,19 @@ async def test_a_peer_that_grants_credit_before_saying_its_types_is_refused() ->
             credit = msgspec.msgpack.encode(Credit(8))  # Credit, no Types
             await ours.send_all(proof + struct.pack(">I", len(credit)) + credit)
     assert refused == ["a Credit frame before the Types frame"]
+
+
+async def test_a_lookup_with_a_key_is_typed_and_finds_only_what_is_registered_so() -> None:
+    key = actors.ServiceKey[CounterMessage]("counters")
+    async with connected() as pair:
+        counter_b = pair.system_b.lookup("counter")
+        assert counter_b is not None
+        pair.system_b.register(key, cast("ActorRef[CounterMessage]", counter_b))
+        typed = await pair.peer_a.lookup("counter", key)  # ActorRef[CounterMessage] | None
+        assert typed is not None
+        await typed.tell(Add(2))
+        assert await typed.ask(Total, timeout=5) == 2
+        assert typed == await pair.peer_a.lookup("counter")
+        other = actors.ServiceKey[CounterMessage]("others")
+        assert await pair.peer_a.lookup("counter", other) is None  # not registered so
+        assert await pair.peer_a.lookup("nobody", key) is None
