@@ -80,8 +80,10 @@ class Backoff:
 
     def delay(self, streak: int, rng: random.Random) -> float:
         """The wait before the ``streak``-th restart in a row (from 0)."""
-        base = self.minimum * self.multiplier ** min(streak, 1024)
-        base = min(self.maximum, base)
+        try:
+            base = min(self.maximum, self.minimum * self.multiplier ** min(streak, 1024))
+        except OverflowError:  # a streak long past the maximum
+            base = self.maximum
         return base * (1 - self.jitter * rng.random())
 
 

@@ -291,6 +291,28 @@ class _Cell(Generic[M]):
         queue.append((self.delivered + ahead, envelope))
         return envelope
 
+    def unqueue(self, envelope: Envelope[M]) -> bool:
+        """Take ``envelope`` out of the mailbox if it waits there (True): the
+        first sender waiting for room takes its place, as a receive lets it
+        in; else the framework messages queued beyond it move up one turn."""
+        state = self.receive_channel._state
+        data = state.data
+        index = next((i for i, queued in enumerate(data) if queued is envelope), None)
+        if index is None:
+            return False
+        del data[index]
+        if state.send_tasks:
+            task, waiting = state.send_tasks.popitem(last=False)
+            task.custom_sleep_data._tasks.remove(task)
+            trio.lowlevel.reschedule(task)
+            data.append(waiting)
+        elif self.system_queue:
+            after = self.delivered + index
+            self.system_queue = collections.deque(
+                (turn - 1 if turn > after else turn, queued) for turn, queued in self.system_queue
+            )
+        return True
+
     def post_from(self, sender: Address, message: object) -> None:
         """:meth:`post` ``message`` on behalf of the actor at ``sender`` (a
         ``Down`` of it): with latency on, after the messages ``sender`` sent

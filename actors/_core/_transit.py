@@ -428,6 +428,8 @@ class Transit:
             # An answer from now on is kept in the reply and read by no one
             # (and the reply no longer holds the asker's side).
             reply._notify = None
+            if reply._completion is None:
+                reply._abandoned = True
 
     def post_from(self, sender: Address, cell: _Cell[Any], message: object) -> None:
         _footprint.touch(self)

@@ -69,22 +69,6 @@ def has_queued(channel: trio.MemoryReceiveChannel[Any]) -> bool:
     return bool(state.data or state.send_tasks)
 
 
-def unqueue(channel: trio.MemoryReceiveChannel[Any], value: object) -> bool:
-    """Take ``value`` out of ``channel``'s buffer if it is there (True), letting
-    the first sender waiting for room in, as ``receive_nowait`` does."""
-    state = channel._state
-    try:
-        state.data.remove(value)
-    except ValueError:
-        return False
-    if state.send_tasks:
-        task, waiting = state.send_tasks.popitem(last=False)
-        task.custom_sleep_data._tasks.remove(task)
-        trio.lowlevel.reschedule(task)
-        state.data.append(waiting)
-    return True
-
-
 def has_room(channel: trio.MemorySendChannel[Any], count: int) -> bool:
     """Whether ``channel``'s buffer has room for ``count`` more values."""
     state = channel._state

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import logging
 import math
@@ -16,6 +17,7 @@ import attrs
 import trio
 from trio._core._mock_clock import MockClock
 
+from .._core._errors import ActorError
 from .._core._inbox import Inbox
 from .._core._mailbox import ActorRef, _seconds
 from .._core._util import NoPublicConstructor
@@ -24,7 +26,7 @@ from .._restarts import Backoff
 from .._system import ActorSystem
 from ._admission import Admission, AdmissionStatistics, Admitted, LogBudget, Progress
 from ._codec import Codec
-from ._errors import HandshakeError, NodeDownError
+from ._errors import HandshakeError
 from ._events import Authenticated, ConnectionClosed, Event
 from ._peer import Peer
 from ._protocol import DEFAULT_MAX_FRAME, DEFAULT_WINDOW, Connection, Role, types_frame_size
@@ -238,7 +240,7 @@ class Node(metaclass=NoPublicConstructor):
                     "node %r: lost %r (%s): dialling again", self.name, peer.node, peer.reason
                 )
             await trio.sleep(redial.delay(streak, self._redial_random))
-            streak += 1
+            streak = min(streak + 1, 64)  # (the delay is at its maximum long before)
 
     def allow_spawn(
         self, key: ServiceKey[M], behaviour: Callable[[Inbox[M], Unpack[Ts]], Awaitable[None]]
@@ -269,17 +271,32 @@ class Node(metaclass=NoPublicConstructor):
                     return peer
             await self._peers_changed.park()
 
-    async def find(self, key: ServiceKey[M]) -> tuple[ActorRef[M], ...]:
+    async def find(
+        self,
+        key: ServiceKey[M],
+        *,
+        timeout: float = 5.0,  # noqa: ASYNC109 (each peer's, not the call's)
+    ) -> tuple[ActorRef[M], ...]:
         """Every actor registered under ``key`` on this node's system and on
-        each node it is connected to (:meth:`Peer.find`), each once: the typed
-        registry across the nodes. A peer that goes down meanwhile is left
-        out. A checkpoint."""
+        each node it is connected to (:meth:`Peer.find`, asked of all at
+        once), each once: the typed registry across the nodes. A peer that
+        goes down meanwhile, refuses, or does not answer within ``timeout``
+        seconds is left out. A checkpoint."""
+        if not isinstance(key, ServiceKey):
+            raise TypeError(f"find takes a ServiceKey, not {key!r}")
+        timeout = _seconds(timeout, "find timeout")
+        peers = list(self.peers)
+        answers: list[tuple[ActorRef[M], ...]] = [() for _ in peers]
+
+        async def ask(index: int, peer: Peer) -> None:
+            with trio.move_on_after(timeout), contextlib.suppress(ActorError):  # down, refused
+                answers[index] = await peer.find(key)
+
+        async with trio.open_nursery() as nursery:
+            for index, peer in enumerate(peers):
+                nursery.start_soon(ask, index, peer)
         found: dict[Any, ActorRef[M]] = {ref.address: ref for ref in self.system.find(key)}
-        for peer in list(self.peers):
-            try:
-                refs = await peer.find(key)
-            except NodeDownError:
-                continue
+        for refs in answers:
             for ref in refs:
                 found.setdefault(ref.address, ref)
         await trio.lowlevel.checkpoint()

@@ -32,7 +32,7 @@ from .._core._mailbox import ActorRef
 from .._core._monitors import ExitReason, Failed, NodeDown, Stopped
 from .._core._reply import Reply
 from .._core._trace import EventKind
-from .._core._util import NoPublicConstructor, unqueue
+from .._core._util import NoPublicConstructor
 from .._registry import ServiceKey
 from .._system import ActorSystem
 from ._codec import Codec, WireRef
@@ -64,6 +64,10 @@ logger = logging.getLogger("actors.net")
 M = TypeVar("M")
 
 _RUNNING = ActorState.RUNNING  # (a global: an enum member's lookup costs more)
+
+MAX_REMOTE_REFS = 1_000_000
+"""References to a peer's actors a node holds at most: one more that comes
+in a message is refused (the frame), so a peer cannot grow them for ever."""
 
 MAX_SPAWNING = 16
 """Spawns of one peer's under way at once; more are refused (a flood of
@@ -183,6 +187,7 @@ class Peer(metaclass=NoPublicConstructor):
         # The behaviours the peer may spawn here, by key (Node.allow_spawn).
         self._spawnable = {} if spawnable is None else spawnable
         self._spawning = 0  # spawns of the peer's under way
+        self._spawn_slots = trio.Semaphore(MAX_SPAWNING)  # ours under way there
         self._heartbeat_interval = heartbeat
         self._peer_timeout = peer_timeout
         self._conn = connection
@@ -214,6 +219,10 @@ class Peer(metaclass=NoPublicConstructor):
         # The peer's asks delivered here and not answered, by its number:
         # what its Cancel frames, and the connection's end, abandon.
         self._asked: dict[int, tuple[_Cell[Any], Reply[Any]]] = {}
+        # The actors exported for the references of the frame being encoded.
+        self._staged: list[int] = []
+        # The ask the delivery task waits to put, and the scope that ends it.
+        self._delivering: tuple[int | None, trio.CancelScope] | None = None
         self._requests: dict[int, _Request] = {}
         # Messages received whose target's mailbox was full (or that came
         # behind one that was), in order. Invariant: at most the window.
@@ -349,9 +358,10 @@ class Peer(metaclass=NoPublicConstructor):
             data = self._codec.values.encode(list(args))
         except (TypeError, ValueError, OverflowError, RecursionError) as error:
             raise CodecError(f"cannot encode the arguments of a spawn: {error}") from None
-        actors = await self._request(
-            lambda number: self._conn.send_spawn(number, key.name, data, name)
-        )
+        async with self._spawn_slots:  # never more under way than the peer takes
+            actors = await self._request(
+                lambda number: self._conn.send_spawn(number, key.name, data, name)
+            )
         if len(actors) != 1:
             raise RemoteError(
                 "ProtocolError", f"node {self.node!r} answered a spawn with {actors!r}"
@@ -681,7 +691,13 @@ class Peer(metaclass=NoPublicConstructor):
         while True:
             while not inbound:
                 await self._delivery_lot.park()
-            await self._deliver(inbound[0])
+            with trio.CancelScope() as scope:
+                # An ask given up on while it waits for room is let go.
+                self._delivering = (inbound[0].reply, scope)
+                try:
+                    await self._deliver(inbound[0])
+                finally:
+                    self._delivering = None
             inbound.popleft()
             self._conn.delivered(1)
             # Those behind it that fit now go in without waiting.
@@ -744,9 +760,16 @@ class Peer(metaclass=NoPublicConstructor):
                     self._spawning += 1
                     self._nursery.start_soon(self._spawn_for_peer, event)
             case AskCancelled():
-                asked = self._asked.pop(event.reply, None)
+                asked = self._asked.get(event.reply)
                 if asked is not None:
-                    _abandon(*asked)
+                    if _abandon(*asked):
+                        del self._asked[event.reply]
+                    else:
+                        # Taken (its answer, when it comes, stays here), or
+                        # still waiting for room in the delivery task's put.
+                        delivering = self._delivering
+                        if delivering is not None and delivering[0] == event.reply:
+                            delivering[1].cancel()
                 else:
                     # Still waiting here for room in its mailbox: dropped
                     # (but the first, which the delivery task may hold).
@@ -834,8 +857,22 @@ class Peer(metaclass=NoPublicConstructor):
             )
         if cell.state is ActorState.STOPPED:
             return (_ENDED, cell.address.uid, cell.address.name)
+        uid = cell.address.uid
+        if uid not in self._exported:
+            self._staged.append(uid)  # exported for good once the frame is written
         name, uid = self._export(cell)
         return (_SENDERS, uid, name)
+
+    def _commit_exports(self, sent: bool) -> None:
+        """The frame whose references were just encoded was written (``sent``),
+        or not: the actors exported for it stay exported, or are no more."""
+        staged, self._staged = self._staged, []
+        if not sent:
+            for uid in staged:
+                export = self._exported.pop(uid, None)
+                links = None if export is None else export.cell.links
+                if export is not None and links is not None and export.on_end in links.on_end:
+                    links.on_end.remove(export.on_end)
 
     def _ref_in(self, wire: WireRef) -> ActorRef[Any]:
         """The reference a message or an answer of the peer's carries: to one
@@ -845,11 +882,20 @@ class Peer(metaclass=NoPublicConstructor):
         ended when it was sent, is a reference to an actor that has stopped."""
         kind, uid, name = wire
         if kind == _SENDERS:
+            if uid not in self._remote and len(self._remote) >= MAX_REMOTE_REFS:
+                raise CodecError(
+                    f"node {self.node!r} gave more than {MAX_REMOTE_REFS} references to its actors"
+                )
             return self._reference(name, uid)
         if kind == _RECEIVERS:
             export = self._exported.get(uid)
             if export is not None:
                 return export.ref
+            if self._system.lookup(Address(name, uid)) is not None:
+                raise CodecError(
+                    f"a reference to actor {name!r} of this node, which node {self.node!r} "
+                    "was not given"
+                )
             return self._stopped_reference(Address(name, uid))
         if kind == _ENDED:
             return self._stopped_reference(
@@ -996,7 +1042,9 @@ class Peer(metaclass=NoPublicConstructor):
         if self._conn.state is not _OPEN or (asked is not None and asked[1]._abandoned):
             return
         if type(result) is outcome.Value:
-            self._conn.send_answer(number, result.value)
+            sent = self._conn.send_answer(number, result.value)
+            if self._staged:
+                self._commit_exports(sent)
         else:
             assert isinstance(result, outcome.Error)
             error = result.error
@@ -1044,15 +1092,17 @@ class _Replies(dict[int, Reply[Any]]):
             peer._flush()
 
 
-def _abandon(cell: _Cell[Any], reply: Reply[Any]) -> None:
+def _abandon(cell: _Cell[Any], reply: Reply[Any]) -> bool:
     """The peer's asker of ``reply`` gave up: the reply is abandoned, and its
     message, if still in the mailbox, is taken out (dropped: never
-    delivered, traced as such)."""
+    delivered, traced as such; True)."""
     reply._abandoned = True
     envelope = reply._envelope
-    if envelope is not None and not reply._taken and unqueue(cell.receive_channel, envelope):
+    if envelope is not None and not reply._taken and cell.unqueue(envelope):
         reply._envelope = None
         reply._notify = None
         if cell.pending is not None:
             cell.pending.pop(envelope.seq, None)
         cell.record(EventKind.DROPPED, envelope.seq)
+        return True
+    return False

@@ -391,10 +391,11 @@ class Connection:
         self._sent += 1
         self._credit -= 1
 
-    def send_answer(self, reply: int, value: object) -> None:
-        """Answer the peer's ask ``reply`` with ``value``. Answers take no
-        credit (they are bounded by the peer's asks). A value the codec
-        cannot encode is answered as a ``CodecError`` failure instead."""
+    def send_answer(self, reply: int, value: object) -> bool:
+        """Answer the peer's ask ``reply`` with ``value`` (True). Answers take
+        no credit (they are bounded by the peer's asks). A value the codec
+        cannot encode is answered as a ``CodecError`` failure instead
+        (False)."""
         if self.state is not _OPEN:
             self._require_open("send_answer")
         codec = self._codec
@@ -407,11 +408,11 @@ class Connection:
                 data = codec._encoder.encode(value)
         except CodecError as error:
             self._write(Failure(reply, "CodecError", _clip(str(error))))
-            return
+            return False
         except (TypeError, ValueError, OverflowError, RecursionError) as error:
             text = str(value_error(error))
             self._write(Failure(reply, "CodecError", _clip(text)))
-            return
+            return False
         # _write_checked, inline (every answer).
         out = self._out
         start = len(out)
@@ -424,9 +425,10 @@ class Connection:
                 f"an answer: a frame of {size} bytes is over the limit of {self._max_frame} bytes"
             )
             self._write(Failure(reply, "CodecError", _clip(text)))
-            return
+            return False
         _LENGTH.pack_into(out, start, size)
         self._sent += 1
+        return True
 
     def send_failure(self, reply: int, error: str, message: str) -> None:
         """Fail the peer's ask ``reply`` with an error of class ``error``."""

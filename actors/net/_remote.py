@@ -15,7 +15,7 @@ from .._core._errors import ActorError, ActorFailedError, ActorStoppedError
 from .._core._monitors import ExitReason, Failed, Killed, NodeDown, Normal, Stopped
 from .._core._reply import Reply
 from ._codec import Codec
-from ._errors import NodeDownError, RemoteError
+from ._errors import CodecError, NodeDownError, RemoteError
 from ._protocol import _CLOSED, Connection
 
 
@@ -31,6 +31,9 @@ class Sender(Protocol):
     _credit_lot: trio.lowlevel.ParkingLot
     _replies: dict[int, Reply[Any]]
     _numbers: int
+    _staged: list[int]
+
+    def _commit_exports(self, sent: bool) -> None: ...
 
     def _flush(self) -> None:
         """Write what the connection queued (unless the writer will)."""
@@ -85,16 +88,21 @@ class Outbox:
             self._check()
         if conn._credit <= 0:
             raise trio.WouldBlock
-        name, data, reply = peer._codec.encode_message(envelope.message, conn.encode_ref)
+        try:
+            name, data, reply = peer._codec.encode_message(envelope.message, conn.encode_ref)
+            conn._send_encoded(self._uid, name, data, None if reply is None else peer._numbers + 1)
+        except CodecError:
+            if peer._staged:  # the actors its references exported are not
+                peer._commit_exports(sent=False)
+            raise
+        if peer._staged:
+            peer._commit_exports(sent=True)
         cell = self._cell
+        cell.delivered += 1
         if reply is None:
-            conn._send_encoded(self._uid, name, data, None)
-            cell.delivered += 1
             peer._writer_lot.unpark()
             return
         peer._numbers = number = peer._numbers + 1
-        conn._send_encoded(self._uid, name, data, number)
-        cell.delivered += 1
         if reply._envelope is envelope:
             # An ask of this reference: its number leaves the reply table
             # when the asker returns (see ActorRef.ask).

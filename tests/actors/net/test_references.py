@@ -154,15 +154,17 @@ async def test_a_peer_cannot_make_up_a_reference_to_an_actor_it_was_not_given() 
         holding = await pair.system_b.spawn(holder, kept, name="holder")
         secret = await pair.system_b.spawn(collector, [], trio.Event(), name="secret")
         await a_ref_to(pair, "holder")  # exported to a: its uid may be messaged
-        # A hand-made frame: Maybe carrying "your actor" with secret's uid.
-        forged = msgspec.msgpack.encode([[1, secret.address.uid, "secret"]])
-        payload = msgspec.msgpack.encode(Send(holding.address.uid, "Maybe", forged))
-        await pair.stream_a.send_all(struct.pack(">I", len(payload)) + payload)
+        # Hand-made frames: Maybe carrying "your actor" with secret's uid (alive,
+        # never given to a), then with a uid of no actor.
+        for uid, name in [(secret.address.uid, "secret"), (10**6, "gone")]:
+            forged = msgspec.msgpack.encode([[1, uid, name]])
+            payload = msgspec.msgpack.encode(Send(holding.address.uid, "Maybe", forged))
+            await pair.stream_a.send_all(struct.pack(">I", len(payload)) + payload)
         await trio.testing.wait_all_tasks_blocked()
-        (maybe,) = kept
+        assert pair.peer_b.statistics().refused == 1  # the live one: the frame refused
+        (maybe,) = kept  # the one of no actor: a stopped reference
         assert maybe.ref is not None
-        assert maybe.ref.address.name == "secret"
-        assert maybe.ref != secret  # a stopped reference, not the real actor
+        assert maybe.ref.address.name == "gone"
         assert await maybe.ref.wait_stopped() == actors.Stopped()
 
 
