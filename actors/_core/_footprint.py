@@ -49,9 +49,11 @@ standing: contextvars.ContextVar[tuple[object, ...]] = contextvars.ContextVar(
 
 
 def share(*objects: object) -> None:
-    """Record that every step of the calling task from now on (and of the
-    tasks it spawns from now on) reads or writes ``objects``."""
+    """Record that every step of the calling task from now on (this one too)
+    (and of the tasks it spawns from now on) reads or writes ``objects``."""
     standing.set((*standing.get(), *objects))
+    for obj in objects:
+        touch(obj)
 
 
 # What the steps of a task outside every actor belong to (see belong).
@@ -61,5 +63,7 @@ owner: contextvars.ContextVar[object] = contextvars.ContextVar("actors_owner", d
 def belong(obj: object) -> None:
     """Record that the calling task (outside every actor), and the tasks it
     spawns from now on, keep their state in ``obj``: their steps touch it
-    instead of the one object all tasks outside actors share."""
+    instead of the one object all tasks outside actors share (this step
+    too)."""
     owner.set(obj)
+    touch(obj)

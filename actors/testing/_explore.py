@@ -355,9 +355,18 @@ def _in_trio_run() -> bool:
     return True
 
 
+def _leaves(error: BaseException) -> tuple[type[BaseException], ...]:
+    """The kinds of the errors ``error`` holds (itself, or those of a group,
+    in order): a smaller schedule must fail the same way, not with another
+    error that also leaves a nursery as an ExceptionGroup."""
+    if isinstance(error, BaseExceptionGroup):
+        return tuple(kind for inner in error.exceptions for kind in _leaves(inner))
+    return (type(error),)
+
+
 def _minimised(run_once: _RunOnce, run: _Run, found: Schedule, *, max_steps: int) -> Failure:
     assert run.error is not None
-    kind = type(run.error)
+    kind = _leaves(run.error)
     tried = 0
     # The found run is the found schedule's: not run again (a program that
     # fails only sometimes would fail it, and ddmin start from no failure).
@@ -372,7 +381,7 @@ def _minimised(run_once: _RunOnce, run: _Run, found: Schedule, *, max_steps: int
                 _following(Schedule(key, found.kind), strict=False), kind=found.kind
             )
         error = last[key].error
-        return error is not None and type(error) is kind
+        return error is not None and _leaves(error) == kind
 
     # Delta debugging removes holds and reorderings alike.
     smallest = _ddmin(list(found.choices), fails)

@@ -36,6 +36,7 @@ runs need not share; objects by the step that touched them first.
 
 from __future__ import annotations
 
+import collections
 import functools
 import inspect
 from collections.abc import Callable, Iterator
@@ -52,6 +53,9 @@ from .._spawning import Spawner
 _MASK = (1 << 64) - 1
 # The pseudo-task of Trio's run loop (deadlines, the first spawns).
 _LOOP = 0x5EED
+_CREATION = 0xC4EA7E
+"""The name of Trio's creation order: every spawning step reads and writes
+it (which task is spawned first sets the default order of later batches)."""
 # The object that all tasks outside every actor share.
 _OUTSIDE = 0x0B5E
 
@@ -238,6 +242,7 @@ class Recorder(trio.abc.Instrument):
         self._tasks[task] = _Task(canon)
         self._live[task] = canon
         self._live_hash = None
+        self._access(_CREATION)
         if task.parent_nursery is not None:
             self.touch(task.parent_nursery)
 
@@ -396,6 +401,16 @@ def _touching_setattr(original: Callable[[Any, str, Any], None]) -> Callable[[An
     return __setattr__
 
 
+def _touching_delattr(original: Callable[[Any, str], None]) -> Callable[[Any, str], None]:
+    def __delattr__(self: Any, name: str) -> None:
+        sink = _footprint.sink
+        if sink is not None:
+            sink.touch(self)
+        original(self, name)
+
+    return __delattr__
+
+
 def check_shared(shared: object) -> tuple[type, ...]:
     """``shared`` as :func:`~actors.testing.explore` takes it: classes."""
     if isinstance(shared, (str, bytes, type)) or not hasattr(shared, "__iter__"):
@@ -409,7 +424,18 @@ def check_shared(shared: object) -> tuple[type, ...]:
                 f"shared cannot watch the built-in {cls.__name__!r} (its attributes are not "
                 "looked up through the class): wrap it in a class of your own"
             )
+        container = next((base for base in _CONTAINERS if issubclass(cls, base)), None)
+        if container is not None:
+            raise TypeError(
+                f"shared cannot watch {cls.__name__!r}, a {container.__name__}: its items are "
+                "not attributes (t[k] = v is not recorded); hold the container in an "
+                "attribute of a class of your own"
+            )
     return classes
+
+
+_CONTAINERS = (dict, list, set, bytearray, collections.deque)
+"""Built-in containers whose items ``shared`` would not see."""
 
 
 def _plan(shared: tuple[type, ...]) -> list[tuple[type, str, object, object]]:
@@ -421,6 +447,7 @@ def _plan(shared: tuple[type, ...]) -> list[tuple[type, str, object, object]]:
         for name, wrap in (
             ("__getattribute__", _touching_getattribute),
             ("__setattr__", _touching_setattr),
+            ("__delattr__", _touching_delattr),
         ):
             plan.append((cls, name, cls.__dict__.get(name, _ABSENT), wrap(getattr(cls, name))))
     for cls, names, of in _PRIMITIVES:
@@ -432,7 +459,9 @@ def _plan(shared: tuple[type, ...]) -> list[tuple[type, str, object, object]]:
             if isinstance(original, property):
                 assert original.fget is not None
                 replacement: object = property(
-                    _wrapped(original.fget, of), original.fset, original.fdel
+                    _wrapped(original.fget, of),
+                    None if original.fset is None else _wrapped(original.fset, of),
+                    None if original.fdel is None else _wrapped(original.fdel, of),
                 )
             else:
                 replacement = _wrapped(original, of)

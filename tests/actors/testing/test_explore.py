@@ -769,3 +769,45 @@ def test_dfs_with_a_bound_past_every_schedule_ends_when_a_level_adds_none() -> N
     assert (huge.runs, huge.complete) == (enough.runs, True)
     exact = explore(main, strategy="dfs", bound=10**9, budget=enough.runs)
     assert (exact.runs, exact.complete) == (enough.runs, True)
+
+
+def test_minimising_keeps_the_error_found_inside_a_nursery() -> None:
+    # Two bugs, both raised out of a nursery (an ExceptionGroup either way):
+    # the minimised schedule must fail with the one the found schedule did.
+    async def main() -> None:
+        order: list[str] = []
+
+        async def a() -> None:
+            for _ in range(2):
+                order.append("a")
+                await trio.lowlevel.checkpoint()
+
+        async def b() -> None:
+            for _ in range(2):
+                order.append("b")
+                await trio.lowlevel.checkpoint()
+            first, second = order[0:2], order[2:4]
+            if first == ["b", "a"] and second == ["b", "a"]:
+                raise AssertionError("bug 1: b ran first twice")
+            if first == ["b", "a"]:
+                raise ValueError("bug 2: b ran first once")
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(a)
+            nursery.start_soon(b)
+
+    checked = 0
+    for seed in range(20):
+        failure = explore(
+            main, strategy="random", budget=50, seed=seed, raise_on_failure=False
+        ).failure
+        if failure is None:
+            continue
+        found = explore(main, replay=str(failure.found), raise_on_failure=False).failure
+        assert found is not None
+        assert isinstance(found.error, BaseExceptionGroup)
+        assert isinstance(failure.error, BaseExceptionGroup)
+        kinds = [type(error) for error in found.error.exceptions]
+        assert [type(error) for error in failure.error.exceptions] == kinds, seed
+        checked += 1
+    assert checked >= 10
