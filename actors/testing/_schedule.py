@@ -356,6 +356,7 @@ class _Chooser(random.Random):
         self.steps: list[int] = []
         self.batches = 0
         self.over_limit = False
+        self._cancelled_in = 0  # the batch in which the run was cancelled
         self.misfit: str | None = None
         self.scope: trio.CancelScope | None = None
         # Task id -> (its line in deviations, the choice point of its first
@@ -379,10 +380,16 @@ class _Chooser(random.Random):
         if len(self.steps) > self._max_steps and self.scope is not None:
             if not self.over_limit:
                 self.over_limit = True
+                self._cancelled_in = self.batches
                 self.scope.cancel()
-            elif len(self.steps) > 2 * self._max_steps + HARD_STOP:
-                # Cancelled and still running: a task swallows Cancelled (or
-                # shields itself). Only breaking Trio's run loop ends it.
+            elif (
+                len(self.steps) > 2 * self._max_steps + HARD_STOP
+                and self.batches - self._cancelled_in > HARD_STOP
+            ):
+                # Cancelled and still running, batch after batch (not one
+                # wide batch of tasks the cancel has yet to reach): a task
+                # swallows Cancelled (or shields itself). Only breaking
+                # Trio's run loop ends it.
                 raise _HardStopError
 
     def close_batch(self) -> None:
@@ -619,8 +626,8 @@ def _run_once(
         broken = True
         error = StepLimitError(
             f"the run took more than {max_steps} steps, and went on for {max_steps + HARD_STOP} "
-            "more once cancelled (a task that swallows trio.Cancelled, or shields itself?): "
-            "broken off"
+            f"more, over {HARD_STOP} batches, once cancelled (a task that swallows "
+            "trio.Cancelled, or shields itself?): broken off"
         )
     except BaseException as caught:
         if _passes_on(caught):

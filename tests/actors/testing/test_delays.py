@@ -463,3 +463,20 @@ def test_a_merge_is_counted_once_however_many_levels_walk_it() -> None:
         recorder(seen, steps=4), strategy="dfs", bound=2, delays=2, budget=100_000
     )
     assert 0 < exploration.merged < exploration.runs
+
+
+def test_one_wide_batch_past_the_step_limit_is_not_taken_for_a_swallowed_cancel() -> None:
+    async def wide() -> None:
+        async def step() -> None:
+            await trio.lowlevel.checkpoint()
+
+        async with trio.open_nursery() as nursery:
+            for _ in range(3000):  # ready all at once: one batch past max_steps
+                nursery.start_soon(step)
+        await trio.sleep_forever()  # so the run ends only at the step limit
+
+    exploration = explore(wide, strategy="random", budget=1, max_steps=1000, raise_on_failure=False)
+    failure = exploration.failure
+    assert failure is not None
+    assert isinstance(failure.error, actors.testing.StepLimitError)
+    assert "swallows" not in str(failure.error)
