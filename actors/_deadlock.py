@@ -73,26 +73,28 @@ class DeadlockWatch:
             if limit is not None and self._start + limit < following < math.inf:
                 # Past the limit, whatever the tasks wait on (a socket, a
                 # thread: time would jump on past it while they wait).
-                waits = list(_waits())
                 self.timed_out = True
-                self.report = (
+                self._end(
                     f"time limit of {limit:g}s reached at {now - self._start:g}s: every task "
-                    f"waits and the next deadline, at {following - self._start:g}s, is past it:\n"
-                    + "\n".join(f"  {line}" for line, _ in sorted(waits))
+                    f"waits and the next deadline, at {following - self._start:g}s, is past it",
+                    list(_waits()),
                 )
-                self._scope.cancel()
                 return
             if following == math.inf:
                 waits = list(_waits())
                 if not any(outside for _, outside in waits):
-                    self.report = (
+                    self._end(
                         f"deadlock at {now:g}s: every task waits and no deadline is pending, "
-                        "so nothing can wake them:\n"
-                        + "\n".join(f"  {line}" for line, _ in sorted(waits))
+                        "so nothing can wake them",
+                        waits,
                     )
-                    self._scope.cancel()
                     return
         self._autojump()
+
+    def _end(self, why: str, waits: list[tuple[str, bool]]) -> None:
+        """End the run: ``why``, then what each task waits on, is the report."""
+        self.report = why + ":\n" + "\n".join(f"  {line}" for line, _ in sorted(waits))
+        self._scope.cancel()
 
     def _check_io(self, statistics: trio.lowlevel.RunStatistics) -> None:
         """Time is about to jump: warn (once) if a task of the run waits for

@@ -147,6 +147,12 @@ class _Export:
     ref: ActorRef[Any]
     on_end: Callable[[ExitReason], None]
 
+    def unwatch(self) -> None:
+        """Stop learning of the actor's end (it is exported no more)."""
+        links = self.cell.links
+        if links is not None and self.on_end in links.on_end:
+            links.on_end.remove(self.on_end)
+
 
 @attrs.define(eq=False)
 class _Request:
@@ -494,9 +500,7 @@ class Peer(metaclass=NoPublicConstructor):
             _abandon(cell, reply)
         exported, self._exported = self._exported, {}
         for export in exported.values():
-            links = export.cell.links
-            if links is not None and export.on_end in links.on_end:
-                links.on_end.remove(export.on_end)
+            export.unwatch()
         for request in self._requests.values():
             request.error = NodeDownError(f"node {node!r} went down: {reason}")
             request.done.set()
@@ -870,9 +874,8 @@ class Peer(metaclass=NoPublicConstructor):
         if not sent:
             for uid in staged:
                 export = self._exported.pop(uid, None)
-                links = None if export is None else export.cell.links
-                if export is not None and links is not None and export.on_end in links.on_end:
-                    links.on_end.remove(export.on_end)
+                if export is not None:
+                    export.unwatch()
 
     def _ref_in(self, wire: WireRef) -> ActorRef[Any]:
         """The reference a message or an answer of the peer's carries: to one
