@@ -313,7 +313,15 @@ def test_the_shell_check_can_fail(line: str, capsys: pytest.CaptureFixture[str])
     capsys.readouterr()  # argparse's usage lines
 
 
-PUBLIC_PACKAGES = ["actors", "actors.net", "actors.testing", "barrier", "sharing", "replica"]
+PUBLIC_PACKAGES = [
+    "actors",
+    "actors.mypy",
+    "actors.net",
+    "actors.testing",
+    "barrier",
+    "sharing",
+    "replica",
+]
 _LITERAL = re.compile(r"::\n\n(?:    .*\n|\n)+")
 
 
