@@ -40,6 +40,9 @@ from ._node import NodeStatistics as NodeStatistics
 from ._node import open_node as open_node
 from ._peer import Peer as Peer
 from ._peer import PeerStatistics as PeerStatistics
+from ._process import NodeProcess as NodeProcess
+from ._process import NodeProcessError as NodeProcessError
+from ._process import open_node_process as open_node_process
 from ._protocol import Connection as Connection
 from ._protocol import ConnectionStatistics as ConnectionStatistics
 from ._protocol import Role as Role
