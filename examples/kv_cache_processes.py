@@ -170,7 +170,7 @@ async def run() -> None:
                 if shard_of(key) == 1:
                     await shards[1].ask(Put, key, key.upper(), timeout=5)
             found = [await shards[shard_of(key)].ask(Get, key, timeout=5) for key in keys]
-            say(f"[cache] after putting shard 1's keys again: {found}")
+            say(f"[cache] after putting shard 1's keys again: {' '.join(map(str, found))}")
         say("[cache] done: both node processes ended with the block")
 
 

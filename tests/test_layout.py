@@ -190,6 +190,7 @@ def _imported_by_name(node: ast.AST) -> str | None:
 DYNAMIC = {
     ("replica", "module"): "the face's lazy names",
     ("replica.storage._shard", "DURABLE_CATALOGS"): "replica.storage.persist",
+    ("actors.net._child", "name"): "a node process's parent's main module (run with -m)",
 }
 
 

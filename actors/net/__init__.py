@@ -38,8 +38,11 @@ from ._node import Dialer as Dialer
 from ._node import Node as Node
 from ._node import NodeStatistics as NodeStatistics
 from ._node import open_node as open_node
+from ._peer import DeadLetter as DeadLetter
+from ._peer import DeadLetters as DeadLetters
 from ._peer import Peer as Peer
 from ._peer import PeerStatistics as PeerStatistics
+from ._process import NodeMain as NodeMain
 from ._process import NodeProcess as NodeProcess
 from ._process import NodeProcessError as NodeProcessError
 from ._process import open_node_process as open_node_process

@@ -27,7 +27,7 @@ def _import_main(origin: dict[str, Any]) -> None:
     if name is not None and (name == "__main__" or name.endswith(".__main__")):
         return  # a package's command (python -m pytest): nothing was defined there
     if name is not None:
-        module = importlib.import_module(origin["main_module"])
+        module = importlib.import_module(name)
     elif "main_file" in origin:
         module = types.ModuleType("__mp_main__")
         module.__dict__.update(runpy.run_path(origin["main_file"], run_name="__mp_main__"))

@@ -28,7 +28,7 @@ from ._admission import Admission, AdmissionStatistics, Admitted, LogBudget, Pro
 from ._codec import Codec
 from ._errors import HandshakeError
 from ._events import Authenticated, ConnectionClosed, Event
-from ._peer import Peer
+from ._peer import DeadLetters, Peer
 from ._protocol import DEFAULT_MAX_FRAME, DEFAULT_WINDOW, Connection, Role, types_frame_size
 
 logger = logging.getLogger("actors.net")
@@ -115,8 +115,10 @@ class Node(metaclass=NoPublicConstructor):
         max_handshakes: int,
         heartbeat: float = 1.0,
         peer_timeout: float | None = None,
+        dead_letters: DeadLetters | None = None,
     ) -> None:
         self.system = system
+        self._dead_letters = dead_letters
         self._heartbeat = heartbeat
         self._peer_timeout = peer_timeout
         self.name = name
@@ -442,6 +444,7 @@ class Node(metaclass=NoPublicConstructor):
                                     self._heartbeat,
                                     self._peer_timeout,
                                     self._spawnable,
+                                    self._dead_letters,
                                 )
                                 failed = False
                                 return peer, events[index + 1 :]
@@ -534,6 +537,7 @@ async def open_node(
     heartbeat: float = 1.0,
     peer_timeout: float | Literal[Unset.UNSET] | None = Unset.UNSET,
     seeds: Sequence[tuple[str, int] | Dialer] = (),
+    dead_letters: DeadLetters | None = None,
 ) -> AsyncIterator[Node]:
     """Make ``system`` reachable as the node ``name``.
 
@@ -561,6 +565,15 @@ async def open_node(
     a back-off whenever the connection goes); :meth:`Node.wait_peer` waits
     for one by name, and :meth:`Node.find` looks a service up on every
     connected node.
+
+    ``dead_letters`` is called with each message lost between this node and
+    a peer (a :class:`~actors.net.DeadLetter`): a tell of this node's the
+    peer refused or dropped (its actor stopped), a frame of the peer's this
+    node refused, a tell of the peer's for an actor stopped here (the peer is
+    told, and its hook called), or one still undelivered when the connection
+    went. An ask is never one: its asker gets the error. The peer's
+    statistics count them all (``refused``, ``refused_by_peer``,
+    ``dropped``), hook or not.
 
     **Failure detection.** Every ``heartbeat`` seconds a node sends a
     heartbeat to each peer it has sent nothing to since the last; a peer from
@@ -599,6 +612,8 @@ async def open_node(
         raise TypeError(f"a node's name must be a non-empty str, not {name!r}")
     if not isinstance(codec, Codec):
         raise TypeError(f"a node's codec must be an actors.net.Codec, not {codec!r}")
+    if dead_letters is not None and not callable(dead_letters):
+        raise TypeError(f"a node's dead_letters hook must be callable, not {dead_letters!r}")
     if not isinstance(secret, bytes) or len(secret) < 16:
         raise ValueError("a node's secret must be bytes, at least 16 of them")
     if not (isinstance(window, int) and window >= 2):
@@ -657,6 +672,7 @@ async def open_node(
             max_handshakes=max_handshakes,
             heartbeat=heartbeat,
             peer_timeout=peer_timeout,
+            dead_letters=dead_letters,
         )
         listeners: list[trio.abc.Listener[trio.abc.Stream]] = []
         if isinstance(listen, tuple):

@@ -134,9 +134,41 @@ class PeerStatistics:
     """Frames of the peer's this node refused (undecodable, or a message type
     its codec lacks), each answered with an error and logged (WARNING)."""
     refused_by_peer: int = 0
-    """Messages of this node's the peer refused, each logged (WARNING); an
-    ask's asker gets a ``RemoteError``. A message of a type the peer's codec
-    lacks is refused at the sender (``CodecError``) and is not counted here."""
+    """Messages of this node's the peer refused or dropped (its actor was
+    stopped or unknown), each logged (WARNING) and handed to the node's
+    dead-letters hook; an ask's asker gets an error instead. A message of a
+    type the peer's codec lacks is refused at the sender (``CodecError``)
+    and is not counted here."""
+    dropped: int = 0
+    """Messages of the peer's dropped here: for an actor that is stopped or
+    unknown (the peer is told, and counts it in its ``refused_by_peer``), or
+    still waiting for delivery when the connection went. Each is handed to
+    the node's dead-letters hook."""
+
+
+@final
+@attrs.frozen
+class DeadLetter:
+    """A message lost between two nodes, as the node's ``dead_letters`` hook
+    (:func:`~actors.net.open_node`) is told of it.
+
+    ``peer`` is the other node. ``outgoing`` is True for a message this node
+    sent that the peer refused or dropped (``message`` is then None: only the
+    peer's ``reason`` comes back), False for one of the peer's that this node
+    refused (an undecodable frame: ``message`` None) or dropped (its actor
+    was stopped or unknown, or the connection went before it was delivered:
+    ``message`` is the message). An ask is never a dead letter: its asker
+    gets the error."""
+
+    peer: str
+    outgoing: bool
+    reason: str
+    message: object | None = None
+
+
+DeadLetters = Callable[[DeadLetter], None]
+"""A node's dead-letters hook: called in the node's task, at once; what it
+raises is logged and ignored."""
 
 
 @attrs.define(eq=False)
@@ -188,8 +220,11 @@ class Peer(metaclass=NoPublicConstructor):
         heartbeat: float = 1.0,
         peer_timeout: float | None = None,
         spawnable: dict[str, Callable[..., Awaitable[None]]] | None = None,
+        dead_letters: DeadLetters | None = None,
     ) -> None:
         self._system = system
+        self._dead_letters = dead_letters
+        self._dropped = 0
         # The behaviours the peer may spawn here, by key (Node.allow_spawn).
         self._spawnable = {} if spawnable is None else spawnable
         self._spawning = 0  # spawns of the peer's under way
@@ -287,7 +322,18 @@ class Peer(metaclass=NoPublicConstructor):
             self._late_answers,
             self._refused,
             self._refused_by_peer,
+            self._dropped,
         )
+
+    def _dead_letter(self, outgoing: bool, reason: str, message: object | None = None) -> None:
+        """Hand a lost message to the node's dead-letters hook, if any."""
+        hook = self._dead_letters
+        if hook is None:
+            return
+        try:
+            hook(DeadLetter(self.node, outgoing, reason, message))
+        except Exception:  # the hook's failure must not end the connection
+            logger.exception("node %r: the dead-letters hook failed", self._conn.node)
 
     def _unsent(self) -> int:
         return len(self._leftover) + self._conn.buffered
@@ -508,7 +554,14 @@ class Peer(metaclass=NoPublicConstructor):
             logger.warning(
                 "node %r went down with %d messages undelivered (dropped)", node, len(self._inbound)
             )
+            undelivered = list(self._inbound)
             self._inbound.clear()
+            self._dropped += len(undelivered)
+            for event in undelivered:
+                if event.reply is None:  # (an ask's asker has its NodeDownError)
+                    self._dead_letter(
+                        False, f"node {node!r} went down before it was delivered", event.message
+                    )
         self.closed.set()
 
     # ---- tasks ------------------------------------------------------------
@@ -800,11 +853,15 @@ class Peer(metaclass=NoPublicConstructor):
             case FrameRefused():
                 self._refused += 1
                 logger.warning("refused a frame from node %r: %s", self.node, event.reason)
+                if event.reply is None:
+                    self._dead_letter(False, event.reason)
             case PeerRefused():
                 self._refused_by_peer += 1
                 logger.warning("node %r refused a message: %s", self.node, event.reason)
                 if event.reply is not None:
                     self._fail_reply(event.reply, RemoteError("CodecError", event.reason))
+                else:
+                    self._dead_letter(True, event.reason)
             case ConnectionClosed():
                 self._down(
                     f"closed by node {self.node!r}: {event.reason}"
@@ -1069,12 +1126,20 @@ class Peer(metaclass=NoPublicConstructor):
                 f"actor {name} of node {self._conn.node!r} is stopped",
             )
         else:
+            reason = (
+                f"a {type(message).__name__} for actor {name} of node {self._conn.node!r} "
+                "was dropped: it is stopped or unknown"
+            )
             logger.warning(
                 "a %s from node %r for actor %s was dropped: it is stopped or unknown",
                 type(message).__name__,
                 self.node,
                 name,
             )
+            self._dropped += 1
+            self._conn.send_error(reason)
+            self._writer_lot.unpark()
+            self._dead_letter(False, reason, message)
 
 
 class _Replies(dict[int, Reply[Any]]):

@@ -435,6 +435,13 @@ class Connection:
         self._require_open("send_failure")
         self._write(Failure(reply, _clip(error), _clip(message)))
 
+    def send_error(self, reason: str) -> None:
+        """Tell the peer that one of its messages was dropped here, and why
+        (an ``Error`` frame, as for a refused frame): it counts it and hands
+        it to its dead-letters hook (:class:`~actors.net.DeadLetter`)."""
+        self._require_open("send_error")
+        self._write(Error(_clip(reason), None))
+
     def send_lookup(self, request: int, name: str) -> None:
         self._require_open("send_lookup")
         self._write_checked(Lookup(request, name), "a look-up")

@@ -12,7 +12,7 @@ import trio.testing
 
 import actors
 from actors import ActorRef, Down, Inbox
-from actors.net import Node, Peer, open_node
+from actors.net import DeadLetters, Node, Peer, open_node
 
 from ..messages import SECRET, Add, Echo, Release, Total, Withheld, codec
 
@@ -77,6 +77,8 @@ async def connected(
     only_a: Sequence[tuple[type, str]] = (),
     both: Sequence[tuple[type, str]] = (),
     peer_timeout: float | None = None,
+    dead_letters_a: DeadLetters | None = None,
+    dead_letters_b: DeadLetters | None = None,
 ) -> AsyncIterator[Pair]:
     """Nodes ``a`` and ``b`` connected over ``stream_pair``; ``only_a`` are
     message classes (and names) a's codec registers and b's does not, and
@@ -99,6 +101,7 @@ async def connected(
                 window=window,
                 max_frame=max_frame,
                 peer_timeout=peer_timeout,
+                dead_letters=dead_letters_a,
             ) as a,
             open_node(
                 system_b,
@@ -109,6 +112,7 @@ async def connected(
                 window=window,
                 max_frame=max_frame,
                 peer_timeout=peer_timeout,
+                dead_letters=dead_letters_b,
             ) as b,
         ):
             stream_a, stream_b = stream_pair()
