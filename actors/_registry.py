@@ -13,6 +13,7 @@ change.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any, Generic, TypeVar, cast, final
 
 import attrs
@@ -77,6 +78,9 @@ class _Registry:
     # Per actor, the keys it is registered under and subscribed to.
     _registered: dict[_Cell[Any], dict[ServiceKey[Any], None]] = attrs.field(factory=dict)
     _subscribed: dict[_Cell[Any], dict[ServiceKey[Any], None]] = attrs.field(factory=dict)
+    # Functions called after each change of a key's entries (the nodes'
+    # watches: actors.net), by key, in the order they came.
+    _watchers: dict[ServiceKey[Any], dict[Callable[[], None], None]] = attrs.field(factory=dict)
 
     def register(self, key: ServiceKey[Any], cell: _Cell[Any]) -> None:
         _footprint.touch(self)
@@ -120,6 +124,20 @@ class _Registry:
         del self._subscribed[cell][key]
         return True
 
+    def watch(self, key: ServiceKey[Any], changed: Callable[[], None]) -> None:
+        """Call ``changed()`` after each change of ``key``'s entries, until
+        :meth:`unwatch`."""
+        _footprint.touch(self)
+        self._watchers.setdefault(key, {})[changed] = None
+
+    def unwatch(self, key: ServiceKey[Any], changed: Callable[[], None]) -> None:
+        _footprint.touch(self)
+        watchers = self._watchers.get(key)
+        if watchers is not None:
+            watchers.pop(changed, None)
+            if not watchers:
+                del self._watchers[key]
+
     def _watch(self, cell: _Cell[Any]) -> None:
         """Forget ``cell``'s entries and subscriptions when it ends."""
         if cell not in self._registered:
@@ -143,3 +161,5 @@ class _Registry:
             supersedes = functools.partial(_listing_of, key)
             for subscriber in subscribers:
                 subscriber.post_latest(listing, supersedes)
+        for changed in list(self._watchers.get(key, ())):
+            changed()

@@ -156,6 +156,13 @@ class ActorSystem(Spawner):
             self._registry = _Registry()
         return self._registry
 
+    def _the_registry(self) -> _Registry:
+        """The registry, made now if this is its first use (for the nodes:
+        ``actors.net``, in the system's Trio thread)."""
+        if self._registry is None:
+            self._registry = _Registry()
+        return self._registry
+
     def register(self, key: ServiceKey[M], ref: ActorRef[M]) -> None:
         """Offer ``ref`` under ``key`` (again: nothing changes). The entry
         leaves when the actor ends for good, or with :meth:`deregister`; each

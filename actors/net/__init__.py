@@ -30,10 +30,13 @@ from ._events import FailureReceived as FailureReceived
 from ._events import FindRequested as FindRequested
 from ._events import FoundReceived as FoundReceived
 from ._events import FrameRefused as FrameRefused
+from ._events import ListingReceived as ListingReceived
 from ._events import LookupRequested as LookupRequested
 from ._events import MessageReceived as MessageReceived
 from ._events import PeerRefused as PeerRefused
 from ._events import StopRequested as StopRequested
+from ._events import UnwatchRequested as UnwatchRequested
+from ._events import WatchRequested as WatchRequested
 from ._node import Dialer as Dialer
 from ._node import Node as Node
 from ._node import NodeStatistics as NodeStatistics

@@ -73,6 +73,32 @@ class FoundReceived:
 
 @final
 @attrs.frozen
+class WatchRequested:
+    """The peer watches the service ``key`` here, under the number ``request``."""
+
+    request: int
+    key: str
+
+
+@final
+@attrs.frozen
+class ListingReceived:
+    """The actors registered under the key of our watch ``request``, now."""
+
+    request: int
+    actors: tuple[tuple[str, int], ...]
+
+
+@final
+@attrs.frozen
+class UnwatchRequested:
+    """The peer ends its watch ``request``."""
+
+    request: int
+
+
+@final
+@attrs.frozen
 class SpawnRequested:
     """The peer asks for an actor running the behaviour allowed under ``key``."""
 
@@ -158,6 +184,9 @@ Event = (
     | LookupRequested
     | FindRequested
     | FoundReceived
+    | WatchRequested
+    | ListingReceived
+    | UnwatchRequested
     | StopRequested
     | AskCancelled
     | SpawnRequested

@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import msgspec
 
-VERSION = 3
-"""Version 3: once a side has checked the other's proof, it sends the names
+VERSION = 4
+"""Version 4: a node may watch a service key on another (``Watch``), which
+sends a ``Listed`` of its actors under the key at once and after each change,
+until ``Unwatch``: the registry across nodes.
+Version 3: once a side has checked the other's proof, it sends the names
 of the message types its codec accepts (``Types``) before its first credit,
 so the other refuses, at the sender, a message this side could not decode;
 ``Stop`` may be a kill; a side that has sent nothing for a while sends
@@ -123,6 +126,27 @@ class Refusal(msgspec.Struct, tag=18, tag_field="frame", array_like=True, frozen
     message: str
 
 
+class Watch(msgspec.Struct, tag=19, tag_field="frame", array_like=True, frozen=True):
+    """Send ``Listed`` frames for the service ``key`` (now, and after each
+    change of its actors here) under the number ``request``."""
+
+    request: int
+    key: str
+
+
+class Listed(msgspec.Struct, tag=20, tag_field="frame", array_like=True, frozen=True):
+    """The actors registered under the key of the watch ``request`` now."""
+
+    request: int
+    actors: list[tuple[str, int]]
+
+
+class Unwatch(msgspec.Struct, tag=21, tag_field="frame", array_like=True, frozen=True):
+    """Stop the watch ``request``."""
+
+    request: int
+
+
 class Ping(msgspec.Struct, tag=15, tag_field="frame", array_like=True, frozen=True):
     """A heartbeat: sent by a side that has sent nothing for a while, so the
     other can tell a silent peer from an idle one."""
@@ -130,4 +154,4 @@ class Ping(msgspec.Struct, tag=15, tag_field="frame", array_like=True, frozen=Tr
 
 Frame = (
     Hello | Proof | Send | Answer | Failure | Credit | Lookup | Find | Found | Stop | Ended | Error
-) | (Close | Types | Ping | Cancel | Spawn | Refusal)
+) | (Close | Types | Ping | Cancel | Spawn | Refusal | Watch | Listed | Unwatch)

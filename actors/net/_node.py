@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import functools
 import logging
 import math
 import os
@@ -17,11 +18,13 @@ import attrs
 import trio
 from trio._core._mock_clock import MockClock
 
+from .._core._cell import _Cell
+from .._core._envelope import Address
 from .._core._errors import ActorError
 from .._core._inbox import Inbox
 from .._core._mailbox import ActorRef, _seconds
 from .._core._util import NoPublicConstructor
-from .._registry import ServiceKey
+from .._registry import Listing, ServiceKey, _listing_of
 from .._restarts import Backoff
 from .._system import ActorSystem
 from ._admission import Admission, AdmissionStatistics, Admitted, LogBudget, Progress
@@ -143,6 +146,13 @@ class Node(metaclass=NoPublicConstructor):
         self._log_budget = LogBudget(LOG_BURST, LOG_INTERVAL)
         # The behaviours peers may spawn here, by key (allow_spawn).
         self._spawnable: dict[str, Callable[..., Awaitable[None]]] = {}
+        # The registry across nodes (subscribe): the subscribers of each key,
+        # what the local registry calls on its changes, the addresses last
+        # listed to them, and the subscribers' cells whose end is watched.
+        self._subscribers: dict[ServiceKey[Any], dict[_Cell[Any], None]] = {}
+        self._on_change: dict[ServiceKey[Any], Callable[[], None]] = {}
+        self._listed: dict[ServiceKey[Any], tuple[Address, ...]] = {}
+        self._watched_cells: set[_Cell[Any]] = set()
         # Parked on by wait_peer: woken whenever a peer comes up or goes.
         self._peers_changed = trio.lowlevel.ParkingLot()
         # The re-dial jitter: a generator of the node's own (not the system's
@@ -304,6 +314,91 @@ class Node(metaclass=NoPublicConstructor):
         await trio.lowlevel.checkpoint()
         return tuple(found.values())
 
+    def subscribe(self, key: ServiceKey[M], subscriber: ActorRef[Listing[M]]) -> None:
+        """Send ``subscriber`` (an actor of this node's system) a
+        :class:`~actors.Listing` of ``key`` across the nodes now, and another
+        after each change, until it ends or :meth:`unsubscribe`: the
+        receptionist across nodes. A listing holds the actors registered
+        under ``key`` on this node's system (registration order), then those
+        of each connected node (in the order they connected), each once. It
+        changes as actors register and end, here or there, and as nodes
+        connect (their part comes once they have listed it) and go (their
+        part leaves with them). Each peer is watched for ``key`` while the
+        key has a subscriber here. Listings are framework messages, as
+        :meth:`ActorSystem.subscribe <actors.ActorSystem.subscribe>`'s are:
+        beyond a full mailbox, one per key waiting at most. Subscribing again
+        sends the current listing. Raises as ``ActorSystem.subscribe``."""
+        registry = self.system._registry_for("subscribe", "key, subscriber", key, subscriber)
+        subscribers = self._subscribers.get(key)
+        if subscribers is None:
+            subscribers = self._subscribers[key] = {}
+            changed = self._on_change[key] = functools.partial(self._changed, key)
+            registry.watch(key, changed)
+            for peer in self.peers:
+                peer._watch(key.name)
+        cell = subscriber._cell
+        subscribers[cell] = None
+        if cell not in self._watched_cells:
+            self._watched_cells.add(cell)
+            cell.linked().on_end.append(functools.partial(self._subscriber_ended, cell))
+        refs = self._listing(key)
+        self._listed[key] = tuple(ref.address for ref in refs)
+        cell.post_latest(Listing(key, refs), functools.partial(_listing_of, key))
+
+    def unsubscribe(self, key: ServiceKey[M], subscriber: ActorRef[Listing[M]]) -> bool:
+        """Stop sending listings of ``key`` to ``subscriber``; False if it was
+        not subscribed (:meth:`subscribe`)."""
+        self.system._registry_for("unsubscribe", "key, subscriber", key)
+        subscribers = self._subscribers.get(key)
+        if subscribers is None or subscriber._cell not in subscribers:
+            return False
+        del subscribers[subscriber._cell]
+        if not subscribers:
+            self._drop(key)
+        return True
+
+    def _subscriber_ended(self, cell: _Cell[Any], reason: object) -> None:
+        self._watched_cells.discard(cell)
+        for key in [key for key, cells in self._subscribers.items() if cell in cells]:
+            del self._subscribers[key][cell]
+            if not self._subscribers[key]:
+                self._drop(key)
+
+    def _drop(self, key: ServiceKey[Any]) -> None:
+        """``key`` has no subscriber left: watch it no more."""
+        del self._subscribers[key]
+        self._listed.pop(key, None)
+        self.system._the_registry().unwatch(key, self._on_change.pop(key))
+        for peer in self.peers:
+            peer._unwatch(key.name)
+
+    def _listing(self, key: ServiceKey[M]) -> tuple[ActorRef[M], ...]:
+        found: dict[Address, ActorRef[M]] = {ref.address: ref for ref in self.system.find(key)}
+        for peer in self.peers:
+            if peer.reason is None:
+                for ref in peer._listings.get(key.name, ()):
+                    found.setdefault(ref.address, ref)
+        return tuple(found.values())
+
+    def _changed(self, key: ServiceKey[Any]) -> None:
+        """Something ``key``'s listing is made of changed: a new listing for
+        its subscribers, if the actors in it are not those last listed."""
+        subscribers = self._subscribers.get(key)
+        if not subscribers:
+            return
+        refs = self._listing(key)
+        addresses = tuple(ref.address for ref in refs)
+        if self._listed.get(key) == addresses:
+            return
+        self._listed[key] = addresses
+        listing = Listing(key, refs)
+        supersedes = functools.partial(_listing_of, key)
+        for cell in subscribers:
+            cell.post_latest(listing, supersedes)
+
+    def _peer_listed(self, key: str) -> None:
+        self._changed(ServiceKey[Any](key))
+
     def statistics(self) -> NodeStatistics:
         """A snapshot of the node (:class:`NodeStatistics`)."""
         admission: AdmissionStatistics = self._admission.statistics()
@@ -377,6 +472,9 @@ class Node(metaclass=NoPublicConstructor):
                         nursery.start_soon(peer._delivery, name=f"deliver from {peer.node}")
                         if self._peer_timeout is not None:
                             nursery.start_soon(peer._heartbeat, name=f"heartbeat {peer.node}")
+                        peer._on_listing = self._peer_listed
+                        for key in self._subscribers:
+                            peer._watch(key.name)
                         for event in early:
                             peer._handle(event)
                         # In a task of its own: each of its wake-ups resumes
@@ -387,6 +485,8 @@ class Node(metaclass=NoPublicConstructor):
                     self.peers.remove(peer)
                     self._peers_changed.unpark_all()
                     peer._teardown()
+                    for key in list(self._subscribers):
+                        self._changed(key)
                     logger.info("node %r: peer %r is down: %s", self.name, peer.node, peer.reason)
         except trio.BrokenResourceError as error:
             if peer is None:

@@ -18,7 +18,7 @@ import functools
 import logging
 import os
 from collections.abc import Awaitable, Callable
-from typing import Any, Never, TypeVar, cast, final, overload
+from typing import Any, Final, Never, TypeVar, cast, final, overload
 
 import attrs
 import outcome
@@ -49,17 +49,24 @@ from ._events import (
     FindRequested,
     FoundReceived,
     FrameRefused,
+    ListingReceived,
     LookupRequested,
     MessageReceived,
     PeerRefused,
     RequestRefused,
     SpawnRequested,
     StopRequested,
+    UnwatchRequested,
+    WatchRequested,
 )
 from ._protocol import _CLOSED, _OPEN, Connection, State
 from ._remote import Outbox, exit_reason, remote_error
 
 logger = logging.getLogger("actors.net")
+
+MAX_WATCHES: Final = 1024
+"""The most service keys one peer may watch on a node at once
+(:meth:`Node.subscribe` on the peer): more are refused, counted and logged."""
 
 M = TypeVar("M")
 
@@ -262,6 +269,17 @@ class Peer(metaclass=NoPublicConstructor):
         self._asked: dict[int, tuple[_Cell[Any], Reply[Any]]] = {}
         # The actors exported for the references of the frame being encoded.
         self._staged: list[int] = []
+        # The peer's watches of this node's registry (WatchRequested), by its
+        # number: the key, and what the registry calls after each change.
+        self._watched: dict[int, tuple[ServiceKey[Any], Callable[[], None]]] = {}
+        # Our watches of the peer's registry: their numbers by key name, the
+        # key names by number, and the peer's actors under each key as it
+        # last listed them. ``_on_listing`` (the node's) is called with the
+        # key's name when a listing comes.
+        self._watches: dict[str, int] = {}
+        self._watch_keys: dict[int, str] = {}
+        self._listings: dict[str, tuple[ActorRef[Any], ...]] = {}
+        self._on_listing: Callable[[str], None] | None = None
         # The ask the delivery task waits to put, and the scope that ends it.
         self._delivering: tuple[int | None, trio.CancelScope] | None = None
         self._requests: dict[int, _Request] = {}
@@ -515,6 +533,58 @@ class Peer(metaclass=NoPublicConstructor):
             scope.deadline = self._close_by
         self._writer_lot.unpark()
 
+    # ---- the registry across nodes ---------------------------------------
+
+    def _watched_by_peer(self, event: WatchRequested) -> None:
+        """The peer watches a key here: list its actors now and after each
+        change (at most ``MAX_WATCHES`` keys at once; more are refused)."""
+        if self._conn.closed or event.request in self._watched:
+            return
+        if len(self._watched) >= MAX_WATCHES:
+            self._refused += 1
+            logger.warning(
+                "node %r watches more than %d service keys here: %r refused",
+                self.node,
+                MAX_WATCHES,
+                event.key,
+            )
+            return
+        key = ServiceKey[Any](event.key)
+        changed = functools.partial(self._send_listing, event.request, key)
+        self._watched[event.request] = (key, changed)
+        self._system._the_registry().watch(key, changed)
+        changed()
+
+    def _send_listing(self, request: int, key: ServiceKey[Any]) -> None:
+        if self._conn.state is State.OPEN:
+            actors = [self._export(ref._cell) for ref in self._system.find(key)]
+            self._conn.send_listed(request, actors)
+            self._writer_lot.unpark()
+
+    def _watch(self, key: str) -> None:
+        """Watch the peer's actors under ``key`` (see :meth:`Node.subscribe`)."""
+        if key in self._watches or self._conn.state is not State.OPEN:
+            return
+        number = self._number()
+        try:
+            self._conn.send_watch(number, key)
+        except CodecError as error:  # a key's name over the frame limit
+            logger.warning("node %r: cannot watch %r there: %s", self._conn.node, key, error)
+            return
+        self._watches[key] = number
+        self._watch_keys[number] = key
+        self._writer_lot.unpark()
+
+    def _unwatch(self, key: str) -> None:
+        number = self._watches.pop(key, None)
+        if number is None:
+            return
+        del self._watch_keys[number]
+        self._listings.pop(key, None)
+        if self._conn.state is State.OPEN:
+            self._conn.send_unwatch(number)
+            self._writer_lot.unpark()
+
     def _teardown(self) -> None:
         """Everything the connection carried ends, at once and for good:
         asks in flight fail with NodeDownError, references end NodeDown
@@ -544,6 +614,10 @@ class Peer(metaclass=NoPublicConstructor):
         asked, self._asked = self._asked, {}
         for cell, reply in asked.values():  # nobody reads their answers now
             _abandon(cell, reply)
+        watched, self._watched = self._watched, {}
+        for key, changed in watched.values():
+            self._system._the_registry().unwatch(key, changed)
+        self._listings.clear()
         exported, self._exported = self._exported, {}
         for export in exported.values():
             export.unwatch()
@@ -803,6 +877,19 @@ class Peer(metaclass=NoPublicConstructor):
                 if request is not None:
                     request.error = remote_error(event.error, event.message)
                     request.done.set()
+            case WatchRequested():
+                self._watched_by_peer(event)
+            case UnwatchRequested():
+                watched = self._watched.pop(event.request, None)
+                if watched is not None:
+                    self._system._the_registry().unwatch(*watched)
+            case ListingReceived():
+                key = self._watch_keys.get(event.request)
+                if key is not None:
+                    refs = tuple(self._reference(name, uid) for name, uid in event.actors)
+                    self._listings[key] = refs
+                    if self._on_listing is not None:
+                        self._on_listing(key)
             case SpawnRequested():
                 if self._conn.closed:
                     pass

@@ -66,12 +66,15 @@ from ._events import (
     FindRequested,
     FoundReceived,
     FrameRefused,
+    ListingReceived,
     LookupRequested,
     MessageReceived,
     PeerRefused,
     RequestRefused,
     SpawnRequested,
     StopRequested,
+    UnwatchRequested,
+    WatchRequested,
 )
 from ._frames import (
     VERSION,
@@ -86,6 +89,7 @@ from ._frames import (
     Found,
     Frame,
     Hello,
+    Listed,
     Lookup,
     Ping,
     Proof,
@@ -94,6 +98,8 @@ from ._frames import (
     Spawn,
     Stop,
     Types,
+    Unwatch,
+    Watch,
 )
 
 HANDSHAKE_MAX_FRAME = 1024
@@ -458,6 +464,26 @@ class Connection:
             # More actors than a frame holds: found as none.
             self._write(Found(request, []))
 
+    def send_watch(self, request: int, key: str) -> None:
+        """Watch the peer's actors registered under ``key``: ``Listed``
+        frames come back (:class:`ListingReceived`), now and after each
+        change there, until :meth:`send_unwatch`."""
+        self._require_open("send_watch")
+        self._write_checked(Watch(request, key), "a watch")
+
+    def send_listed(self, request: int, actors: list[tuple[str, int]]) -> None:
+        """The actors under the key of the peer's watch ``request``, now."""
+        self._require_open("send_listed")
+        try:
+            self._write_checked(Listed(request, actors), "listed actors")
+        except CodecError:
+            # More actors than a frame holds: listed as none, as a find is.
+            self._write(Listed(request, []))
+
+    def send_unwatch(self, request: int) -> None:
+        self._require_open("send_unwatch")
+        self._write(Unwatch(request))
+
     def send_stop(self, target: int, *, kill: bool = False) -> None:
         """Ask the peer to stop its actor ``target`` gracefully, or with
         ``kill`` to cancel its behaviour now."""
@@ -646,6 +672,12 @@ class Connection:
                 events.append(FindRequested(frame.request, frame.key))
             case Found():
                 events.append(FoundReceived(frame.request, tuple(frame.actors)))
+            case Watch():
+                events.append(WatchRequested(frame.request, frame.key))
+            case Listed():
+                events.append(ListingReceived(frame.request, tuple(frame.actors)))
+            case Unwatch():
+                events.append(UnwatchRequested(frame.request))
             case Stop():
                 events.append(StopRequested(frame.target, frame.kill))
             case Ended():
