@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -53,3 +55,40 @@ def test_the_runner_exits_2_without_the_baseline(tmp_path: Path) -> None:
     )
     assert result.returncode == 2
     assert "baseline not found" in result.stderr
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGSTOP"), reason="needs SIGSTOP (POSIX)")
+def test_the_failure_detector_figures_run(tmp_path: Path) -> None:
+    # At its smallest: short windows, a few connections, one freeze found
+    # within a peer timeout of 1 s.
+    out = tmp_path / "idle.json"
+    result = subprocess.run(
+        [
+            sys.executable,
+            "bench/net_idle_bench.py",
+            "--window",
+            "0.3",
+            "--rounds",
+            "1",
+            "--connections",
+            "3",
+            "--freezes",
+            "1",
+            "--freeze-detector",
+            "0.2,1",
+            "--json",
+            str(out),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "idle N=3 detector on" in result.stdout
+    doc = json.loads(out.read_text())
+    assert [s["down"] for s in doc["idle"]["samples"]] == [0, 0]
+    (freeze,) = doc["freeze"]
+    assert freeze["node_down"]
+    assert 0.7 <= freeze["down_s"] <= 5.0, freeze
