@@ -53,6 +53,7 @@ from ._protocol import Connection as Connection
 from ._protocol import ConnectionStatistics as ConnectionStatistics
 from ._protocol import Role as Role
 from ._protocol import State as State
+from ._spawning import SpawnKey as SpawnKey
 from ._values import Values as Values
 
 

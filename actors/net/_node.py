@@ -12,7 +12,7 @@ import random
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, Literal, TypeVar, TypeVarTuple, Unpack, final
+from typing import Any, Literal, TypeVar, TypeVarTuple, final, overload
 
 import attrs
 import trio
@@ -25,7 +25,8 @@ from .._core._inbox import Inbox
 from .._core._mailbox import ActorRef, _seconds
 from .._core._util import NoPublicConstructor
 from .._registry import Listing, ServiceKey, _listing_of
-from .._restarts import Backoff
+from .._restarts import Backoff, Restart
+from .._supervision import Supervisor
 from .._system import ActorSystem
 from ._admission import Admission, AdmissionStatistics, Admitted, LogBudget, Progress
 from ._codec import Codec
@@ -33,6 +34,7 @@ from ._errors import HandshakeError
 from ._events import Authenticated, ConnectionClosed, Event
 from ._peer import DeadLetters, Peer
 from ._protocol import DEFAULT_MAX_FRAME, DEFAULT_WINDOW, Connection, Role, types_frame_size
+from ._spawning import Spawnable, SpawnKey
 
 logger = logging.getLogger("actors.net")
 
@@ -145,7 +147,7 @@ class Node(metaclass=NoPublicConstructor):
         self._evict: dict[Admitted, trio.CancelScope] = {}
         self._log_budget = LogBudget(LOG_BURST, LOG_INTERVAL)
         # The behaviours peers may spawn here, by key (allow_spawn).
-        self._spawnable: dict[str, Callable[..., Awaitable[None]]] = {}
+        self._spawnable: dict[str, Spawnable] = {}
         # The registry across nodes (subscribe): the subscribers of each key,
         # what the local registry calls on its changes, the addresses last
         # listed to them, and the subscribers' cells whose end is watched.
@@ -254,24 +256,67 @@ class Node(metaclass=NoPublicConstructor):
             await trio.sleep(redial.delay(streak, self._redial_random))
             streak = min(streak + 1, 64)  # (the delay is at its maximum long before)
 
+    @overload
     def allow_spawn(
-        self, key: ServiceKey[M], behaviour: Callable[[Inbox[M], Unpack[Ts]], Awaitable[None]]
+        self,
+        key: SpawnKey[M, *Ts],
+        behaviour: Callable[[Inbox[M], *Ts], Awaitable[None]],
+        *,
+        supervisor: Supervisor | None = None,
+        restart: Restart = Restart.PERMANENT,
+    ) -> None: ...
+
+    @overload
+    def allow_spawn(
+        self,
+        key: ServiceKey[M],
+        behaviour: Callable[[Inbox[M], *Ts], Awaitable[None]],
+        *,
+        supervisor: Supervisor | None = None,
+        restart: Restart = Restart.PERMANENT,
+    ) -> None: ...
+
+    def allow_spawn(
+        self,
+        key: SpawnKey[M, *Ts] | ServiceKey[M],
+        behaviour: Callable[[Inbox[M], *Ts], Awaitable[None]],
+        *,
+        supervisor: Supervisor | None = None,
+        restart: Restart = Restart.PERMANENT,
     ) -> None:
         """Let peers spawn actors running ``behaviour`` here, under ``key``
         (:meth:`Peer.spawn <actors.net.Peer.spawn>`: its arguments come from
-        the peer, as values the codec carries). Each is an actor of this
-        node's system, as if spawned here: if it fails, its error escalates
-        as any actor's (give it a supervising behaviour for restarts). Raises
-        :class:`ValueError` if ``key`` is taken, :class:`TypeError` for a
-        ``key`` that is not a ``ServiceKey`` or a ``behaviour`` that is not
-        callable."""
-        if not isinstance(key, ServiceKey):
-            raise TypeError(f"allow_spawn takes a ServiceKey, not {key!r}")
+        the peer, as values the codec carries). A
+        :class:`~actors.net.SpawnKey` types both ends: mypy checks
+        ``behaviour`` against the key here, and the peer's arguments there; a
+        :class:`~actors.ServiceKey` types the reference only.
+
+        Each actor is one of this node's system, as if spawned here: by
+        default directly in the system (if it fails, its error escalates as
+        any actor's); with ``supervisor`` (a supervisor of this node's
+        system, :meth:`ActorSystem.open_supervisor
+        <actors.ActorSystem.open_supervisor>`), as its child, restarted by its
+        strategy as ``restart`` says, and stopped with its scope (a spawn
+        after the scope ended is refused). The peer may monitor it, stop or
+        kill it through its reference. Raises :class:`ValueError` if ``key``
+        is taken or ``supervisor`` is another system's, :class:`TypeError`
+        for a ``key`` that is neither key, a ``behaviour`` that is not
+        callable, a ``supervisor`` that is not one, or a bad ``restart``.
+        Each error changes nothing."""
+        if not isinstance(key, SpawnKey | ServiceKey):
+            raise TypeError(f"allow_spawn takes a SpawnKey or a ServiceKey, not {key!r}")
         if not callable(behaviour):
             raise TypeError(f"allow_spawn takes an async function, not {behaviour!r}")
+        if supervisor is not None:
+            if not isinstance(supervisor, Supervisor):
+                raise TypeError(f"allow_spawn takes an actors.Supervisor, not {supervisor!r}")
+            if supervisor._system is not self.system:
+                raise ValueError(f"{supervisor!r} is not a supervisor of node {self.name!r}")
+        if restart not in tuple(Restart):
+            raise TypeError(f"restart must be an actors.Restart, not {restart!r}")
         if key.name in self._spawnable:
             raise ValueError(f"node {self.name!r} allows a spawn under {key.name!r} already")
-        self._spawnable[key.name] = behaviour
+        self._spawnable[key.name] = Spawnable(behaviour, supervisor, Restart(restart))
 
     async def wait_peer(self, node: str) -> Peer:
         """The peer that is the node named ``node``, once a connection to it

@@ -17,8 +17,8 @@ import collections
 import functools
 import logging
 import os
-from collections.abc import Awaitable, Callable
-from typing import Any, Final, Never, TypeVar, cast, final, overload
+from collections.abc import Callable
+from typing import Any, Final, Never, TypeVar, TypeVarTuple, cast, final, overload
 
 import attrs
 import outcome
@@ -61,6 +61,7 @@ from ._events import (
 )
 from ._protocol import _CLOSED, _OPEN, Connection, State
 from ._remote import Outbox, exit_reason, remote_error
+from ._spawning import Spawnable, SpawnKey
 
 logger = logging.getLogger("actors.net")
 
@@ -69,6 +70,7 @@ MAX_WATCHES: Final = 1024
 (:meth:`Node.subscribe` on the peer): more are refused, counted and logged."""
 
 M = TypeVar("M")
+Ts = TypeVarTuple("Ts")
 
 _RUNNING = ActorState.RUNNING  # (a global: an enum member's lookup costs more)
 
@@ -226,7 +228,7 @@ class Peer(metaclass=NoPublicConstructor):
         stall_timeout: float,
         heartbeat: float = 1.0,
         peer_timeout: float | None = None,
-        spawnable: dict[str, Callable[..., Awaitable[None]]] | None = None,
+        spawnable: dict[str, Spawnable] | None = None,
         dead_letters: DeadLetters | None = None,
     ) -> None:
         self._system = system
@@ -401,16 +403,30 @@ class Peer(metaclass=NoPublicConstructor):
         actors = await self._request(lambda number: self._conn.send_find(number, key.name))
         return tuple(self._reference(name, uid) for name, uid in actors)
 
+    @overload
+    async def spawn(
+        self, key: SpawnKey[M, *Ts], *args: *Ts, name: str | None = None
+    ) -> ActorRef[M]: ...
+
+    @overload
     async def spawn(
         self, key: ServiceKey[M], *args: object, name: str | None = None
+    ) -> ActorRef[M]: ...
+
+    async def spawn(
+        self, key: SpawnKey[M, *Ts] | ServiceKey[M], *args: object, name: str | None = None
     ) -> ActorRef[M]:
         """Spawn an actor on the peer: the behaviour it allows under ``key``
         (:meth:`Node.allow_spawn <actors.net.Node.allow_spawn>`), called
         with ``args`` (values its codec carries: MessagePack's builtins and
         registered values), named ``name`` there (default: the behaviour's
-        name and a number). Returns a typed reference once the actor's
-        mailbox accepts messages; the actor lives in the peer's system, as
-        any actor spawned there (it does not end with this connection).
+        name and a number). With a :class:`~actors.net.SpawnKey`, mypy checks
+        ``args`` against the key, as a local ``spawn`` checks them against the
+        behaviour. Returns a typed reference once the actor's mailbox
+        accepts messages (monitor it as any reference); the actor lives in
+        the peer's system, as any actor spawned there, under the supervisor
+        the peer allowed it with, if any (it does not end with this
+        connection).
 
         A checkpoint. Raises :class:`~actors.net.RemoteError` if the peer
         refuses (``LookupError``: no behaviour under ``key``;
@@ -418,10 +434,10 @@ class Peer(metaclass=NoPublicConstructor):
         ``CodecError``: arguments it cannot decode), :class:`CodecError` if
         ``args`` cannot be encoded (nothing is sent),
         :class:`~actors.net.NodeDownError` if the connection is lost first,
-        :class:`TypeError` for a ``key`` that is not a ``ServiceKey`` or a
+        :class:`TypeError` for a ``key`` that is neither key or a
         ``name`` that is not a str."""
-        if not isinstance(key, ServiceKey):
-            raise TypeError(f"spawn takes a ServiceKey, not {key!r}")
+        if not isinstance(key, SpawnKey | ServiceKey):
+            raise TypeError(f"spawn takes a SpawnKey or a ServiceKey, not {key!r}")
         if name is not None and not isinstance(name, str):
             raise TypeError(f"an actor's name must be a str, not {name!r}")
         try:
@@ -443,8 +459,8 @@ class Peer(metaclass=NoPublicConstructor):
         """The peer's spawn: the allowed behaviour, spawned in this node's
         system and exported to the peer; any refusal goes back by name."""
         try:
-            behaviour, args = self._spawn_of(event)
-            ref = await self._system.spawn(behaviour, *args, name=event.name)
+            spawnable, args = self._spawn_of(event)
+            ref = await spawnable.spawn(self._system, args, event.name)
         except Exception as error:  # what the peer asked for must not end this node
             if not self._conn.closed:
                 self._conn.send_refusal(event.request, type(error).__name__, str(error))
@@ -458,15 +474,15 @@ class Peer(metaclass=NoPublicConstructor):
         self._conn.send_found(event.request, [self._export(ref._cell)])
         self._flush()
 
-    def _spawn_of(self, event: SpawnRequested) -> tuple[Callable[..., Awaitable[None]], list[Any]]:
+    def _spawn_of(self, event: SpawnRequested) -> tuple[Spawnable, list[Any]]:
         """The behaviour and the arguments of the peer's spawn, or the error."""
-        behaviour = self._spawnable.get(event.key)
-        if behaviour is None:
+        spawnable = self._spawnable.get(event.key)
+        if spawnable is None:
             raise LookupError(f"this node allows no spawn under the key {event.key!r}")
         args = self._codec.values.decode(event.args)
         if not isinstance(args, list):
             raise CodecError(f"a spawn's arguments are a list, not {type(args).__name__}")
-        return behaviour, args
+        return spawnable, args
 
     async def _request(self, send: Callable[[int], None]) -> tuple[tuple[str, int], ...]:
         if self.reason is not None:

@@ -4,16 +4,21 @@ reference back; what the far node refuses comes back by name."""
 
 from __future__ import annotations
 
+import re
 import struct
+import textwrap
+from pathlib import Path
+from typing import Any
 
 import attrs
 import msgspec
 import pytest
 import trio
 import trio.testing
+from mypy import api as mypy_api
 
-from actors import Inbox, ServiceKey
-from actors.net import CodecError, RemoteError
+from actors import Inbox, OneForOne, Restart, ServiceKey
+from actors.net import CodecError, RemoteError, SpawnKey
 from actors.net._frames import Spawn
 from actors.net._peer import MAX_SPAWNING
 
@@ -81,8 +86,10 @@ async def test_arguments_that_cannot_travel_are_refused_before_anything_is_sent(
         pair.node_b.allow_spawn(COUNTERS, counting)
         with pytest.raises(CodecError):
             await pair.peer_a.spawn(COUNTERS, Start(1), 1)  # Start is no value of a's codec
-        with pytest.raises(TypeError, match=r"^spawn takes a ServiceKey, not 'counters'$"):
-            await pair.peer_a.spawn("counters")  # type: ignore[arg-type]
+        with pytest.raises(
+            TypeError, match=r"^spawn takes a SpawnKey or a ServiceKey, not 'counters'$"
+        ):
+            await pair.peer_a.spawn("counters")  # type: ignore[call-overload]
 
 
 async def test_allow_spawn_refuses_a_key_twice_and_what_is_not_a_behaviour() -> None:
@@ -90,10 +97,10 @@ async def test_allow_spawn_refuses_a_key_twice_and_what_is_not_a_behaviour() -> 
         pair.node_b.allow_spawn(COUNTERS, counting)
         with pytest.raises(ValueError, match=r"allows a spawn under 'counters' already"):
             pair.node_b.allow_spawn(COUNTERS, counting)
-        with pytest.raises(TypeError, match=r"^allow_spawn takes a ServiceKey"):
-            pair.node_b.allow_spawn("x", counting)  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match=r"^allow_spawn takes a SpawnKey or a ServiceKey"):
+            pair.node_b.allow_spawn("x", counting)  # type: ignore[call-overload]
         with pytest.raises(TypeError, match=r"^allow_spawn takes an async function"):
-            pair.node_b.allow_spawn(ServiceKey[CounterMessage]("y"), 3)  # type: ignore[arg-type]
+            pair.node_b.allow_spawn(ServiceKey[CounterMessage]("y"), 3)  # type: ignore[call-overload]
 
 
 async def test_a_flood_of_spawns_starts_at_most_max_spawning_at_once() -> None:
@@ -110,3 +117,130 @@ async def test_a_flood_of_spawns_starts_at_most_max_spawning_at_once() -> None:
         spawned = [name for name in pair.system_b._live if name.startswith("counting")]
         assert len(spawned) == MAX_SPAWNING
         assert pair.peer_b.reason is None
+
+
+TYPED = SpawnKey[CounterMessage, Start, int]("typed counters")
+
+
+async def test_a_spawn_key_types_both_ends_and_works_as_a_service_key_does() -> None:
+    async with connected() as pair:
+        pair.node_b.codec.values.register(Start, name="Start")
+        pair.node_a.codec.values.register(Start, name="Start")
+        pair.node_b.allow_spawn(TYPED, counting)
+        ref = await pair.peer_a.spawn(TYPED, Start(1), 2, name="typed")
+        await ref.tell(Add(3))
+        assert await ref.ask(Total, timeout=5) == 7
+        assert repr(TYPED) == "SpawnKey('typed counters')"
+        with pytest.raises(TypeError, match="a spawn key's name must be a str"):
+            SpawnKey[CounterMessage](3)  # type: ignore[arg-type]
+
+
+FAILS_ONCE: list[str] = []
+
+
+async def failing_once(inbox: Inbox[CounterMessage], label: str) -> None:
+    """Fails on its first Add (recorded in ``FAILS_ONCE``), then counts."""
+    total = 0
+    async for envelope in inbox:
+        match envelope.message:
+            case Add(amount):
+                if label not in FAILS_ONCE:
+                    FAILS_ONCE.append(label)
+                    raise RuntimeError("the first add fails")
+                total += amount
+            case Total(reply):
+                reply.send(total)
+            case _:
+                pass
+
+
+async def test_a_behaviour_allowed_under_a_supervisor_is_restarted_there() -> None:
+    FAILS_ONCE.clear()
+    async with (
+        connected() as pair,
+        pair.system_b.open_supervisor(OneForOne(intensity=3, period=5)) as supervisor,
+    ):
+        pair.node_b.allow_spawn(
+            SpawnKey[CounterMessage, str]("supervised"), failing_once, supervisor=supervisor
+        )
+        ref = await pair.peer_a.spawn(SpawnKey[CounterMessage, str]("supervised"), "x")
+        assert [child.name for child in supervisor.children] == [ref.name.split("@")[0]]
+        await ref.tell(Add(1))  # fails: restarted with its address kept
+        await trio.testing.wait_all_tasks_blocked()
+        await ref.tell(Add(5))
+        assert await ref.ask(Total, timeout=5) == 5
+        (child,) = supervisor.children
+        assert child.statistics().restarts == 1
+
+
+async def test_a_spawn_after_its_supervisor_ended_is_refused_by_name() -> None:
+    async with connected() as pair:
+        async with pair.system_b.open_supervisor() as supervisor:
+            pass
+        pair.node_b.allow_spawn(COUNTERS, counting, supervisor=supervisor)
+        pair.node_b.codec.values.register(Start, name="Start")
+        pair.node_a.codec.values.register(Start, name="Start")
+        with pytest.raises(RemoteError) as raised:
+            await pair.peer_a.spawn(COUNTERS, Start(0), 1)
+        assert raised.value.kind != "LookupError"
+
+
+async def test_allow_spawn_refuses_a_foreign_supervisor_and_a_bad_restart() -> None:
+    async with (
+        connected() as pair,
+        pair.system_a.open_supervisor() as foreign,
+        pair.system_b.open_supervisor() as own,
+    ):
+        with pytest.raises(ValueError, match="is not a supervisor of node 'b'"):
+            pair.node_b.allow_spawn(COUNTERS, counting, supervisor=foreign)
+        untyped: Any = "sometimes"
+        with pytest.raises(TypeError, match=r"restart must be an actors\.Restart"):
+            pair.node_b.allow_spawn(COUNTERS, counting, supervisor=own, restart=untyped)
+        with pytest.raises(TypeError, match=r"takes an actors\.Supervisor"):
+            pair.node_b.allow_spawn(COUNTERS, counting, supervisor=untyped)
+        pair.node_b.allow_spawn(COUNTERS, counting, supervisor=own, restart=Restart.TRANSIENT)
+
+
+SPAWN_SNIPPET = """
+    from actors import Inbox
+    from actors.net import Node, Peer, SpawnKey
+
+    KEY = SpawnKey[int, str, float]("key")
+
+
+    async def fits(inbox: Inbox[int], label: str, rate: float) -> None: ...
+    async def short(inbox: Inbox[int], label: str) -> None: ...
+    async def other(inbox: Inbox[str], label: str, rate: float) -> None: ...
+
+
+    async def use(node: Node, peer: Peer) -> None:
+        node.allow_spawn(KEY, fits)
+        node.allow_spawn(KEY, short)  # line 14: an argument missing
+        node.allow_spawn(KEY, other)  # line 15: other messages
+        ref = await peer.spawn(KEY, "a", 1.5)
+        reveal_type(ref)  # line 17
+        await peer.spawn(KEY, "a")  # line 18: an argument missing
+        await peer.spawn(KEY, 1, 1.5)  # line 19: an int for the str
+"""
+
+
+def test_mypy_checks_a_spawn_key_at_both_ends(tmp_path: Path) -> None:
+    snippet = tmp_path / "snippet.py"
+    snippet.write_text(textwrap.dedent(SPAWN_SNIPPET).lstrip("\n"), encoding="utf-8")
+    config = tmp_path / "mypy.ini"
+    config.write_text("[mypy]\n", encoding="utf-8")
+    report, errors, status = mypy_api.run(
+        [
+            "--strict",
+            "--no-error-summary",
+            "--config-file",
+            str(config),
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            str(snippet),
+        ]
+    )
+    assert (errors, status) == ("", 1), report
+    lines = {int(match[1]) for match in re.finditer(r"snippet\.py:(\d+): error:", report)}
+    assert lines == {14, 15, 18, 19}, report
+    assert 'snippet.py:17: note: Revealed type is "actors._core._mailbox.ActorRef[int]"' in report
