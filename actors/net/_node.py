@@ -33,7 +33,14 @@ from ._codec import Codec
 from ._errors import HandshakeError
 from ._events import Authenticated, ConnectionClosed, Event
 from ._peer import DeadLetters, Peer
-from ._protocol import DEFAULT_MAX_FRAME, DEFAULT_WINDOW, Connection, Role, types_frame_size
+from ._protocol import (
+    DEFAULT_MAX_FRAME,
+    DEFAULT_WINDOW,
+    Connection,
+    Role,
+    check_node_name,
+    types_frame_size,
+)
 from ._spawning import Spawnable, SpawnKey
 
 logger = logging.getLogger("actors.net")
@@ -750,11 +757,11 @@ async def open_node(
     ``secret``, ``window``, ``max_frame`` or timeout, before
     anything starts (also for a ``max_buffer`` under ``max_frame``, or a
     bad ``stall_timeout``, ``max_handshakes``, ``heartbeat`` or
-    ``peer_timeout``, which must be over ``heartbeat``); :class:`TypeError`
-    for a ``name`` that is not a non-empty str or a ``codec`` that is not a
+    ``peer_timeout``, which must be over ``heartbeat``, and for a ``name``
+    that is not UTF-8 of at most 256 bytes); :class:`TypeError` for a
+    ``name`` that is not a non-empty str or a ``codec`` that is not a
     :class:`Codec`."""
-    if not (isinstance(name, str) and name):
-        raise TypeError(f"a node's name must be a non-empty str, not {name!r}")
+    check_node_name(name)
     if not isinstance(codec, Codec):
         raise TypeError(f"a node's codec must be an actors.net.Codec, not {codec!r}")
     if dead_letters is not None and not callable(dead_letters):

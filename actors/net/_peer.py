@@ -149,10 +149,11 @@ class PeerStatistics:
     type the peer's codec lacks is refused at the sender (``CodecError``)
     and is not counted here."""
     dropped: int = 0
-    """Messages of the peer's dropped here: for an actor that is stopped or
+    """Tells of the peer's dropped here: for an actor that is stopped or
     unknown (the peer is told, and counts it in its ``refused_by_peer``), or
     still waiting for delivery when the connection went. Each is handed to
-    the node's dead-letters hook."""
+    the node's dead-letters hook. An ask is not counted: its asker gets the
+    error (``ActorStoppedError``, ``NodeDownError``)."""
 
 
 @final
@@ -646,9 +647,9 @@ class Peer(metaclass=NoPublicConstructor):
             )
             undelivered = list(self._inbound)
             self._inbound.clear()
-            self._dropped += len(undelivered)
             for event in undelivered:
                 if event.reply is None:  # (an ask's asker has its NodeDownError)
+                    self._dropped += 1
                     self._dead_letter(
                         False, f"node {node!r} went down before it was delivered", event.message
                     )

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import pickle
 import signal
@@ -36,6 +37,7 @@ from .._core._mailbox import _seconds
 from ._errors import NetError
 from ._node import Node
 from ._peer import Peer
+from ._protocol import check_node_name
 
 Ts = TypeVarTuple("Ts")
 
@@ -66,6 +68,7 @@ class ChildSpec:
     standard input, after a JSON line of where to import from."""
 
     name: str
+    incarnation: int
     parent: tuple[str, int]
     secret: bytes
     messages: tuple[tuple[str, type], ...]
@@ -134,8 +137,8 @@ async def open_node_process(
     main: NodeMain[*Ts],
     *args: *Ts,
     name: str,
-    start_timeout: float = 30.0,
-    stop_timeout: float = 5.0,
+    start_timeout: float | None = 30.0,
+    stop_timeout: float | None = 5.0,
 ) -> AsyncIterator[NodeProcess]:
     """Start the node ``name`` in a child OS process, running ``main(child_node,
     *args, task_status=...)`` there (a :class:`NodeMain`), and yield it once
@@ -158,19 +161,34 @@ async def open_node_process(
 
     ``main`` and ``args`` are pickled, so must be importable: a function at
     the top level of a module, or of the script the program runs (see the
-    module's documentation); the codec's classes likewise.
+    module's documentation); the codec's classes likewise. The child runs
+    the parent's copy of this library (the parent's ``sys.path``), and loads
+    the parent's script, or its module or package (``python -m``), with the
+    parent's ``sys.argv``. The child is known by an incarnation the parent
+    draws, so two node processes of one name, or another node that dials in
+    under it, are never taken for each other. Its standard input stays a
+    pipe from the parent: when the parent ends (even killed, even before the
+    child connected), the child sees the pipe close and ends too.
 
-    Leaving the block ends the child: its connection is closed, it is given
-    ``stop_timeout`` seconds to exit, then killed; on an error or a
-    cancellation it is killed at once. Raises :class:`NodeProcessError` if
-    the child exits before it connected or does not connect within
-    ``start_timeout`` seconds (it is killed then), or if ``main``, ``args``
-    or a codec class cannot be pickled; :class:`ValueError` if ``node`` does
-    not listen on TCP, uses TLS, or ``name`` is ``node``'s own;
-    :class:`TypeError` for a ``name`` that is not a non-empty str. Each
-    error before the start starts nothing."""
-    if not (isinstance(name, str) and name):
-        raise TypeError(f"a node's name must be a non-empty str, not {name!r}")
+    Leaving the block ends the child: its connection and the pipe are
+    closed, it is given ``stop_timeout`` seconds to exit (``None``: as long
+    as it takes), then killed; on an error or a cancellation it is killed at
+    once. Raises :class:`NodeProcessError` if the child exits before it
+    connected or does not connect within ``start_timeout`` seconds (``None``:
+    no limit; the hand-over of what it runs counts; it is killed then), or if
+    ``main``, ``args`` or a codec class cannot be pickled;
+    :class:`ValueError` if ``node`` does not listen on TCP, uses TLS, or
+    ``name`` is ``node``'s own or no node's (see :func:`open_node`);
+    :class:`TypeError` for a ``name`` that is not a non-empty str;
+    :class:`RuntimeError` when called in a node process while it loads its
+    parent's script (a script that starts its work outside ``if __name__ ==
+    "__main__":``). Each error before the start starts nothing."""
+    if _bootstrapping():
+        raise RuntimeError(
+            "open_node_process was called while a node process was loading its parent's "
+            'script: start the script\'s work under if __name__ == "__main__":'
+        )
+    check_node_name(name)
     if not isinstance(node, Node):
         raise TypeError(f"open_node_process takes an actors.net.Node, not {node!r}")
     if name == node.name:
@@ -179,15 +197,17 @@ async def open_node_process(
         raise ValueError(f"node {node.name!r} does not listen on TCP: a child cannot dial it")
     if node._ssl_context is not None:
         raise ValueError(f"node {node.name!r} uses TLS: node processes dial plain loopback TCP")
-    start_timeout = _seconds(start_timeout, "start_timeout")
-    stop_timeout = _seconds(stop_timeout, "stop_timeout")
-    payload = _payload(node, name, main, args)
-    existing = list(node.peers)
+    start_timeout = math.inf if start_timeout is None else _seconds(start_timeout, "start_timeout")
+    stop_timeout = math.inf if stop_timeout is None else _seconds(stop_timeout, "stop_timeout")
+    # The child's incarnation, drawn here: its connection is known by it,
+    # whatever other node of the same name dials in meanwhile.
+    incarnation = int.from_bytes(os.urandom(8), "big") >> 1 or 1
+    payload = _payload(node, name, incarnation, main, args)
     process = await trio.lowlevel.open_process(
-        [sys.executable, "-m", CHILD_MODULE], stdin=subprocess.PIPE
+        [sys.executable, "-c", BOOTSTRAP], stdin=subprocess.PIPE
     )
     try:
-        peer = await _started(node, name, process, payload, existing, start_timeout)
+        peer = await _started(node, name, incarnation, process, payload, start_timeout)
         child = NodeProcess(name, peer, process)
         yield child
     except BaseException:
@@ -197,20 +217,41 @@ async def open_node_process(
     with trio.CancelScope(shield=True):
         if process.returncode is None:
             await peer.close("the parent ended the node process")
+            await _close_stdin(process)
             with trio.move_on_after(stop_timeout):
                 await process.wait()
         await _kill(process)
 
 
+BOOTSTRAP: Final = (
+    "import json, sys; header = json.loads(sys.stdin.buffer.readline()); "
+    "sys.path[:] = header['path']; from actors.net._child import main; sys.exit(main(header))"
+)
+"""What a node process runs (``python -c``): it reads where to import from
+first, so that it loads the parent's copy of this library."""
+
+
+def _bootstrapping() -> bool:
+    """Whether this is a node process loading its parent's script (whose
+    top level, unguarded, would start node processes of its own)."""
+    child = sys.modules.get(CHILD_MODULE)
+    return bool(getattr(child, "importing_main", False))
+
+
 def _payload(
-    node: Node, name: str, main: NodeMain[*tuple[Any, ...]], args: tuple[object, ...]
+    node: Node,
+    name: str,
+    incarnation: int,
+    main: NodeMain[*tuple[Any, ...]],
+    args: tuple[object, ...],
 ) -> bytes:
     """The child's standard input: where to import from (a JSON line), then
-    the pickled :class:`ChildSpec`."""
+    the pickled :class:`ChildSpec`, behind its length (8 bytes, big-endian)."""
     codec = node.codec
     assert node.address is not None
     spec = ChildSpec(
         name=name,
+        incarnation=incarnation,
         parent=(
             "127.0.0.1" if node.address[0] in ("0.0.0.0", "") else node.address[0],
             node.address[1],
@@ -240,7 +281,8 @@ def _payload(
             "its arguments and the codec's classes must be importable: defined at the top "
             "level of a module or of the script)"
         ) from None
-    return json.dumps(_origin()).encode() + b"\n" + pickled
+    header = json.dumps(_origin()).encode() + b"\n"
+    return header + len(pickled).to_bytes(8, "big") + pickled
 
 
 def _origin() -> dict[str, Any]:
@@ -248,7 +290,9 @@ def _origin() -> dict[str, Any]:
     module (by name if run with ``-m``, else by its file)."""
     main = sys.modules.get("__main__")
     spec = getattr(main, "__spec__", None)
-    where: dict[str, Any] = {"path": sys.path}
+    path = [os.fspath(entry) for entry in sys.path if isinstance(entry, str | os.PathLike)]
+    argv = [arg for arg in sys.argv if isinstance(arg, str)]
+    where: dict[str, Any] = {"path": path, "argv": argv}
     if spec is not None and getattr(spec, "name", None):
         where["main_module"] = spec.name
     else:
@@ -261,30 +305,33 @@ def _origin() -> dict[str, Any]:
 async def _started(
     node: Node,
     name: str,
+    incarnation: int,
     process: trio.Process,
     payload: bytes,
-    existing: list[Peer],
     start_timeout: float,
 ) -> Peer:
-    """Hand the child its payload and wait for its connection: the first new
-    peer called ``name``."""
-    assert process.stdin is not None
-    async with process.stdin:
-        with contextlib.suppress(trio.BrokenResourceError):  # it ended: said below
-            await process.stdin.send_all(payload)
+    """Hand the child its payload and wait for its connection (the peer of
+    its incarnation), all within ``start_timeout``. Its standard input stays
+    open: the child takes its end for its parent's end."""
     found: Peer | None = None
     with trio.move_on_after(start_timeout):
         async with trio.open_nursery() as nursery:
 
+            async def hand_over() -> None:
+                assert process.stdin is not None
+                with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                    await process.stdin.send_all(payload)  # (if it ended: said below)
+
             async def connected() -> None:
                 nonlocal found
-                found = await _new_peer(node, name, existing)
+                found = await _new_peer(node, name, incarnation)
                 nursery.cancel_scope.cancel()
 
             async def ended() -> None:
                 await process.wait()
                 nursery.cancel_scope.cancel()
 
+            nursery.start_soon(hand_over)
             nursery.start_soon(connected)
             nursery.start_soon(ended)
     if found is not None:
@@ -299,16 +346,21 @@ async def _started(
     )
 
 
-async def _new_peer(node: Node, name: str, existing: list[Peer]) -> Peer:
+async def _new_peer(node: Node, name: str, incarnation: int) -> Peer:
     while True:
         for peer in node.peers:
-            fresh = all(peer is not old for old in existing)
-            if peer.node == name and fresh and peer.reason is None:
+            if peer.node == name and peer.incarnation == incarnation and peer.reason is None:
                 return peer
         await node._peers_changed.park()
+
+
+async def _close_stdin(process: trio.Process) -> None:
+    if process.stdin is not None:
+        await process.stdin.aclose()
 
 
 async def _kill(process: trio.Process) -> None:
     if process.returncode is None:
         process.kill()
     await process.wait()
+    await _close_stdin(process)

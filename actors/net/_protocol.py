@@ -103,6 +103,10 @@ from ._frames import (
 )
 
 HANDSHAKE_MAX_FRAME = 1024
+
+MAX_NODE_NAME = 256
+"""The longest node name, in bytes of UTF-8: it travels in the handshake,
+whose frames are at most :data:`HANDSHAKE_MAX_FRAME` bytes."""
 """The largest frame accepted before the handshake completed (a peer that
 has not proved anything cannot make the node buffer more)."""
 
@@ -182,6 +186,20 @@ class ConnectionStatistics:
     buffered_out: int
 
 
+def check_node_name(name: str) -> None:
+    """Raise :class:`TypeError` unless ``name`` is a non-empty str, and
+    :class:`ValueError` unless it is UTF-8 of at most :data:`MAX_NODE_NAME`
+    bytes (a lone surrogate is not)."""
+    if not (isinstance(name, str) and name):
+        raise TypeError(f"a node's name must be a non-empty str, not {name!r}")
+    try:
+        size = len(name.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise ValueError(f"a node's name must be valid UTF-8: {name!r}") from None
+    if size > MAX_NODE_NAME:
+        raise ValueError(f"a node's name takes {size} bytes of UTF-8, over {MAX_NODE_NAME}")
+
+
 @final
 class Connection:
     """One end of a node connection, as a state machine.
@@ -209,6 +227,7 @@ class Connection:
     ) -> None:
         if not isinstance(secret, bytes) or len(secret) < 16:
             raise ValueError("a node's secret must be bytes, at least 16 of them")
+        check_node_name(node)
         if not (isinstance(window, int) and window >= 2):
             raise ValueError(f"a connection's window must be a whole number >= 2, not {window!r}")
         if not (isinstance(max_frame, int) and max_frame >= HANDSHAKE_MAX_FRAME):
