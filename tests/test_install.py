@@ -1,7 +1,7 @@
 """The install as a user's code sees it from outside the repository: mypy
-finds the packages' types (``py.typed``; the editable install that ``./run``
-makes is a path entry, not an import hook that mypy cannot follow), and the
-library's mypy plugin loads there too."""
+finds the packages' types (``py.typed``; beside setuptools' editable
+install, an import hook that mypy cannot follow, ``./run`` adds a path entry
+of the repository's root), and the library's mypy plugin loads there too."""
 
 from __future__ import annotations
 
