@@ -18,6 +18,14 @@ member has delivered that message to some members and not others; the
 sequencer is then *broken* and refuses further broadcasts with
 :class:`trio.BrokenResourceError`, rather than let the members' sequences
 diverge.
+
+With message latency on (``actors.run(main, latency=...)``), each message
+goes to each member through the system's transit, with a delay of its own
+on the route from the sequencer to that member: every member still
+receives every stamp in order, at its own time; the broadcast never waits
+(a full mailbox holds up that member's route, not the others), and one
+stamped for a member that stops before it arrives is dropped, as a tell
+is.
 """
 
 from __future__ import annotations
@@ -30,7 +38,7 @@ import attrs
 import trio
 
 from ._core import _footprint
-from ._core._cell import ActorState, _Cell
+from ._core._cell import ActorState, Carrier, _Cell
 from ._core._envelope import Address, Envelope, stamp_all
 from ._core._monitors import ExitReason
 from ._core._trace import EventKind, TraceEvent, Tracer
@@ -58,6 +66,10 @@ class SequencerStatistics:
     left: tuple[Address, ...]
     closed: bool
     broken: bool
+    in_flight: int = 0
+    """Messages on their way to the members (with latency on: the
+    sequencer's broadcasts, and any other sender's messages): a member has
+    not yet received everything broadcast while this is over 0."""
 
 
 @final
@@ -76,8 +88,11 @@ class Sequencer(Generic[M], metaclass=NoPublicConstructor):
         members: list[_Cell[M]],
         tracer: Tracer | None,
         token: trio.lowlevel.TrioToken,
+        transit: Carrier | None = None,
     ) -> None:
         self.address = address
+        # The system's transit when latency is on: broadcasts travel with it.
+        self._transit = transit
         # The token of the system's Trio run: every entry point refuses other threads.
         self._token = token
         self._tracer = tracer
@@ -206,7 +221,9 @@ class Sequencer(Generic[M], metaclass=NoPublicConstructor):
         waited = False
         self._busy = True
         try:
-            if not (isinstance(messages, list | tuple) and self._deliver_at_once(messages)):
+            if self._transit is not None:
+                self._deliver_with_latency(messages, self._transit)
+            elif not (isinstance(messages, list | tuple) and self._deliver_at_once(messages)):
                 waited = await self._deliver_one_by_one(messages)
         finally:
             self._busy = False
@@ -235,6 +252,19 @@ class Sequencer(Generic[M], metaclass=NoPublicConstructor):
                 except (trio.ClosedResourceError, trio.BrokenResourceError):
                     self._leave(cell, seq)
         return waited
+
+    def _deliver_with_latency(self, messages: Iterable[M], transit: Carrier) -> None:
+        """Stamp each message and hand it to the system's transit for each
+        member of the moment: it reaches each after a delay of its own, in
+        stamp order per member (latency on: the broadcast never waits; a
+        full mailbox holds up that member's route only)."""
+        for message in messages:
+            seq = self._next_seq
+            self._next_seq = seq + 1
+            envelope = Envelope(message, seq, self.address)
+            for cell in self._recipients:
+                _footprint.touch_actor(cell.address)
+                transit.broadcast(self.address, cell, envelope)
 
     def _deliver_at_once(self, messages: Sequence[M]) -> bool:
         """Stamp ``messages`` and deliver them to every member, if every
@@ -325,6 +355,12 @@ class Sequencer(Generic[M], metaclass=NoPublicConstructor):
 
     def statistics(self) -> SequencerStatistics:
         _footprint.touch(self)
+        transit = self._transit
+        in_flight = (
+            0
+            if transit is None
+            else sum(transit.in_flight.get(cell.address, 0) for cell in self._members)
+        )
         return SequencerStatistics(
             address=self.address,
             members=self.members,
@@ -332,4 +368,5 @@ class Sequencer(Generic[M], metaclass=NoPublicConstructor):
             left=tuple(self._left),
             closed=self._closed,
             broken=self._broken is not None,
+            in_flight=in_flight,
         )

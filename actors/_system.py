@@ -283,7 +283,9 @@ class ActorSystem(Spawner):
             if cell.state is not ActorState.RUNNING:
                 raise cell.stopped_error()  # as sequencer.join refuses it
             listed.add(cell)
-        sequencer = Sequencer._create(self._allocate(name), cells, self.tracer, self._token)
+        sequencer = Sequencer._create(
+            self._allocate(name), cells, self.tracer, self._token, self._transit
+        )
         return cast("Sequencer[M]", sequencer)
 
     def cancel(self) -> None:

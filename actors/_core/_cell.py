@@ -102,6 +102,10 @@ class Carrier(Protocol):
     def tell(self, cell: _Cell[M], message: M) -> Awaitable[None]:
         """``ref.tell(message)``, with latency."""
 
+    def broadcast(self, sender: Address, cell: _Cell[M], envelope: Envelope[M]) -> None:
+        """A sequencer's stamped ``envelope`` for its member ``cell``, with
+        latency: on the route from ``sender`` (the sequencer) to it."""
+
     def ask(
         self,
         cell: _Cell[M],

@@ -214,7 +214,12 @@ class _Letter:
     __slots__ = ("asking", "cell", "due", "envelope", "message", "phase", "room", "sender")
 
     def __init__(
-        self, cell: _Cell[Any], message: object, sender: Address | None, asking: _Asking | None
+        self,
+        cell: _Cell[Any],
+        message: object,
+        sender: Address | None,
+        asking: _Asking | None,
+        envelope: Envelope[Any] | None = None,
     ) -> None:
         self.cell = cell
         self.message = message
@@ -225,8 +230,9 @@ class _Letter:
         # Invariant: counted in its transit's in_flight exactly while
         # FLYING or WAITING.
         self.phase = _FLYING
-        # Stamped as it reaches the mailbox.
-        self.envelope: Envelope[Any] | None = None
+        # Stamped as it reaches the mailbox, unless it came stamped (a
+        # sequencer's broadcast: the sequencer's stamp).
+        self.envelope: Envelope[Any] | None = envelope
         # While it waits in the mailbox's channel: the scope of that wait
         # (its asker cancels it to withdraw the letter) and the task waiting.
         self.room: tuple[trio.CancelScope, trio.lowlevel.Task] | None = None
@@ -241,10 +247,12 @@ class _Letter:
         if cell.state is not _RUNNING:
             transit.drop(self, "stopped before the message in flight reached it")
             return True
-        # Stamped now: the mailbox's count orders what it accepts.
-        seq = cell.next_seq
-        cell.next_seq = seq + 1
-        envelope = self.envelope = Envelope(self.message, seq, self.sender)
+        envelope = self.envelope
+        if envelope is None:
+            # Stamped now: the mailbox's count orders what it accepts.
+            seq = cell.next_seq
+            cell.next_seq = seq + 1
+            envelope = self.envelope = Envelope(self.message, seq, self.sender)
         asking = self.asking
         if asking is not None:
             # The ask's entry in the cell's pending asks, as ActorRef.ask
@@ -430,6 +438,15 @@ class Transit:
             reply._notify = None
             if reply._completion is None:
                 reply._abandoned = True
+
+    def broadcast(self, sender: Address, cell: _Cell[M], envelope: Envelope[M]) -> None:
+        """A sequencer's stamped ``envelope`` on its way to the member
+        ``cell``: after its delay, behind what the sequencer sent the member
+        before (each member receives the stamps in order); dropped, as a
+        tell is, if the member stopped meanwhile."""
+        _footprint.touch(self)
+        letter = _Letter(cell, envelope.message, sender, None, envelope)
+        self.send(sender, cell.address, letter, self.delay())
 
     def post_from(self, sender: Address, cell: _Cell[Any], message: object) -> None:
         _footprint.touch(self)

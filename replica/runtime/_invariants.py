@@ -29,10 +29,13 @@ from ._worker import Worker
 
 def runtimes_agreed(replica: Replica) -> bool:
     """Whether the runtimes are in a state where they must agree: nothing
-    held, and every worker of both runtimes past the reconciliation of the
-    same connection (not buffering, not waiting at the barrier)."""
+    held, no command on its way to a worker (with message latency), and
+    every worker of both runtimes past the reconciliation of the same
+    connection (not buffering, not waiting at the barrier)."""
     if any(process.held for process in replica.processes):
         return False
+    if any(runtime.command_channel.statistics().in_flight for runtime in replica.runtimes.values()):
+        return False  # (message latency on: a command still on its way to a worker)
     workers = [worker for runtime in replica.runtimes.values() for worker in runtime.workers]
     positions = {worker.position for worker in workers}
     return len(positions) == 1 and all(

@@ -611,3 +611,81 @@ def test_without_latency_no_teller_loses_an_update() -> None:
 def test_with_latency_most_seeds_lose_a_tellers_update() -> None:
     results = [actors.run(tellers, seed=seed, latency=0.001) for seed in range(50)]
     assert sum(final != expected for final, expected in results) >= 25
+
+
+# ---- the sequencer's broadcasts ----------------------------------------------
+
+
+async def broadcast_to_three() -> tuple[list[tuple[str, int]], list[int]]:
+    """A sequencer of three members broadcasts 10 messages; the members
+    record what they get, in one shared log: (member, stamp). Returns the
+    log and the in-flight counts seen right after the broadcast and at the
+    end."""
+    log: list[tuple[str, int]] = []
+    done = trio.Event()
+
+    async def member(inbox: Inbox[int], name: str) -> None:
+        async for envelope in inbox:
+            log.append((name, envelope.seq))
+            if len(log) == 30:
+                done.set()
+
+    async with actors.open_system() as system:
+        refs = [await system.spawn(member, name, name=name) for name in "abc"]
+        sequencer = system.sequencer(refs, name="sequencer")
+        await sequencer.broadcast_many(list(range(10)))
+        flying = [sequencer.statistics().in_flight]
+        await done.wait()
+        flying.append(sequencer.statistics().in_flight)
+        system.cancel()
+    return log, flying
+
+
+def test_with_latency_each_member_gets_every_broadcast_in_order_at_its_own_time() -> None:
+    interleavings = set()
+    for seed in range(10):
+        log, flying = actors.run(broadcast_to_three, seed=seed, latency=0.01)
+        for name in "abc":
+            assert [seq for who, seq in log if who == name] == list(range(10))
+        assert flying == [30, 0]
+        interleavings.add(tuple(log))
+        assert actors.run(broadcast_to_three, seed=seed, latency=0.01) == (log, flying)
+    assert len(interleavings) > 5  # the members' arrivals interleave by seed
+
+
+def test_without_latency_a_broadcast_is_in_every_mailbox_when_it_returns() -> None:
+    for seed in range(3):
+        log, flying = actors.run(broadcast_to_three, seed=seed)
+        assert flying == [0, 0]
+        for name in "abc":
+            assert [seq for who, seq in log if who == name] == list(range(10))
+
+
+async def broadcast_past_a_stopped_member() -> tuple[list[int], int]:
+    """Three broadcasts, then the second member is killed before they reach
+    it, then one more: what the first got, and what was dropped at the
+    second."""
+    got: list[int] = []
+
+    async def member(inbox: Inbox[int]) -> None:
+        async for envelope in inbox:
+            got.append(envelope.seq)
+
+    async with actors.open_system() as system:
+        stays = await system.spawn(member, name="stays")
+        stops = await system.spawn(member, name="stops")
+        sequencer = system.sequencer([stays, stops], name="sequencer")
+        await sequencer.broadcast_many([1, 2, 3])
+        await stops.kill()  # before its messages arrive
+        assert sequencer.members == (stays.address,)
+        await sequencer.broadcast(4)
+        await trio.sleep(1)
+        dropped = stops.statistics().dropped_in_flight
+        system.cancel()
+    return got, dropped
+
+
+def test_broadcasts_on_their_way_to_a_member_that_stopped_are_dropped() -> None:
+    got, dropped = actors.run(broadcast_past_a_stopped_member, seed=3, latency=0.01)
+    assert got == [0, 1, 2, 3]  # the member that stayed got every stamp
+    assert dropped == 3  # the three on their way to the other

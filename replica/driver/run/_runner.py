@@ -243,13 +243,22 @@ def run_spec(spec: Spec, topology: Topology, *, seed: int, trace: actors.Tracer 
 
 
 async def settle(replica: Replica) -> None:
-    """Wait until the replica is quiescent: every task blocked, and no injected
-    delay still running (a sleeping task counts as blocked)."""
+    """Wait until the replica is quiescent: every task blocked, no injected
+    delay still running (a sleeping task counts as blocked), and, with
+    message latency, no command on its way to a worker (the wait is the
+    latency's bound: every command sent by then has arrived after it)."""
     while True:
         await trio.testing.wait_all_tasks_blocked()
-        if replica.faults.pending == 0:
-            return
-        await replica.faults.wait_quiet()
+        if replica.faults.pending:
+            await replica.faults.wait_quiet()
+            continue
+        latency = replica.system.latency
+        if latency is not None and any(
+            runtime.command_channel.statistics().in_flight for runtime in replica.runtimes.values()
+        ):
+            await trio.sleep(latency[1])
+            continue
+        return
 
 
 def violations(replica: Replica, controller: Controller) -> list[str]:

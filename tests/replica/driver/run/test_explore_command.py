@@ -212,6 +212,21 @@ def test_a_latency_makes_the_runs_and_the_replay_line_carry_it(
     assert re.search(rf"^ok {re.escape(RECREATE)}: random latency 0-0.001s: 3 runs", out, re.M)
 
 
+def test_latency_alone_finds_the_frozen_read_without_the_barrier_and_none_with_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # The sequencers' broadcasts travel with latency too: one runtime's
+    # commands can reach its worker before the other's, with no reordering.
+    latency = ["--strategy", "random", "--budget", "20", "--latency", "0.001"]
+    assert main(["explore", RECREATE, *latency, "--no-barrier"]) == 1
+    out = capsys.readouterr().out
+    assert "bound to dropped publisher #1: a frozen view" in out, out
+    assert re.search(r"schedule: 1: \(0 non-default choices", out), out
+    assert main(["explore", RECREATE, *latency]) == 0
+    out = capsys.readouterr().out
+    assert re.search(rf"^ok {re.escape(RECREATE)}: random latency 0-0.001s: 20 runs", out, re.M)
+
+
 @pytest.mark.parametrize(
     ("option", "value"),
     [
