@@ -135,6 +135,9 @@ class _Links:
     # Called with the exit reason when the actor ends for good (the registry's
     # entries and subscriptions leave this way).
     on_end: list[Callable[[ExitReason], None]] = attrs.field(factory=list)
+    # Called with the reason whenever a behaviour call ends, restarted or
+    # not (the nodes' exports tell their peers this way: actors.net).
+    on_incarnation_end: list[Callable[[ExitReason], None]] = attrs.field(factory=list)
     # The current incarnation's timers, by key (see ._timers).
     timers: dict[Hashable, Timer] | None = None
     # The messages of timers posted and not yet taken, by stamp: a message
@@ -460,6 +463,8 @@ class _Cell(Generic[M]):
                 for timer in links.timers.values():
                     timer.cancel()
                 links.timers.clear()
+            for ended in list(links.on_incarnation_end):
+                ended(reason)
         if self.incarnation_ended is not None:
             self.incarnation_ended.unpark_all()
 

@@ -34,6 +34,7 @@ from ._events import ListingReceived as ListingReceived
 from ._events import LookupRequested as LookupRequested
 from ._events import MessageReceived as MessageReceived
 from ._events import PeerRefused as PeerRefused
+from ._events import RestartedReceived as RestartedReceived
 from ._events import StopRequested as StopRequested
 from ._events import UnwatchRequested as UnwatchRequested
 from ._events import WatchRequested as WatchRequested

@@ -99,6 +99,15 @@ class UnwatchRequested:
 
 @final
 @attrs.frozen
+class RestartedReceived:
+    """A behaviour call of the peer's actor ``target`` ended; unless an
+    ``EndedReceived`` follows, it is restarted at the same address."""
+
+    target: int
+
+
+@final
+@attrs.frozen
 class SpawnRequested:
     """The peer asks for an actor running the behaviour allowed under ``key``."""
 
@@ -187,6 +196,7 @@ Event = (
     | WatchRequested
     | ListingReceived
     | UnwatchRequested
+    | RestartedReceived
     | StopRequested
     | AskCancelled
     | SpawnRequested

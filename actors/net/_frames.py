@@ -12,7 +12,9 @@ import msgspec
 VERSION = 4
 """Version 4: a node may watch a service key on another (``Watch``), which
 sends a ``Listed`` of its actors under the key at once and after each change,
-until ``Unwatch``: the registry across nodes.
+until ``Unwatch``: the registry across nodes; and an exported actor's
+behaviour call that ends is said (``Restarted``), so a remote ``stop`` of a
+supervised actor returns, and its references go on after its restart.
 Version 3: once a side has checked the other's proof, it sends the names
 of the message types its codec accepts (``Types``) before its first credit,
 so the other refuses, at the sender, a message this side could not decode;
@@ -147,6 +149,14 @@ class Unwatch(msgspec.Struct, tag=21, tag_field="frame", array_like=True, frozen
     request: int
 
 
+class Restarted(msgspec.Struct, tag=22, tag_field="frame", array_like=True, frozen=True):
+    """A behaviour call of the exported actor ``target`` ended (a stop, a
+    failure): if the actor ends for good, ``Ended`` follows; else its
+    supervisor restarts it, at the same address."""
+
+    target: int
+
+
 class Ping(msgspec.Struct, tag=15, tag_field="frame", array_like=True, frozen=True):
     """A heartbeat: sent by a side that has sent nothing for a while, so the
     other can tell a silent peer from an idle one."""
@@ -154,4 +164,4 @@ class Ping(msgspec.Struct, tag=15, tag_field="frame", array_like=True, frozen=Tr
 
 Frame = (
     Hello | Proof | Send | Answer | Failure | Credit | Lookup | Find | Found | Stop | Ended | Error
-) | (Close | Types | Ping | Cancel | Spawn | Refusal | Watch | Listed | Unwatch)
+) | (Close | Types | Ping | Cancel | Spawn | Refusal | Watch | Listed | Unwatch | Restarted)

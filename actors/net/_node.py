@@ -160,7 +160,7 @@ class Node(metaclass=NoPublicConstructor):
         # listed to them, and the subscribers' cells whose end is watched.
         self._subscribers: dict[ServiceKey[Any], dict[_Cell[Any], None]] = {}
         self._on_change: dict[ServiceKey[Any], Callable[[], None]] = {}
-        self._listed: dict[ServiceKey[Any], tuple[Address, ...]] = {}
+        self._listed: dict[ServiceKey[Any], tuple[_Cell[Any], ...]] = {}
         self._watched_cells: set[_Cell[Any]] = set()
         # Parked on by wait_peer: woken whenever a peer comes up or goes.
         self._peers_changed = trio.lowlevel.ParkingLot()
@@ -394,13 +394,15 @@ class Node(metaclass=NoPublicConstructor):
             self._watched_cells.add(cell)
             cell.linked().on_end.append(functools.partial(self._subscriber_ended, cell))
         refs = self._listing(key)
-        self._listed[key] = tuple(ref.address for ref in refs)
+        self._listed[key] = tuple(ref._cell for ref in refs)
         cell.post_latest(Listing(key, refs), functools.partial(_listing_of, key))
 
     def unsubscribe(self, key: ServiceKey[M], subscriber: ActorRef[Listing[M]]) -> bool:
         """Stop sending listings of ``key`` to ``subscriber``; False if it was
         not subscribed (:meth:`subscribe`)."""
         self.system._registry_for("unsubscribe", "key, subscriber", key)
+        if not isinstance(subscriber, ActorRef):
+            raise TypeError(f"unsubscribe takes an ActorRef, not {subscriber!r}")
         subscribers = self._subscribers.get(key)
         if subscribers is None or subscriber._cell not in subscribers:
             return False
@@ -424,6 +426,14 @@ class Node(metaclass=NoPublicConstructor):
         for peer in self.peers:
             peer._unwatch(key.name)
 
+    def _end_subscriptions(self) -> None:
+        """The node closes: its subscribers get no more listings, and the
+        system's registry is watched no more (a node opened again on the
+        system starts afresh)."""
+        for key in list(self._subscribers):
+            self._drop(key)
+        self._watched_cells.clear()
+
     def _listing(self, key: ServiceKey[M]) -> tuple[ActorRef[M], ...]:
         found: dict[Address, ActorRef[M]] = {ref.address: ref for ref in self.system.find(key)}
         for peer in self.peers:
@@ -439,10 +449,13 @@ class Node(metaclass=NoPublicConstructor):
         if not subscribers:
             return
         refs = self._listing(key)
-        addresses = tuple(ref.address for ref in refs)
-        if self._listed.get(key) == addresses:
+        # By reference, not by address: the same actor listed by another
+        # connection (two to one node) is another reference, and the one that
+        # ended with its connection must not stay in the newest listing.
+        cells = tuple(ref._cell for ref in refs)
+        if self._listed.get(key) == cells:
             return
-        self._listed[key] = addresses
+        self._listed[key] = cells
         listing = Listing(key, refs)
         supersedes = functools.partial(_listing_of, key)
         for cell in subscribers:
@@ -841,6 +854,7 @@ async def open_node(
         try:
             yield node
         finally:
+            node._end_subscriptions()
             with trio.CancelScope(shield=True), trio.move_on_after(close_timeout):
                 # All at once: one peer slow to close holds up none of the others.
                 for peer in list(node.peers):

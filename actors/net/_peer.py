@@ -54,6 +54,7 @@ from ._events import (
     MessageReceived,
     PeerRefused,
     RequestRefused,
+    RestartedReceived,
     SpawnRequested,
     StopRequested,
     UnwatchRequested,
@@ -188,12 +189,16 @@ class _Export:
     cell: _Cell[Any]
     ref: ActorRef[Any]
     on_end: Callable[[ExitReason], None]
+    on_incarnation_end: Callable[[ExitReason], None]
 
     def unwatch(self) -> None:
         """Stop learning of the actor's end (it is exported no more)."""
         links = self.cell.links
-        if links is not None and self.on_end in links.on_end:
-            links.on_end.remove(self.on_end)
+        if links is not None:
+            if self.on_end in links.on_end:
+                links.on_end.remove(self.on_end)
+            if self.on_incarnation_end in links.on_incarnation_end:
+                links.on_incarnation_end.remove(self.on_incarnation_end)
 
 
 @attrs.define(eq=False)
@@ -283,6 +288,8 @@ class Peer(metaclass=NoPublicConstructor):
         self._watch_keys: dict[int, str] = {}
         self._listings: dict[str, tuple[ActorRef[Any], ...]] = {}
         self._on_listing: Callable[[str], None] | None = None
+        # The peer's watches whose listing waits for the output to drain.
+        self._dirty: dict[int, ServiceKey[Any]] = {}
         # The ask the delivery task waits to put, and the scope that ends it.
         self._delivering: tuple[int | None, trio.CancelScope] | None = None
         self._requests: dict[int, _Request] = {}
@@ -550,6 +557,22 @@ class Peer(metaclass=NoPublicConstructor):
             scope.deadline = self._close_by
         self._writer_lot.unpark()
 
+    def _remote_restarted(self, uid: int) -> None:
+        """A behaviour call of the peer's actor ``uid`` ended: a ``stop()``
+        waiting for it returns, and a reference closed by that stop takes
+        messages again (as a local one does once its actor is restarted; if
+        the actor ended for good, the ``Ended`` that follows ends it)."""
+        cell = self._remote.get(uid)
+        if cell is None or cell.state is ActorState.STOPPED:
+            return
+        outbox: object = cell.send_channel  # a remote reference's is an Outbox
+        if cell.state is ActorState.STOPPING and isinstance(outbox, Outbox):
+            outbox._closed = False
+            cell.stop_requested = False
+            cell.state = ActorState.RUNNING
+        if cell.incarnation_ended is not None:
+            cell.incarnation_ended.unpark_all()
+
     # ---- the registry across nodes ---------------------------------------
 
     def _watched_by_peer(self, event: WatchRequested) -> None:
@@ -573,10 +596,35 @@ class Peer(metaclass=NoPublicConstructor):
         changed()
 
     def _send_listing(self, request: int, key: ServiceKey[Any]) -> None:
-        if self._conn.state is State.OPEN:
-            actors = [self._export(ref._cell) for ref in self._system.find(key)]
+        """The key of the peer's watch ``request`` changed: list it now, or,
+        while more than ``max_buffer`` bytes wait for the peer, once they
+        drained (the writer sends it then: one listing per watch waits, the
+        newest, however many changes came meanwhile)."""
+        if self._conn.state is not State.OPEN:
+            return
+        if self._unsent() > self._max_buffer:
+            self._dirty[request] = key
+            return
+        self._dirty.pop(request, None)
+        refs = self._system.find(key)
+        actors = [(ref._cell.address.name, ref._cell.address.uid) for ref in refs]
+        try:
             self._conn.send_listed(request, actors)
-            self._writer_lot.unpark()
+        except CodecError as error:  # over the frame limit: refused, visibly
+            self._refused += 1
+            logger.warning("node %r: cannot list %r for it: %s", self.node, key.name, error)
+            self._conn.send_refusal(request, "CodecError", f"the listing of {key.name!r}: {error}")
+        else:
+            for ref in refs:
+                self._export(ref._cell)
+        self._writer_lot.unpark()
+
+    def _send_dirty(self) -> None:
+        """Send the listings held back while the output was full."""
+        dirty, self._dirty = self._dirty, {}
+        for request, key in dirty.items():
+            if request in self._watched:
+                self._send_listing(request, key)
 
     def _watch(self, key: str) -> None:
         """Watch the peer's actors under ``key`` (see :meth:`Node.subscribe`)."""
@@ -631,6 +679,7 @@ class Peer(metaclass=NoPublicConstructor):
         asked, self._asked = self._asked, {}
         for cell, reply in asked.values():  # nobody reads their answers now
             _abandon(cell, reply)
+        self._dirty.clear()
         watched, self._watched = self._watched, {}
         for key, changed in watched.values():
             self._system._the_registry().unwatch(key, changed)
@@ -668,6 +717,8 @@ class Peer(metaclass=NoPublicConstructor):
         conn = self._conn
         try:
             while self.reason is None:
+                if self._dirty and self._unsent() <= self._max_buffer:
+                    self._send_dirty()
                 if not self._leftover:
                     if not conn.buffered:
                         await self._writer_lot.park()
@@ -894,6 +945,17 @@ class Peer(metaclass=NoPublicConstructor):
                 if request is not None:
                     request.error = remote_error(event.error, event.message)
                     request.done.set()
+                elif event.request in self._watch_keys:
+                    # A listing the peer could not send (over the frame
+                    # limit): the last one stands, and this says so.
+                    self._refused_by_peer += 1
+                    logger.warning(
+                        "node %r could not list %r: %s: %s",
+                        self.node,
+                        self._watch_keys[event.request],
+                        event.error,
+                        event.message,
+                    )
             case WatchRequested():
                 self._watched_by_peer(event)
             case UnwatchRequested():
@@ -902,7 +964,15 @@ class Peer(metaclass=NoPublicConstructor):
                     self._system._the_registry().unwatch(*watched)
             case ListingReceived():
                 key = self._watch_keys.get(event.request)
-                if key is not None:
+                fresh = {uid for _, uid in event.actors if uid not in self._remote}
+                if key is not None and len(self._remote) + len(fresh) > MAX_REMOTE_REFS:
+                    self._refused += 1
+                    logger.warning(
+                        "node %r listed more than %d references to its actors: refused",
+                        self.node,
+                        MAX_REMOTE_REFS,
+                    )
+                elif key is not None:
                     refs = tuple(self._reference(name, uid) for name, uid in event.actors)
                     self._listings[key] = refs
                     if self._on_listing is not None:
@@ -950,6 +1020,8 @@ class Peer(metaclass=NoPublicConstructor):
                         target.request_stop()
                     elif target.running:  # what ref.kill() does, without its wait
                         target.scope.cancel()
+            case RestartedReceived():
+                self._remote_restarted(event.target)
             case EndedReceived():
                 cell = self._remote.pop(event.target, None)
                 if cell is not None and cell.state is not ActorState.STOPPED:
@@ -1077,9 +1149,20 @@ class Peer(metaclass=NoPublicConstructor):
         uid = cell.address.uid
         if uid not in self._exported:
             on_end = functools.partial(self._exported_ended, uid)
-            self._exported[uid] = _Export(cell, ActorRef._create(cell), on_end)
-            cell.linked().on_end.append(on_end)
+            restarted = functools.partial(self._exported_restarted, uid)
+            self._exported[uid] = _Export(cell, ActorRef._create(cell), on_end, restarted)
+            links = cell.linked()
+            links.on_end.append(on_end)
+            links.on_incarnation_end.append(restarted)
         return cell.address.name, uid
+
+    def _exported_restarted(self, uid: int, reason: ExitReason) -> None:
+        """A behaviour call of the exported actor ``uid`` ended: the peer's
+        stop of it returns, and (unless ``Ended`` follows) its references
+        take messages again once it is restarted."""
+        if self._conn.state is State.OPEN:
+            self._conn.send_restarted(uid)
+            self._writer_lot.unpark()
 
     def _exported_ended(self, uid: int, reason: ExitReason) -> None:
         self._exported.pop(uid, None)

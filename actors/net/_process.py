@@ -293,8 +293,13 @@ def _origin() -> dict[str, Any]:
     path = [os.fspath(entry) for entry in sys.path if isinstance(entry, str | os.PathLike)]
     argv = [arg for arg in sys.argv if isinstance(arg, str)]
     where: dict[str, Any] = {"path": path, "argv": argv}
-    if spec is not None and getattr(spec, "name", None):
-        where["main_module"] = spec.name
+    name = getattr(spec, "name", None)
+    if name == "__main__" and argv:
+        # python DIRECTORY or python ARCHIVE.pyz: its __main__.py, found by
+        # running the directory or archive again (runpy does as python does).
+        where["main_file"] = os.path.abspath(argv[0])
+    elif name:
+        where["main_module"] = name
     else:
         file = getattr(main, "__file__", None)
         if isinstance(file, str):

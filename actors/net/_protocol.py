@@ -71,6 +71,7 @@ from ._events import (
     MessageReceived,
     PeerRefused,
     RequestRefused,
+    RestartedReceived,
     SpawnRequested,
     StopRequested,
     UnwatchRequested,
@@ -94,6 +95,7 @@ from ._frames import (
     Ping,
     Proof,
     Refusal,
+    Restarted,
     Send,
     Spawn,
     Stop,
@@ -491,13 +493,16 @@ class Connection:
         self._write_checked(Watch(request, key), "a watch")
 
     def send_listed(self, request: int, actors: list[tuple[str, int]]) -> None:
-        """The actors under the key of the peer's watch ``request``, now."""
+        """The actors under the key of the peer's watch ``request``, now.
+        Raises :class:`CodecError` (nothing written) if they do not fit in a
+        frame."""
         self._require_open("send_listed")
-        try:
-            self._write_checked(Listed(request, actors), "listed actors")
-        except CodecError:
-            # More actors than a frame holds: listed as none, as a find is.
-            self._write(Listed(request, []))
+        self._write_checked(Listed(request, actors), "listed actors")
+
+    def send_restarted(self, target: int) -> None:
+        """A behaviour call of our exported actor ``target`` ended."""
+        self._require_open("send_restarted")
+        self._write(Restarted(target))
 
     def send_unwatch(self, request: int) -> None:
         self._require_open("send_unwatch")
@@ -697,6 +702,8 @@ class Connection:
                 events.append(ListingReceived(frame.request, tuple(frame.actors)))
             case Unwatch():
                 events.append(UnwatchRequested(frame.request))
+            case Restarted():
+                events.append(RestartedReceived(frame.target))
             case Stop():
                 events.append(StopRequested(frame.target, frame.kill))
             case Ended():
