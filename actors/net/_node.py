@@ -387,7 +387,7 @@ class Node(metaclass=NoPublicConstructor):
             changed = self._on_change[key] = functools.partial(self._changed, key)
             registry.watch(key, changed)
             for peer in self.peers:
-                peer._watch(key.name)
+                peer._watching.watch(key.name)
         cell = subscriber._cell
         subscribers[cell] = None
         if cell not in self._watched_cells:
@@ -424,7 +424,7 @@ class Node(metaclass=NoPublicConstructor):
         self._listed.pop(key, None)
         self.system._the_registry().unwatch(key, self._on_change.pop(key))
         for peer in self.peers:
-            peer._unwatch(key.name)
+            peer._watching.unwatch(key.name)
 
     def _end_subscriptions(self) -> None:
         """The node closes: its subscribers get no more listings, and the
@@ -438,7 +438,7 @@ class Node(metaclass=NoPublicConstructor):
         found: dict[Address, ActorRef[M]] = {ref.address: ref for ref in self.system.find(key)}
         for peer in self.peers:
             if peer.reason is None:
-                for ref in peer._listings.get(key.name, ()):
+                for ref in peer._watching.listings.get(key.name, ()):
                     found.setdefault(ref.address, ref)
         return tuple(found.values())
 
@@ -537,9 +537,9 @@ class Node(metaclass=NoPublicConstructor):
                         nursery.start_soon(peer._delivery, name=f"deliver from {peer.node}")
                         if self._peer_timeout is not None:
                             nursery.start_soon(peer._heartbeat, name=f"heartbeat {peer.node}")
-                        peer._on_listing = self._peer_listed
+                        peer._watching.on_listing = self._peer_listed
                         for key in self._subscribers:
-                            peer._watch(key.name)
+                            peer._watching.watch(key.name)
                         for event in early:
                             peer._handle(event)
                         # In a task of its own: each of its wake-ups resumes

@@ -18,7 +18,7 @@ import functools
 import logging
 import os
 from collections.abc import Callable
-from typing import Any, Final, Never, TypeVar, TypeVarTuple, cast, final, overload
+from typing import Any, Never, TypeVar, TypeVarTuple, cast, final, overload
 
 import attrs
 import outcome
@@ -62,13 +62,11 @@ from ._events import (
 )
 from ._protocol import _CLOSED, _OPEN, Connection, State
 from ._remote import Outbox, exit_reason, remote_error
-from ._spawning import Spawnable, SpawnKey
+from ._spawning import Spawnable, SpawnKey, Spawns
+from ._watching import Watches
 
 logger = logging.getLogger("actors.net")
 
-MAX_WATCHES: Final = 1024
-"""The most service keys one peer may watch on a node at once
-(:meth:`Node.subscribe` on the peer): more are refused, counted and logged."""
 
 M = TypeVar("M")
 Ts = TypeVarTuple("Ts")
@@ -79,7 +77,6 @@ MAX_REMOTE_REFS = 1_000_000
 """References to a peer's actors a node holds at most: one more that comes
 in a message is refused (the frame), so a peer cannot grow them for ever."""
 
-MAX_SPAWNING = 16
 """Spawns of one peer's under way at once; more are refused (a flood of
 ``Spawn`` frames starts no more tasks)."""
 
@@ -241,9 +238,8 @@ class Peer(metaclass=NoPublicConstructor):
         self._dead_letters = dead_letters
         self._dropped = 0
         # The behaviours the peer may spawn here, by key (Node.allow_spawn).
-        self._spawnable = {} if spawnable is None else spawnable
-        self._spawning = 0  # spawns of the peer's under way
-        self._spawn_slots = trio.Semaphore(MAX_SPAWNING)  # ours under way there
+        # Remote spawns, both ways (._spawning).
+        self._spawns = Spawns(self, {} if spawnable is None else spawnable)
         self._heartbeat_interval = heartbeat
         self._peer_timeout = peer_timeout
         self._conn = connection
@@ -277,19 +273,8 @@ class Peer(metaclass=NoPublicConstructor):
         self._asked: dict[int, tuple[_Cell[Any], Reply[Any]]] = {}
         # The actors exported for the references of the frame being encoded.
         self._staged: list[int] = []
-        # The peer's watches of this node's registry (WatchRequested), by its
-        # number: the key, and what the registry calls after each change.
-        self._watched: dict[int, tuple[ServiceKey[Any], Callable[[], None]]] = {}
-        # Our watches of the peer's registry: their numbers by key name, the
-        # key names by number, and the peer's actors under each key as it
-        # last listed them. ``_on_listing`` (the node's) is called with the
-        # key's name when a listing comes.
-        self._watches: dict[str, int] = {}
-        self._watch_keys: dict[int, str] = {}
-        self._listings: dict[str, tuple[ActorRef[Any], ...]] = {}
-        self._on_listing: Callable[[str], None] | None = None
-        # The peer's watches whose listing waits for the output to drain.
-        self._dirty: dict[int, ServiceKey[Any]] = {}
+        # The registry across nodes, on this connection (._watching).
+        self._watching = Watches(self)
         # The ask the delivery task waits to put, and the scope that ends it.
         self._delivering: tuple[int | None, trio.CancelScope] | None = None
         self._requests: dict[int, _Request] = {}
@@ -448,49 +433,8 @@ class Peer(metaclass=NoPublicConstructor):
             raise TypeError(f"spawn takes a SpawnKey or a ServiceKey, not {key!r}")
         if name is not None and not isinstance(name, str):
             raise TypeError(f"an actor's name must be a str, not {name!r}")
-        try:
-            data = self._codec.values.encode(list(args))
-        except (TypeError, ValueError, OverflowError, RecursionError) as error:
-            raise CodecError(f"cannot encode the arguments of a spawn: {error}") from None
-        async with self._spawn_slots:  # never more under way than the peer takes
-            actors = await self._request(
-                lambda number: self._conn.send_spawn(number, key.name, data, name)
-            )
-        if len(actors) != 1:
-            raise RemoteError(
-                "ProtocolError", f"node {self.node!r} answered a spawn with {actors!r}"
-            )
-        actor_name, uid = actors[0]
-        return cast("ActorRef[M]", self._reference(actor_name, uid))
-
-    async def _spawn_for_peer(self, event: SpawnRequested) -> None:
-        """The peer's spawn: the allowed behaviour, spawned in this node's
-        system and exported to the peer; any refusal goes back by name."""
-        try:
-            spawnable, args = self._spawn_of(event)
-            ref = await spawnable.spawn(self._system, args, event.name)
-        except Exception as error:  # what the peer asked for must not end this node
-            if not self._conn.closed:
-                self._conn.send_refusal(event.request, type(error).__name__, str(error))
-                self._flush()
-            return
-        finally:
-            self._spawning -= 1
-        if self._conn.closed:
-            await ref.kill()  # nobody to hand it to
-            return
-        self._conn.send_found(event.request, [self._export(ref._cell)])
-        self._flush()
-
-    def _spawn_of(self, event: SpawnRequested) -> tuple[Spawnable, list[Any]]:
-        """The behaviour and the arguments of the peer's spawn, or the error."""
-        spawnable = self._spawnable.get(event.key)
-        if spawnable is None:
-            raise LookupError(f"this node allows no spawn under the key {event.key!r}")
-        args = self._codec.values.decode(event.args)
-        if not isinstance(args, list):
-            raise CodecError(f"a spawn's arguments are a list, not {type(args).__name__}")
-        return spawnable, args
+        ref = await self._spawns.spawn(key.name, args, name)
+        return cast("ActorRef[M]", ref)
 
     async def _request(self, send: Callable[[int], None]) -> tuple[tuple[str, int], ...]:
         if self.reason is not None:
@@ -573,83 +517,6 @@ class Peer(metaclass=NoPublicConstructor):
         if cell.incarnation_ended is not None:
             cell.incarnation_ended.unpark_all()
 
-    # ---- the registry across nodes ---------------------------------------
-
-    def _watched_by_peer(self, event: WatchRequested) -> None:
-        """The peer watches a key here: list its actors now and after each
-        change (at most ``MAX_WATCHES`` keys at once; more are refused)."""
-        if self._conn.closed or event.request in self._watched:
-            return
-        if len(self._watched) >= MAX_WATCHES:
-            self._refused += 1
-            logger.warning(
-                "node %r watches more than %d service keys here: %r refused",
-                self.node,
-                MAX_WATCHES,
-                event.key,
-            )
-            return
-        key = ServiceKey[Any](event.key)
-        changed = functools.partial(self._send_listing, event.request, key)
-        self._watched[event.request] = (key, changed)
-        self._system._the_registry().watch(key, changed)
-        changed()
-
-    def _send_listing(self, request: int, key: ServiceKey[Any]) -> None:
-        """The key of the peer's watch ``request`` changed: list it now, or,
-        while more than ``max_buffer`` bytes wait for the peer, once they
-        drained (the writer sends it then: one listing per watch waits, the
-        newest, however many changes came meanwhile)."""
-        if self._conn.state is not State.OPEN:
-            return
-        if self._unsent() > self._max_buffer:
-            self._dirty[request] = key
-            return
-        self._dirty.pop(request, None)
-        refs = self._system.find(key)
-        actors = [(ref._cell.address.name, ref._cell.address.uid) for ref in refs]
-        try:
-            self._conn.send_listed(request, actors)
-        except CodecError as error:  # over the frame limit: refused, visibly
-            self._refused += 1
-            logger.warning("node %r: cannot list %r for it: %s", self.node, key.name, error)
-            self._conn.send_refusal(request, "CodecError", f"the listing of {key.name!r}: {error}")
-        else:
-            for ref in refs:
-                self._export(ref._cell)
-        self._writer_lot.unpark()
-
-    def _send_dirty(self) -> None:
-        """Send the listings held back while the output was full."""
-        dirty, self._dirty = self._dirty, {}
-        for request, key in dirty.items():
-            if request in self._watched:
-                self._send_listing(request, key)
-
-    def _watch(self, key: str) -> None:
-        """Watch the peer's actors under ``key`` (see :meth:`Node.subscribe`)."""
-        if key in self._watches or self._conn.state is not State.OPEN:
-            return
-        number = self._number()
-        try:
-            self._conn.send_watch(number, key)
-        except CodecError as error:  # a key's name over the frame limit
-            logger.warning("node %r: cannot watch %r there: %s", self._conn.node, key, error)
-            return
-        self._watches[key] = number
-        self._watch_keys[number] = key
-        self._writer_lot.unpark()
-
-    def _unwatch(self, key: str) -> None:
-        number = self._watches.pop(key, None)
-        if number is None:
-            return
-        del self._watch_keys[number]
-        self._listings.pop(key, None)
-        if self._conn.state is State.OPEN:
-            self._conn.send_unwatch(number)
-            self._writer_lot.unpark()
-
     def _teardown(self) -> None:
         """Everything the connection carried ends, at once and for good:
         asks in flight fail with NodeDownError, references end NodeDown
@@ -679,11 +546,7 @@ class Peer(metaclass=NoPublicConstructor):
         asked, self._asked = self._asked, {}
         for cell, reply in asked.values():  # nobody reads their answers now
             _abandon(cell, reply)
-        self._dirty.clear()
-        watched, self._watched = self._watched, {}
-        for key, changed in watched.values():
-            self._system._the_registry().unwatch(key, changed)
-        self._listings.clear()
+        self._watching.teardown()
         exported, self._exported = self._exported, {}
         for export in exported.values():
             export.unwatch()
@@ -717,8 +580,8 @@ class Peer(metaclass=NoPublicConstructor):
         conn = self._conn
         try:
             while self.reason is None:
-                if self._dirty and self._unsent() <= self._max_buffer:
-                    self._send_dirty()
+                if self._watching.dirty and self._unsent() <= self._max_buffer:
+                    self._watching.send_dirty()
                 if not self._leftover:
                     if not conn.buffered:
                         await self._writer_lot.park()
@@ -945,51 +808,16 @@ class Peer(metaclass=NoPublicConstructor):
                 if request is not None:
                     request.error = remote_error(event.error, event.message)
                     request.done.set()
-                elif event.request in self._watch_keys:
-                    # A listing the peer could not send (over the frame
-                    # limit): the last one stands, and this says so.
-                    self._refused_by_peer += 1
-                    logger.warning(
-                        "node %r could not list %r: %s: %s",
-                        self.node,
-                        self._watch_keys[event.request],
-                        event.error,
-                        event.message,
-                    )
-            case WatchRequested():
-                self._watched_by_peer(event)
-            case UnwatchRequested():
-                watched = self._watched.pop(event.request, None)
-                if watched is not None:
-                    self._system._the_registry().unwatch(*watched)
-            case ListingReceived():
-                key = self._watch_keys.get(event.request)
-                fresh = {uid for _, uid in event.actors if uid not in self._remote}
-                if key is not None and len(self._remote) + len(fresh) > MAX_REMOTE_REFS:
-                    self._refused += 1
-                    logger.warning(
-                        "node %r listed more than %d references to its actors: refused",
-                        self.node,
-                        MAX_REMOTE_REFS,
-                    )
-                elif key is not None:
-                    refs = tuple(self._reference(name, uid) for name, uid in event.actors)
-                    self._listings[key] = refs
-                    if self._on_listing is not None:
-                        self._on_listing(key)
-            case SpawnRequested():
-                if self._conn.closed:
-                    pass
-                elif self._spawning >= MAX_SPAWNING:
-                    self._conn.send_refusal(
-                        event.request,
-                        "RuntimeError",
-                        f"more than {MAX_SPAWNING} spawns of node {self.node!r} under way",
-                    )
                 else:
-                    assert self._nursery is not None
-                    self._spawning += 1
-                    self._nursery.start_soon(self._spawn_for_peer, event)
+                    self._watching.refused(event.request, event.error, event.message)
+            case WatchRequested():
+                self._watching.watch_requested(event)
+            case UnwatchRequested():
+                self._watching.unwatch_requested(event.request)
+            case ListingReceived():
+                self._watching.listing_received(event, MAX_REMOTE_REFS)
+            case SpawnRequested():
+                self._spawns.requested(event)
             case AskCancelled():
                 asked = self._asked.get(event.reply)
                 if asked is not None:

@@ -120,11 +120,11 @@ async def test_unsubscribing_or_ending_stops_the_listings_and_the_peers_watches(
         subscriber, seen = await listings_of(pair.system_a)
         pair.node_a.subscribe(COUNTERS, subscriber)
         await settle()
-        assert len(pair.peer_b._watched) == 1
+        assert len(pair.peer_b._watching.watched) == 1
         assert pair.node_a.unsubscribe(COUNTERS, subscriber) is True
         assert pair.node_a.unsubscribe(COUNTERS, subscriber) is False
         await settle()
-        assert pair.peer_b._watched == {}
+        assert pair.peer_b._watching.watched == {}
         pair.system_b.register(COUNTERS, await b_counter(pair, "far"))
         await settle()
         assert seen == [[]]
@@ -133,7 +133,7 @@ async def test_unsubscribing_or_ending_stops_the_listings_and_the_peers_watches(
         assert seen[-1] == ["far@b"]
         await subscriber.stop()
         await settle()
-        assert pair.peer_b._watched == {}
+        assert pair.peer_b._watching.watched == {}
         assert pair.node_a._subscribers == {}
 
 
@@ -148,22 +148,22 @@ async def test_bad_subscriptions_are_refused_and_change_nothing() -> None:
             pair.node_a.subscribe(COUNTERS, other_system)
         await settle()
         assert pair.node_a._subscribers == {}
-        assert pair.peer_b._watched == {}
+        assert pair.peer_b._watching.watched == {}
 
 
 async def test_a_peer_watching_too_many_keys_is_refused_past_the_limit(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import actors.net._peer as peer_module
+    import actors.net._watching as watching_module
 
-    monkeypatch.setattr(peer_module, "MAX_WATCHES", 2)
+    monkeypatch.setattr(watching_module, "MAX_WATCHES", 2)
     async with connected() as pair:
         for key in ("one", "two", "three"):
-            pair.peer_a._watch(key)
+            pair.peer_a._watching.watch(key)
         await settle()
-        assert len(pair.peer_b._watched) == 2
+        assert len(pair.peer_b._watching.watched) == 2
         assert pair.peer_b.statistics().refused == 1
         pair.system_b.register(ServiceKey[CounterMessage]("two"), await b_counter(pair, "c"))
         await settle()
-        assert [ref.name for ref in pair.peer_a._listings["two"]] == ["c@b"]
-        assert "three" not in pair.peer_a._listings
+        assert [ref.name for ref in pair.peer_a._watching.listings["two"]] == ["c@b"]
+        assert "three" not in pair.peer_a._watching.listings

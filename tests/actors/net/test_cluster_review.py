@@ -135,11 +135,11 @@ async def test_listed_frames_bypass_max_remote_refs(monkeypatch: pytest.MonkeyPa
         keep, _ = await keeper_of(pair.system_a)
         pair.node_a.subscribe(COUNTERS, keep)
         await settle()
-        (number,) = pair.peer_a._watch_keys
+        (number,) = pair.peer_a._watching.keys
         for uid in range(10_000, 10_100):
             await pair.stream_b.send_all(frame(Listed(number, [(f"ghost{uid}", uid)])))
             await settle()
-        assert len(pair.peer_a._listings["counters"]) == 1
+        assert len(pair.peer_a._watching.listings["counters"]) == 1
         assert len(pair.peer_a._remote) <= 10, len(pair.peer_a._remote)
 
 
@@ -199,7 +199,7 @@ async def test_listings_to_a_peer_that_reads_nothing_grow_the_output_without_bou
                 nursery.start_soon(watch_then_go_quiet)
                 peer = await b.accept(theirs)
                 await settle()
-                assert len(peer._watched) == 1
+                assert len(peer._watching.watched) == 1
                 for _ in range(200):  # churn of one actor: 400 changes
                     system.deregister(COUNTERS, refs[0])
                     system.register(COUNTERS, refs[0])

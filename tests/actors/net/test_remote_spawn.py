@@ -20,7 +20,7 @@ from mypy import api as mypy_api
 from actors import Inbox, OneForOne, Restart, ServiceKey
 from actors.net import CodecError, RemoteError, SpawnKey
 from actors.net._frames import Spawn
-from actors.net._peer import MAX_SPAWNING
+from actors.net._spawning import MAX_SPAWNING
 
 from ..messages import Add, Total
 from .nodes import CounterMessage, connected
