@@ -12,7 +12,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,17 +24,7 @@ from actors.net import DeadLetter, MessageReceived, NodeProcessError, open_node,
 from ..messages import SECRET, Add, codec
 from . import node_process_review_mains as mains
 from .nodes import connected
-
-ROOT = Path(__file__).resolve().parents[3]
-LIMIT = 60.0
-
-
-def run(main: Callable[[], Awaitable[None]]) -> None:
-    async def bounded() -> None:
-        with trio.fail_after(LIMIT):
-            await main()
-
-    trio.run(bounded)
+from .test_node_process import ROOT, run
 
 
 def _alive(pid: int) -> bool:
