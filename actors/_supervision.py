@@ -161,6 +161,8 @@ class Supervisor(metaclass=NoPublicConstructor):
         # The round in progress, if any; children waiting for it to end park here.
         self._round: _Round | None = None
         self._round_ended = trio.lowlevel.ParkingLot()
+        # Its scope has ended: it spawns no more.
+        self._ended = False
 
     def __repr__(self) -> str:
         return f"<Supervisor {self.address.name!r} {self.strategy!r}>"
@@ -197,6 +199,8 @@ class Supervisor(metaclass=NoPublicConstructor):
                 f"not {restart!r}"
             )
         restart = Restart(restart)
+        if self._ended:
+            raise RuntimeError(f"supervisor {self.address.name!r} has ended: it spawns no more")
         return await self._system._spawn(
             behaviour,
             args,
@@ -444,5 +448,8 @@ async def open_supervisor(
 ) -> AsyncIterator[Supervisor]:
     async with trio.open_nursery() as nursery:
         supervisor = Supervisor._create(system, nursery, system._allocate(name), strategy)
-        yield supervisor
-        await supervisor._stop_children()
+        try:
+            yield supervisor
+            await supervisor._stop_children()
+        finally:
+            supervisor._ended = True

@@ -65,16 +65,7 @@ class Spawnable:
     async def spawn(self, system: ActorSystem, args: list[Any], name: str | None) -> ActorRef[Any]:
         if self.supervisor is None:
             return await system.spawn(self.behaviour, *args, name=name)
-        try:
-            return await self.supervisor.spawn(
-                self.behaviour, *args, name=name, restart=self.restart
-            )
-        except RuntimeError as error:
-            if "closed to new arrivals" not in str(error):
-                raise
-            raise RuntimeError(
-                f"supervisor {self.supervisor.address.name!r} has ended: it spawns no more"
-            ) from None
+        return await self.supervisor.spawn(self.behaviour, *args, name=name, restart=self.restart)
 
 
 class Peer(Protocol):
