@@ -310,6 +310,9 @@ class _Run:
     # steps), and each batch's footprints.
     trace: int | None = None
     footprints: tuple[Batch, ...] = ()
+    # The first choice point of each batch that had one (a batch of one task
+    # has none), in order.
+    firsts: tuple[int, ...] = ()
 
     @property
     def schedule(self) -> Schedule:
@@ -352,6 +355,7 @@ class _Chooser(random.Random):
         self._names: list[str] = []
         self.picks: list[int] = []
         self.options: list[int] = []
+        self.firsts: list[int] = []
         self.deviations: list[str] = []
         self.steps: list[int] = []
         self.batches = 0
@@ -446,6 +450,8 @@ class _Chooser(random.Random):
                     self._released(task)
         ids = [self._id(task) for task in remaining]
         first, options_in_order = len(self.picks), tuple(ids)
+        if len(remaining) > 1:
+            self.firsts.append(first)
         order: list[Any] = []
         while len(remaining) > 1:
             point = len(self.picks)
@@ -669,6 +675,7 @@ def _run_once(
         () if chooser.states is None else tuple(chooser.states),
         None if recorder is None else recorder.total,
         tuple(chooser.footprints),
+        tuple(chooser.firsts),
     )
 
 

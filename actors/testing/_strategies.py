@@ -189,14 +189,15 @@ class _Dfs(_Strategy):
             used.append((reorders + (pick > 0), holds + (pick < 0)))
         end = self._merge_point(run, used, new=new) if self.cache is not None else len(picks)
         for point in reversed(range(end)):
-            following = self._following(picks[point], run.options[point], *used[point])
+            least = self._least_hold(run, point) if self.cache is not None else 0
+            following = self._following(picks[point], run.options[point], *used[point], least)
             while (
                 following is not None
                 and self.cache == "traces"
                 and self._redundant(run, point, following, used[point])
             ):
                 self.skipped += 1
-                following = self._following(following, run.options[point], *used[point])
+                following = self._following(following, run.options[point], *used[point], least)
             if following is not None:
                 self._prefix = [*picks[:point], following]
                 return
@@ -277,23 +278,46 @@ class _Dfs(_Strategy):
                 self._explored[state] = (node, left)
         return len(picks)
 
-    def _following(self, pick: int, options: int, reorders: int, holds: int) -> int | None:
+    def _least_hold(self, run: _Run, point: int) -> int | None:
+        """With a reduction, the least option a hold at ``point`` may take,
+        or None if none may: a batch's holds are made at its start, before
+        any of its tasks runs, each of a task created after the one held
+        before it. Any other schedule runs the very same steps as one of
+        those, with the same holds and no more reorderings (the same tasks
+        held, the others in the same order: holding a task earlier in its
+        batch only takes it out of the options before the picks that follow,
+        whose indices can only fall, a reordering becoming the default at
+        most), so it reaches the same states; the full enumeration
+        (``reduction=False``) runs them all."""
+        firsts = run.firsts
+        start = firsts[bisect.bisect_right(firsts, point) - 1]
+        least = 0
+        for pick in run.picks[start:point]:
+            kind, least = unpick(pick)
+            if not kind:
+                return None
+        return least
+
+    def _following(
+        self, pick: int, options: int, reorders: int, holds: int, least: int | None = 0
+    ) -> int | None:
         """The option after ``pick`` that the bounds allow at a choice point
         with ``reorders`` and ``holds`` before it, if any: run 0, 1, ...
-        n - 1, then hold 0, ... n - 1 for a batch, then 0, ... n - 1 until no
-        other task can run."""
+        n - 1, then hold ``least``, ... n - 1 for a batch, then ``least``,
+        ... n - 1 until no other task can run (no hold if ``least`` is
+        None: see _least_hold)."""
         if reorders + holds + 1 > self._level:
             return None
         if 0 <= pick < options - 1 and reorders < self._bound:
             return pick + 1
-        if holds >= self._delays:
+        if holds >= self._delays or least is None or least >= options:
             return None
         kind, index = unpick(pick)
         if not kind:
-            return hold(0)
+            return hold(least)
         if index + 1 < options:
             return hold(index + 1) if kind == "h" else wait(index + 1)
-        return wait(0) if kind == "h" else None
+        return wait(least) if kind == "h" else None
 
 
 # Minimising ---------------------------------------------------------------------
