@@ -8,7 +8,9 @@ import math
 import random
 from collections.abc import Callable
 
-from ._schedule import BATCHES, STEPS, Decide, Keying, Schedule, _Run, hold, unpick, wait
+import attrs
+
+from ._schedule import BATCHES, STEPS, Batch, Decide, Keying, Schedule, _Run, hold, unpick, wait
 
 # The chance that random holds a task back at a choice point, while its run
 # has delays left.
@@ -146,6 +148,12 @@ class _Dfs(_Strategy):
         # The schedules not run because their batch was known to reach an
         # explored state (see _redundant).
         self.skipped = 0
+        # What each batch with a choice did (with traces): the state at its
+        # start -> (the order its options ran in and the options held back,
+        # by kind, as positions among its options in creation order) -> the
+        # pairs of those positions whose steps were dependent, in the order
+        # they ran, and the state at the next batch's start.
+        self._outcomes: dict[bytes, dict[_Outcome, tuple[frozenset[tuple[int, int]], bytes]]] = {}
         self._cap = bound + delays
         self._level = 0
         self._prefix: list[int] | None = []
@@ -178,9 +186,39 @@ class _Dfs(_Strategy):
     def after(self, run: _Run) -> None:
         if sum(pick != 0 for pick in run.picks) < self._cap:
             self._known[Schedule.from_picks(run.picks).choices] = run
+        if self.cache == "traces":
+            self._record_outcomes(run)
         self._advance(run, new=True)
 
+    def _record_outcomes(self, run: _Run) -> None:
+        for index, batch in enumerate(run.footprints):
+            if len(batch.options) < 2 or index + 1 >= len(run.states):
+                continue
+            end = batch.point + len(batch.options) - 1
+            outcome = _played(len(batch.options), run.picks[batch.point : end])
+            position = {task: i for i, task in enumerate(batch.options)}
+            dependent = frozenset((position[a], position[b]) for a, b in batch.dependent)
+            before, after = run.states[index][1], run.states[index + 1][1]
+            self._outcomes.setdefault(before, {})[outcome] = (dependent, after)
+
     def _advance(self, run: _Run, *, new: bool = False) -> None:
+        while True:
+            following = self._next_of(run, new=new)
+            if isinstance(following, list) or following is None:
+                self._prefix = following
+                return
+            # A schedule known to reach an explored state at its batch's
+            # end: not run, but walked as if it had been (its batch's later
+            # choice points still branch; nothing after the batch does).
+            self.skipped += 1
+            if sum(pick != 0 for pick in following.picks) < self._cap:
+                self._known[Schedule.from_picks(following.picks).choices] = following
+            run, new = following, False
+
+    def _next_of(self, run: _Run, *, new: bool) -> list[int] | _Run | None:
+        """The prefix of the schedule to run after ``run`` (None: none is
+        left), or a schedule that need not run, as the run it would be up to
+        its batch's end (see _redundant)."""
         picks = run.picks
         # The reorderings and holds before each choice point.
         used = [(0, 0)]
@@ -191,52 +229,68 @@ class _Dfs(_Strategy):
         for point in reversed(range(end)):
             least = self._least_hold(run, point) if self.cache is not None else 0
             following = self._following(picks[point], run.options[point], *used[point], least)
-            while (
-                following is not None
-                and self.cache == "traces"
-                and self._redundant(run, point, following, used[point])
-            ):
-                self.skipped += 1
-                following = self._following(following, run.options[point], *used[point], least)
-            if following is not None:
-                self._prefix = [*picks[:point], following]
-                return
-        self._prefix = None
+            if following is None:
+                continue
+            if self.cache == "traces":
+                virtual = self._redundant(run, point, following, used[point])
+                if virtual is not None:
+                    return virtual
+            return [*picks[:point], following]
+        return None
 
-    def _redundant(self, run: _Run, point: int, pick: int, used: tuple[int, int]) -> bool:
+    def _redundant(self, run: _Run, point: int, pick: int, used: tuple[int, int]) -> _Run | None:
         """Whether the schedule of ``run``'s picks before ``point``, then
-        ``pick`` (a reordering), then the default, need not run: its batch
-        runs the same steps as ``run``'s, in an order that keeps every pair
-        of dependent ones in ``run``'s order (so the same state after it,
-        the order of independent steps aside), and that state was explored
-        on from with at least the budgets this one would have left."""
-        if pick <= 0:
-            return False  # a hold changes the batch's steps: run it
+        ``pick`` (a reordering or a hold), then the default, need not run:
+        a run from the state at its batch's start (this one, or another
+        reaching a state of the same trace) ran the same steps of that batch
+        and held the same tasks back, in an order that every pair of its
+        dependent steps keeps (so the same state after the batch, the order
+        of independent steps aside), and that state was explored on from
+        with at least the budgets this schedule would have left there. If
+        so, the schedule as the run it would be up to its batch's end: the
+        search walks it (the batch's later choice points still branch)."""
         batches = run.footprints
         index = bisect.bisect_right(batches, point, key=lambda batch: batch.point) - 1
         if index < 0 or index + 1 >= len(run.states):
-            return False
+            return None
         batch = batches[index]
-        following = batch.point + len(batch.options) - 1
-        if any(pick < 0 for pick in run.picks[batch.point : following]):
-            return False
-        remaining = list(batch.options)
-        order: list[int] = []
-        for at in range(batch.point, following):
-            choice = run.picks[at] if at < point else pick if at == point else 0
-            order.append(remaining.pop(choice))
-        order += remaining
-        position = {task: i for i, task in enumerate(order)}
-        if any(position[a] > position[b] for a, b in batch.dependent):
-            return False
-        # The next batch's state in run (states and batches start together).
-        state_point, state = run.states[index + 1]
-        assert state_point == following, "a batch's state is recorded at its end"
-        known = self._explored.get(state)
-        if known is None:
-            return False
+        end = batch.point + len(batch.options) - 1
+        if not batch.point <= point < end:
+            return None
+        chosen = [*run.picks[batch.point : point], pick] + [0] * (end - point - 1)
+        ran, held = _played(len(batch.options), chosen)
+        observed = self._outcomes.get(run.states[index][1])
+        if not observed:
+            return None
         reorders, holds = used
-        return all(a >= b for a, b in zip(known[1], self._left(reorders + 1, holds), strict=True))
+        left = self._left(reorders + (pick > 0), holds + (pick < 0))
+        position = {task: i for i, task in enumerate(ran)}
+        ran_set = sorted(ran)
+        for (other_ran, other_held), (dependent, after) in observed.items():
+            if other_held != held or sorted(other_ran) != ran_set:
+                continue
+            if any(position[a] > position[b] for a, b in dependent):
+                continue
+            known = self._explored.get(after)
+            if known is None or not all(a >= b for a, b in zip(known[1], left, strict=True)):
+                continue
+            tasks = batch.options
+            played = Batch(
+                batch.point,
+                tasks,
+                tuple(tasks[i] for i in ran),
+                frozenset((tasks[a], tasks[b]) for a, b in dependent),
+            )
+            return attrs.evolve(
+                run,
+                picks=(*run.picks[:point], *chosen[point - batch.point :]),
+                options=run.options[:end],
+                states=(*run.states[: index + 1], (end, after)),
+                footprints=(*batches[:index], played),
+                firsts=tuple(first for first in run.firsts if first < end),
+                error=None,
+            )
+        return None
 
     def _left(self, reorders: int, holds: int) -> tuple[int, int, int]:
         """The budgets left after ``reorders`` and ``holds``: (level,
@@ -318,6 +372,26 @@ class _Dfs(_Strategy):
         if index + 1 < options:
             return hold(index + 1) if kind == "h" else wait(index + 1)
         return wait(least) if kind == "h" else None
+
+
+# A batch's play: the positions (among its options in creation order) in the
+# order they ran, and the positions held back with the kind of hold.
+_Outcome = tuple[tuple[int, ...], frozenset[tuple[str, int]]]
+
+
+def _played(options: int, picks: list[int] | tuple[int, ...]) -> _Outcome:
+    """What a batch of ``options`` tasks does under ``picks`` (one per
+    choice point of it): the positions run, in order, and those held."""
+    remaining = list(range(options))
+    ran: list[int] = []
+    held: set[tuple[str, int]] = set()
+    for pick in picks:
+        kind, index = unpick(pick)
+        if kind:
+            held.add((kind, remaining.pop(index)))
+        else:
+            ran.append(remaining.pop(index))
+    return (*ran, *remaining), frozenset(held)
 
 
 # Minimising ---------------------------------------------------------------------
