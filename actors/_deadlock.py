@@ -208,7 +208,7 @@ def _described(frame: types.FrameType) -> str | None:
         return f"waits for the reply to message {reply._seq} of actor {reply._actor!r}"
     if where == "Transit.ask":  # an ask with latency on, parked on its answer
         return f"waits for the reply to its message to actor {_name_of(local['cell'])}"
-    if where in ("ActorRef.tell", "_Cell.put", "Sequencer._deliver_waiting", "_tell"):
+    if where in ("ActorRef.tell", "_Cell.tell_directly", "_Cell.put", "Sequencer._deliver_waiting"):
         cell = local.get("cell", local.get("self"))
         return f"waits for room in the mailbox of actor {_name_of(cell)}"
     if where in ("_Cell.wait_incarnation_end", "ActorRef.wait_stopped", "stop_last_first"):

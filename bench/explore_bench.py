@@ -20,7 +20,11 @@ Figures, printed by ``.venv/bin/python bench/explore_bench.py [--proofs]``:
 * with ``--proofs B [--delays D]``, the exhaustive runs: ``dfs`` with
   reorder bound B and delay budget D on the recreate and divergent
   scenarios, P, W in {1, 2}, with the barrier: runs, choice points and time
-  until complete (``--with-race`` prints the figures above first).
+  until complete (``--with-race`` prints the figures above first);
+* with ``--full-count --bound B --delays D [--small]``, the schedules the
+  full enumeration (no reduction) runs on the recreate scenario, its last
+  level counted from the runs of the level before (``full_count``), at
+  P=1 W=1 (and P=2 W=2 without ``--small``).
 """
 
 from __future__ import annotations
@@ -294,7 +298,8 @@ def _option(name: str, default: int) -> int:
 
 
 if __name__ == "__main__":
-    if "--proofs" not in sys.argv or "--with-race" in sys.argv:
+    modes = ("--proofs", "--found", "--reduction", "--full-count")
+    if not any(mode in sys.argv for mode in modes) or "--with-race" in sys.argv:
         print("runs until the race is found without the barrier (two_runtime_recreate_race.spec):")
         for topology in (Topology(1, 1, barrier=False), Topology(2, 2, barrier=False)):
             runs_until_found(topology)

@@ -133,12 +133,7 @@ class ActorRef(Generic[M_contra], metaclass=NoPublicConstructor):
         if cell.transit is not None:
             cell.transit.tell_nowait(cell, message)
             return
-        envelope = Envelope(message, cell.next_seq, current_address.get())
-        try:
-            cell.send_channel.send_nowait(envelope)
-        except (trio.ClosedResourceError, trio.BrokenResourceError):
-            raise cell.stopped_error() from None
-        cell.next_seq += 1
+        cell.tell_directly_nowait(message)
 
     async def tell(self, message: M_contra) -> None:
         """Put ``message`` in the mailbox, waiting for room while it is full.
@@ -169,12 +164,7 @@ class ActorRef(Generic[M_contra], metaclass=NoPublicConstructor):
         if cell.transit is not None:
             await cell.transit.tell(cell, message)
             return
-        seq = cell.next_seq
-        cell.next_seq = seq + 1
-        try:
-            await cell.send_channel.send(Envelope(message, seq, current_address.get()))
-        except (trio.ClosedResourceError, trio.BrokenResourceError):
-            raise cell.stopped_error() from None
+        await cell.tell_directly(message)
 
     async def ask(
         self,

@@ -26,7 +26,7 @@ import trio
 from trio._core._run import GLOBAL_RUN_CONTEXT
 
 from .._core._cell import ActorState, _Cell
-from .._core._envelope import Address, Envelope, current_address
+from .._core._envelope import Address, Envelope
 from .._core._errors import ActorError, ActorStoppedError
 from .._core._mailbox import ActorRef
 from .._core._monitors import ExitReason, Failed, NodeDown, Stopped
@@ -92,30 +92,6 @@ RECEIVE_SIZE = 65536
 WRITE_CHUNK = 256 * 1024
 """The most the writer hands the stream at once: a peer reading slowly still
 shows progress chunk by chunk (see ``stall_timeout``)."""
-
-
-def _tell_nowait(cell: _Cell[Any], message: object) -> None:
-    """``ActorRef.tell_nowait`` of a peer's message, without the latency of a
-    seeded run (``actors.run(main, latency=...)``): the network is its
-    latency, and a peer's tells keep their order with its asks, which go into
-    the mailbox directly."""
-    envelope = Envelope(message, cell.next_seq, current_address.get())
-    try:
-        cell.send_channel.send_nowait(envelope)
-    except (trio.ClosedResourceError, trio.BrokenResourceError):
-        raise cell.stopped_error() from None
-    cell.next_seq += 1
-
-
-async def _tell(cell: _Cell[Any], message: object) -> None:
-    """``ActorRef.tell`` of a peer's message, without latency (as
-    :func:`_tell_nowait`)."""
-    seq = cell.next_seq
-    cell.next_seq = seq + 1
-    try:
-        await cell.send_channel.send(Envelope(message, seq, current_address.get()))
-    except (trio.ClosedResourceError, trio.BrokenResourceError):
-        raise cell.stopped_error() from None
 
 
 @final
@@ -1018,7 +994,10 @@ class Peer(metaclass=NoPublicConstructor):
             return True
         if number is None:
             try:
-                _tell_nowait(export.cell, message)
+                # Without a seeded run's latency: the network is its latency,
+                # and a peer's tells keep their order with its asks, which go
+                # into the mailbox directly.
+                export.cell.tell_directly_nowait(message)
             except trio.WouldBlock:
                 return False
             except ActorStoppedError:
@@ -1065,7 +1044,7 @@ class Peer(metaclass=NoPublicConstructor):
             return
         try:
             if event.reply is None:
-                await _tell(export.cell, event.message)
+                await export.cell.tell_directly(event.message)
                 return
             envelope = self._ask_envelope(export.cell, event)
             try:

@@ -85,7 +85,8 @@ def test_publisher_holds_answer_every_schedule_of_the_six_step_scenario(
     assert exploration.runs > 50
 
 
-HELD = """\
+# The spec lines the scripts below start with.
+STARTED = """\
 create-instance
 ----
 ok
@@ -94,15 +95,15 @@ initialization-complete
 ----
 ok
 
+"""
+ONE_ROW = """\
 write-rows shard=r ts=0
   1 alpha
 ----
 wrote 1
 
-hold runtime=interactive
-----
-ok
-
+"""
+INDEX = """\
 define-index source=1000 index=1001 shard=r key=[0] as-of=0
 ----
 ok
@@ -111,6 +112,21 @@ schedule id=1001
 ----
 ok
 
+"""
+HOLD = """\
+hold runtime=interactive
+----
+ok
+
+"""
+
+
+HELD = (
+    STARTED
+    + ONE_ROW
+    + HOLD
+    + INDEX
+    + """\
 create-dataflow name=one-shot as-of=0 until=1
   import index=1001
   build id=t5001
@@ -140,6 +156,7 @@ settle
 ----
 ok
 """
+)
 
 
 @pytest.mark.parametrize("holds", list(HoldMechanism))
@@ -154,28 +171,11 @@ def test_the_interactive_runtime_a_whole_create_behind(holds: HoldMechanism) -> 
         assert any(I1 in violation for violation in run.violations)
 
 
-COMPACTED_WHILE_HELD = """\
-create-instance
-----
-ok
-
-initialization-complete
-----
-ok
-
-write-rows shard=r ts=0
-  1 alpha
-----
-wrote 1
-
-define-index source=1000 index=1001 shard=r key=[0] as-of=0
-----
-ok
-
-schedule id=1001
-----
-ok
-
+COMPACTED_WHILE_HELD = (
+    STARTED
+    + ONE_ROW
+    + INDEX
+    + """\
 advance shard=r upper=5
 ----
 ok
@@ -200,6 +200,7 @@ release runtime=interactive
 ----
 ok
 """
+)
 
 
 @pytest.mark.parametrize("holds", list(HoldMechanism))
@@ -286,15 +287,9 @@ async def test_an_index_under_churn_keeps_its_contents_not_its_history(interacti
         assert sorted(await c.peek(1001, 99)) == sorted(version.items())
 
 
-UNSCHEDULED_IMPORT = """\
-create-instance
-----
-ok
-
-initialization-complete
-----
-ok
-
+UNSCHEDULED_IMPORT = (
+    STARTED
+    + """\
 write-single-ts shard=r ts=0 count=100 row-bytes=1
 ----
 wrote 100
@@ -356,6 +351,7 @@ peek id=2001 ts=5
 ----
 200
 """
+)
 
 
 def test_an_import_holds_from_its_build_even_before_it_is_scheduled() -> None:
@@ -491,27 +487,11 @@ async def test_peer_holds_do_not_pile_up_across_reconnects() -> None:
         assert not hold_violations(replica)
 
 
-REEXPORT = """create-instance
-----
-ok
-
-initialization-complete
-----
-ok
-
-write-rows shard=r ts=0
-  1 alpha
-----
-wrote 1
-
-define-index source=1000 index=1001 shard=r key=[0] as-of=0
-----
-ok
-
-schedule id=1001
-----
-ok
-
+REEXPORT = (
+    STARTED
+    + ONE_ROW
+    + INDEX
+    + """\
 create-dataflow name=again as-of=0
   import index=1001
   export kind=index index=1002 on=1000 key=[0]
@@ -538,6 +518,7 @@ settle
 ----
 ok
 """
+)
 
 
 async def test_a_re_exports_own_hold_is_not_counted_as_held_for_the_reader() -> None:
