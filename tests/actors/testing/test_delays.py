@@ -10,60 +10,30 @@ from __future__ import annotations
 import itertools
 from collections.abc import Awaitable, Callable
 
-import attrs
 import pytest
 import trio
 
-import actors
-from actors import Inbox, Reply
 from actors.testing import (
     ExplorationFailedError,
     Schedule,
     ScheduleError,
+    StepLimitError,
     StrategyName,
     explore,
     failure_report,
 )
 
-
-@attrs.frozen
-class Balance:
-    reply: Reply[int]
-
-
-@attrs.frozen
-class SetBalance:
-    value: int
-
-
-async def bank(inbox: Inbox[Balance | SetBalance]) -> None:
-    balance = 100
-    async for envelope in inbox:
-        match envelope.message:
-            case Balance(reply):
-                reply.send(balance)
-            case SetBalance(value):
-                balance = value
+from ..tellers import tellers as run_tellers
 
 
 def tellers(late_by: int) -> Callable[[], Awaitable[None]]:
-    """Two tellers each add 10 by a read-modify-write across an ask; the
-    second starts ``late_by`` checkpoints after the first."""
+    """The bank tellers of ``tests/actors/tellers.py`` (each adds its deposit
+    by a read-modify-write across two asks), the second ``late_by``
+    checkpoints after the first; a lost deposit fails the run."""
 
     async def main() -> None:
-        async with actors.open_system() as system:
-            ref = await system.spawn(bank, name="bank")
-
-            async def teller(late_by: int) -> None:
-                for _ in range(late_by):
-                    await trio.lowlevel.checkpoint()
-                balance = await ref.ask(Balance)
-                await ref.tell(SetBalance(balance + 10))
-
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(teller, 0)
-                nursery.start_soon(teller, late_by)
-            assert await ref.ask(Balance) == 120, "a transfer was lost"
+        final, right = await run_tellers(head_start=late_by)
+        assert final == right, "a transfer was lost"
 
     return main
 
@@ -88,7 +58,7 @@ def test_dfs_finds_the_teller_race_within_a_delay_budget(late_by: int, delays: i
     # One teller held back until the other had done everything it could.
     assert failure.schedule.holds == 1
     assert failure.schedule.reorders == 0
-    assert "held teller#" in failure.deviations[0]
+    assert "held teller-" in failure.deviations[0]
     assert "back until no other task could run" in failure.deviations[0]
 
 
@@ -478,5 +448,5 @@ def test_one_wide_batch_past_the_step_limit_is_not_taken_for_a_swallowed_cancel(
     exploration = explore(wide, strategy="random", budget=1, max_steps=1000, raise_on_failure=False)
     failure = exploration.failure
     assert failure is not None
-    assert isinstance(failure.error, actors.testing.StepLimitError)
+    assert isinstance(failure.error, StepLimitError)
     assert "swallows" not in str(failure.error)
