@@ -71,6 +71,7 @@ import functools
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Literal, Protocol
 
+import attrs
 import trio
 
 from .._core._transit import Latency, check_latency
@@ -211,7 +212,7 @@ def explore(
     )
 
     def finish(
-        runs: list[_Run],
+        runs: _Tally,
         *,
         complete: bool,
         failure: Failure | None,
@@ -240,7 +241,7 @@ def explore(
                 f"{len(only.picks)}: it does not fit this program"
             )
         exploration = finish(
-            [only],
+            _Tally.of([only]),
             complete=False,
             failure=_failure(only, schedule, schedule, 0, max_steps),
         )
@@ -253,7 +254,7 @@ def explore(
         chosen = _Pct(seed, depth)
     else:
         chosen = _Dfs(bound, delays, cache=_KEYING[reduction])
-    runs: list[_Run] = []
+    runs = _Tally()
     seen = _SeenRuns()
     failure: Failure | None = None
     for index in range(budget):
@@ -266,11 +267,11 @@ def explore(
             # dfs picks only options an earlier run of the same prefix had.
             raise NondeterminismError(f"{_NONDETERMINISTIC}: {error}") from None
         seen.check(run, index)
-        runs.append(run)
+        runs.add(run)
         chosen.after(run)
         if progress is not None:
             progress(
-                len(runs),
+                runs.runs,
                 finish(
                     runs,
                     complete=False,
@@ -296,7 +297,7 @@ def explore(
     complete = (
         isinstance(chosen, _Dfs)
         and failure is None
-        and (chosen.exhausted or chosen.next_run(len(runs)) is None)
+        and (chosen.exhausted or chosen.next_run(runs.runs) is None)
     )
     exploration = finish(
         runs,
@@ -433,10 +434,46 @@ def _failure(
     )
 
 
+@attrs.define
+class _Tally:
+    """What an exploration's runs add up to, kept as they come: a report
+    after each run (``progress``) costs the same however many ran before,
+    and the runs themselves need not be kept."""
+
+    runs: int = 0
+    digests: set[str] = attrs.Factory(set)
+    # The runs' traces; None once a run had none (footprints not recorded).
+    traces: set[int] | None = attrs.Factory(set)
+    choice_points: int = 0
+    max_choice_points: int = 0
+    max_steps: int = 0
+    held: int = 0
+
+    @classmethod
+    def of(cls, runs: list[_Run]) -> _Tally:
+        tally = cls()
+        for run in runs:
+            tally.add(run)
+        return tally
+
+    def add(self, run: _Run) -> None:
+        self.runs += 1
+        self.digests.add(run.digest)
+        if self.traces is not None:
+            if run.trace is None:
+                self.traces = None
+            else:
+                self.traces.add(run.trace)
+        self.choice_points += len(run.picks)
+        self.max_choice_points = max(self.max_choice_points, len(run.picks))
+        self.max_steps = max(self.max_steps, run.steps)
+        self.held += sum(pick < 0 for pick in run.picks)
+
+
 def _finish(
     strategy: StrategyName,
     seed: int,
-    runs: list[_Run],
+    runs: _Tally,
     *,
     complete: bool,
     failure: Failure | None,
@@ -449,24 +486,20 @@ def _finish(
     return Exploration(
         strategy=strategy,
         seed=seed,
-        runs=len(runs),
-        interleavings=len({run.digest for run in runs}),
-        choice_points=sum(len(run.picks) for run in runs),
-        max_choice_points=max((len(run.picks) for run in runs), default=0),
-        max_steps=max((run.steps for run in runs), default=0),
+        runs=runs.runs,
+        interleavings=len(runs.digests),
+        choice_points=runs.choice_points,
+        max_choice_points=runs.max_choice_points,
+        max_steps=runs.max_steps,
         complete=complete,
         failure=failure,
         delays=delays,
         bound=bound,
         latency=latency,
-        held=sum(pick < 0 for run in runs for pick in run.picks),
+        held=runs.held,
         merged=merged,
         skipped=skipped,
-        traces=(
-            len({run.trace for run in runs})
-            if runs and all(run.trace is not None for run in runs)
-            else None
-        ),
+        traces=len(runs.traces) if runs.runs and runs.traces is not None else None,
     )
 
 
