@@ -308,6 +308,10 @@ def _owners(scope: Any) -> None:
 def _cancel(function: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(function)
     def cancelling(self: Any, *args: Any, **kwargs: Any) -> Any:
+        # The scope itself too: a task that enters it later (which its
+        # __enter__ records) sees it cancelled already, one that entered
+        # before is among its tasks.
+        _footprint.touch(self)
         _owners(self)
         return function(self, *args, **kwargs)
 
@@ -468,6 +472,11 @@ def _plan(shared: tuple[type, ...]) -> list[tuple[type, str, object, object]]:
             plan.append((cls, name, here, replacement))
     cancel = trio.CancelScope.__dict__["cancel"]
     plan.append((trio.CancelScope, "cancel", cancel, _cancel(cancel)))
+    # Entering a scope another task cancelled, or leaving one (whether the
+    # cancel was caught), depends on the order with that cancel.
+    for name in ("__enter__", "__exit__"):
+        method = trio.CancelScope.__dict__[name]
+        plan.append((trio.CancelScope, name, method, _wrapped(method, _itself)))
     return plan
 
 

@@ -158,7 +158,8 @@ class _Dfs(_Strategy):
         self._level = 0
         self._prefix: list[int] | None = []
         self._known: dict[tuple[tuple[int, int], ...], _Run] = {}
-        # Whether this level ran a schedule (level 0 runs the default one).
+        # Whether this level ran or walked a schedule (level 0 runs the
+        # default one).
         self._added = True
 
     @property
@@ -211,7 +212,12 @@ class _Dfs(_Strategy):
             # end: not run, but walked as if it had been (its batch's later
             # choice points still branch; nothing after the batch does).
             self.skipped += 1
-            if sum(pick != 0 for pick in following.picks) < self._cap:
+            deviations = sum(pick != 0 for pick in following.picks)
+            if deviations == self._level:
+                # A schedule of this level, walked if not run: the next
+                # level may extend it.
+                self._added = True
+            if deviations < self._cap:
                 self._known[Schedule.from_picks(following.picks).choices] = following
             run, new = following, False
 
