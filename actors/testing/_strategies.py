@@ -158,6 +158,8 @@ class _Dfs(_Strategy):
         self._level = 0
         self._prefix: list[int] | None = []
         self._known: dict[tuple[tuple[int, int], ...], _Run] = {}
+        # Those of them walked, not run (see _advance).
+        self._walked: set[tuple[tuple[int, int], ...]] = set()
         # Whether this level ran or walked a schedule (level 0 runs the
         # default one).
         self._added = True
@@ -178,7 +180,14 @@ class _Dfs(_Strategy):
                 self._prefix = []
                 self._added = False
                 continue
-            known = self._known.get(Schedule.from_picks(prefix).choices)
+            choices = Schedule.from_picks(prefix).choices
+            known = self._known.get(choices)
+            if known is not None and choices in self._walked:
+                # A schedule walked rather than run, proposed again and no
+                # longer shown redundant (its batch's end state not explored
+                # with the budgets it has now): its run is needed after all.
+                self._walked.discard(choices)
+                known = None
             if known is None:
                 self._added = True
                 return lambda point, ids, step: prefix[point] if point < len(prefix) else 0
@@ -218,7 +227,9 @@ class _Dfs(_Strategy):
                 # level may extend it.
                 self._added = True
             if deviations < self._cap:
-                self._known[Schedule.from_picks(following.picks).choices] = following
+                walked = Schedule.from_picks(following.picks).choices
+                self._known[walked] = following
+                self._walked.add(walked)
             run, new = following, False
 
     def _next_of(self, run: _Run, *, new: bool) -> list[int] | _Run | None:
