@@ -282,9 +282,10 @@ class _Dfs(_Strategy):
         reorders, holds = used
         left = self._left(reorders + (pick > 0), holds + (pick < 0))
         position = {task: i for i, task in enumerate(ran)}
-        ran_set = sorted(ran)
-        for (other_ran, other_held), (dependent, after) in observed.items():
-            if other_held != held or sorted(other_ran) != ran_set:
+        # From one state a batch has the same options: the same tasks held
+        # means the same tasks run.
+        for (_, other_held), (dependent, after) in observed.items():
+            if other_held != held:
                 continue
             if any(position[a] > position[b] for a, b in dependent):
                 continue
