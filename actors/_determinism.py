@@ -72,6 +72,7 @@ def run(
     latency: Latency = None,
     time_limit: float | None = None,
     instruments: Sequence[trio.abc.Instrument] = (),
+    restrict_keyboard_interrupt_to_checkpoints: bool = False,
 ) -> T:
     """``trio.run(async_fn, *args)`` with a deterministic, seeded scheduler.
 
@@ -115,7 +116,16 @@ def run(
     :class:`ValueError`, and one with a clock other than ``MockClock``
     :class:`ValueError` (it is virtual time), before anything runs.
 
-    ``instruments`` are passed to ``trio.run``.
+    ``instruments`` and ``restrict_keyboard_interrupt_to_checkpoints`` are
+    passed to ``trio.run``. Restricted, a Ctrl-C is raised in the main task at
+    its next checkpoint, never in the middle of trio's own bookkeeping: by
+    default it lands wherever the running task is, and one that lands inside
+    ``start_soon`` (between making a task's coroutine and registering it)
+    leaves trio's task sets broken (a ``TrioInternalError``), a coroutine
+    never awaited, or the interrupt swallowed by an instrument. A run that
+    checkpoints (every run on the mock clock does, each time it blocks)
+    loses nothing by it; a loop that never checkpoints cannot be
+    interrupted then.
     """
     bounds = check_latency(latency)
     if time_limit is not None:
@@ -143,7 +153,12 @@ def run(
         raise (TimeLimitError if watch.timed_out else DeadlockError)(watch.report)
 
     try:
-        return trio.run(seeded, clock=clock, instruments=instruments)
+        return trio.run(
+            seeded,
+            clock=clock,
+            instruments=instruments,
+            restrict_keyboard_interrupt_to_checkpoints=restrict_keyboard_interrupt_to_checkpoints,
+        )
     finally:
         setattr(_trio_run, "_ALLOW_DETERMINISTIC_SCHEDULING", saved_flag)  # noqa: B010
         _trio_run._r.setstate(saved_state)

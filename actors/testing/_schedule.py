@@ -623,6 +623,9 @@ def _run_once(
                 clock=MockClock(autojump_threshold=0),
                 latency=latency,
                 instruments=() if recorder is None else (recorder,),
+                # Not inside trio's bookkeeping or an instrument (which trio
+                # would drop, the interrupt with it): at a checkpoint.
+                restrict_keyboard_interrupt_to_checkpoints=True,
             )
     except _NotAsyncError as caught:
         raise TypeError(str(caught)) from None
