@@ -76,6 +76,7 @@ import trio
 
 from .._core._transit import Latency, check_latency
 from ._footprints import check_shared
+from ._heap import Heap
 from ._schedule import (
     _NONDETERMINISTIC,
     DEFAULT_MAX_STEPS,
@@ -257,41 +258,49 @@ def explore(
     runs = _Tally()
     seen = _SeenRuns()
     failure: Failure | None = None
-    for index in range(budget):
-        decide = chosen.next_run(index)
-        if decide is None:
-            break
-        try:
-            run = run_once(decide, kind=chosen.kind, states=chosen.cache, footprints=count_traces)
-        except ScheduleError as error:
-            # dfs picks only options an earlier run of the same prefix had.
-            raise NondeterminismError(f"{_NONDETERMINISTIC}: {error}") from None
-        seen.check(run, index)
-        runs.add(run)
-        chosen.after(run)
-        if progress is not None:
-            progress(
-                runs.runs,
-                finish(
-                    runs,
-                    complete=False,
-                    failure=None,
-                    merged=getattr(chosen, "merged", 0),
-                    skipped=getattr(chosen, "skipped", 0),
-                ),
-            )
-        if run.error is not None:
-            found = run.schedule
-            # A run past the step limit is not minimised: each try is as
-            # long, and ddmin tries about as many as it has choices.
-            failure = (
-                _minimised(run_once, run, found, max_steps=max_steps)
-                if minimise and not isinstance(run.error, StepLimitError)
-                else _failure(run, found, found, 0, max_steps)
-            )
-            assert failure is not None, "a run with an error is a failure"
-            _confirm(run_once, failure)
-            break
+    # Each run's garbage collected at its end, what survives frozen (_heap).
+    heap = Heap()
+    try:
+        for index in range(budget):
+            decide = chosen.next_run(index)
+            if decide is None:
+                break
+            try:
+                run = run_once(
+                    decide, kind=chosen.kind, states=chosen.cache, footprints=count_traces
+                )
+            except ScheduleError as error:
+                # dfs picks only options an earlier run of the same prefix had.
+                raise NondeterminismError(f"{_NONDETERMINISTIC}: {error}") from None
+            heap.after_run()
+            seen.check(run, index)
+            runs.add(run)
+            chosen.after(run)
+            if progress is not None:
+                progress(
+                    runs.runs,
+                    finish(
+                        runs,
+                        complete=False,
+                        failure=None,
+                        merged=getattr(chosen, "merged", 0),
+                        skipped=getattr(chosen, "skipped", 0),
+                    ),
+                )
+            if run.error is not None:
+                found = run.schedule
+                # A run past the step limit is not minimised: each try is as
+                # long, and ddmin tries about as many as it has choices.
+                failure = (
+                    _minimised(run_once, run, found, max_steps=max_steps)
+                    if minimise and not isinstance(run.error, StepLimitError)
+                    else _failure(run, found, found, 0, max_steps)
+                )
+                assert failure is not None, "a run with an error is a failure"
+                _confirm(run_once, failure)
+                break
+    finally:
+        heap.close()
     # A budget spent on the last schedule within the bound is complete too:
     # whether another is left is known without running it.
     complete = (

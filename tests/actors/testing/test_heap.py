@@ -1,0 +1,75 @@
+"""An exploration collects each run's garbage at the run's end and freezes
+what survives (actors/testing/_heap.py), and leaves the collector as it
+found it."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+from collections.abc import Awaitable, Callable
+
+import pytest
+import trio
+
+from actors.testing import explore
+
+
+class _Node:
+    def __init__(self) -> None:
+        self.me = self  # a cycle: only the collector frees it
+
+
+def _program(
+    seen: list[tuple[int, bool]], refs: list[weakref.ref[_Node]]
+) -> Callable[[], Awaitable[None]]:
+    async def main() -> None:
+        # What every run before this one left in a cycle is gone already.
+        seen.append((gc.get_freeze_count(), all(ref() is None for ref in refs)))
+        refs.append(weakref.ref(_Node()))
+        async with trio.open_nursery() as nursery:
+            for _ in range(2):
+                nursery.start_soon(trio.lowlevel.checkpoint)
+
+    return main
+
+
+def test_each_runs_cycles_are_collected_and_the_rest_frozen_until_the_end() -> None:
+    seen: list[tuple[int, bool]] = []
+    refs: list[weakref.ref[_Node]] = []
+    exploration = explore(_program(seen, refs), strategy="dfs", bound=1, reduction=False)
+    assert exploration.runs == len(seen) > 2
+    (first_frozen, _), *later = seen
+    assert first_frozen == 0  # nothing frozen before the first run ends
+    assert all(frozen > 0 for frozen, _ in later)  # after it: what survived it
+    assert all(clean for _, clean in later)  # each run's cycle collected, not frozen
+    assert gc.get_freeze_count() == 0  # unfrozen at the end
+
+
+def test_what_the_caller_froze_stays_frozen_and_nothing_more_is() -> None:
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        seen: list[tuple[int, bool]] = []
+        explore(_program(seen, []), strategy="dfs", bound=1, reduction=False)
+        assert len(seen) > 2
+        assert {count for count, _ in seen} == {frozen}
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()
+
+
+def test_an_interrupted_exploration_unfreezes_too() -> None:
+    runs = 0
+
+    async def main() -> None:
+        nonlocal runs
+        runs += 1
+        async with trio.open_nursery() as nursery:
+            for _ in range(2):
+                nursery.start_soon(trio.lowlevel.checkpoint)
+        if runs == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        explore(main, strategy="dfs", bound=1, reduction=False)
+    assert gc.get_freeze_count() == 0
