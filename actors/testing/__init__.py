@@ -14,11 +14,11 @@ fails with the minimised failing schedule and the line that replays it,
 schedules".
 """
 
+from .._declare import belong as belong
+from .._declare import share as share
+from .._declare import touch as touch
 from ._explore import explore as explore
 from ._explore import failure_report as failure_report
-from ._footprints import belong as belong
-from ._footprints import share as share
-from ._footprints import touch as touch
 from ._schedule import STRATEGIES as STRATEGIES
 from ._schedule import Exploration as Exploration
 from ._schedule import ExplorationError as ExplorationError

@@ -27,6 +27,8 @@ from typing import Protocol
 import attrs
 import trio
 
+from actors._declare import belong
+
 from ..compute._placement import renders_interactively
 from ..compute._state import Role
 from ..model._dataflow import DataflowDescription
@@ -127,6 +129,7 @@ class ChannelAdapter:
             self._serving.cancel()
 
     async def run(self) -> None:
+        belong(self)
         async for connection in self.connections:
             self.seen.add(connection.nonce)
             await self._serve(connection)
@@ -392,6 +395,7 @@ class Process:
 
     async def multiplex(self, nursery: trio.Nursery) -> None:
         """Serve connections one at a time, in the order they arrive."""
+        belong(self)
         self._nursery = nursery
         async for connection in self._incoming[1]:
             self._connections.append(connection)

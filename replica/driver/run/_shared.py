@@ -7,9 +7,10 @@ share plain Python objects with each other and with the tasks outside
 actors (the driver, the channel adapters, the multiplexers): every
 attribute read or write of an instance of these classes is recorded as a
 touch of that instance. The list follows an audit of every object that
-tasks of two owners touched in explored runs of the bundled specs
-(``tests/replica/driver/run/test_explore_reduction.py`` checks the reduced
-search against the full one). Frozen values (commands, responses,
+tasks of two owners touched in explored runs of the bundled specs, which
+``tests/replica/driver/run/test_shared_audit.py`` repeats: it watches every
+mutable class of the packages left out of this list, and fails when two
+owners touch one instance. Frozen values (commands, responses,
 dataflow descriptions, frontiers, incarnations) need no entry: reads of
 what never changes commute.
 """
@@ -19,14 +20,20 @@ from __future__ import annotations
 from barrier._barrier import ReconcileBarrier
 from barrier._state import BarrierState
 from replica.client._controller import Controller, _PendingPeek, _Session, _Subscription
-from replica.compute._peers import PeerView
+from replica.compute._peers import PeerRecord, PeerView
 from replica.compute._state import ComputeState
 from replica.engine._arrangement import Arrangement, Cursor, ReadHold
 from replica.engine._exchange import Exchange, Fabric
 from replica.engine._exports import IndexPart
 from replica.model._listeners import Listeners
 from replica.model._metrics import Metrics
-from replica.runtime._connection import ResponseLine, RuntimeConnection, ServerEnd
+from replica.runtime._connection import (
+    CommandLine,
+    ConnectionOrder,
+    ResponseLine,
+    RuntimeConnection,
+    ServerEnd,
+)
 from replica.runtime._faults import Faults
 from replica.runtime._merge import PartitionedState
 from replica.runtime._process import ChannelAdapter, Process, _Merge
@@ -47,6 +54,9 @@ SHARED: tuple[type, ...] = (
     ReadHold,
     IndexPart,
     PeerView,
+    # A runtime's record of a peer's sink or one-shot export: its since,
+    # which AllowCompaction moves, is read by the driver's invariant checks.
+    PeerRecord,
     Listeners,
     ComputeState,
     Worker,
@@ -59,6 +69,13 @@ SHARED: tuple[type, ...] = (
     _Merge,
     PartitionedState,
     Process,
+    # The connection order process 0's multiplexer writes and global worker
+    # 0's adapter reads (each in a task of its own: Process.multiplex and
+    # ChannelAdapter.run belong to their objects).
+    ConnectionOrder,
+    # A connection's commands, which the driver sends and process's
+    # multiplexer takes (all that is queued at once).
+    CommandLine,
     RuntimeConnection,
     ResponseLine,
     ServerEnd,
