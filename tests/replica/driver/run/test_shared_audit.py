@@ -59,7 +59,8 @@ def _frozen(cls: type) -> bool:
     return getattr(cls.__setattr__, "__name__", "") == "_frozen_setattrs"
 
 
-def _watched() -> list[type]:
+@functools.cache
+def _classes() -> tuple[type, ...]:
     """The mutable classes of the packages that SHARED leaves out."""
     classes: dict[type, None] = {}
     for package in PACKAGES:
@@ -75,7 +76,7 @@ def _watched() -> list[type]:
                 if inspect.isabstract(cls) or getattr(cls, "_is_protocol", False):
                     continue
                 classes[cls] = None
-    return list(classes)
+    return tuple(classes)
 
 
 def _owner() -> str | None:
@@ -116,11 +117,6 @@ class _Audit:
             if len(owners) > 1:
                 found.setdefault(self.kinds[key], sorted(owners))
         return found
-
-
-@functools.cache
-def _classes() -> tuple[type, ...]:
-    return tuple(_watched())
 
 
 @contextmanager
