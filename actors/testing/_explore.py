@@ -76,7 +76,7 @@ import trio
 
 from .._core._transit import Latency, check_latency
 from ._footprints import check_shared
-from ._heap import Heap
+from ._heap import Heap, Memo
 from ._schedule import (
     _NONDETERMINISTIC,
     DEFAULT_MAX_STEPS,
@@ -330,8 +330,8 @@ class _SeenRuns:
     def __init__(self) -> None:
         # A hash of a prefix of picks -> the options at the next choice
         # point, 0 where the run ended.
-        self._options: dict[int, int] = {}
-        self._digests: dict[tuple[int, ...], str] = {}
+        self._options: Memo[int, int] = Memo()
+        self._digests: Memo[tuple[int, ...], str] = Memo()
 
     def check(self, run: _Run, index: int) -> None:
         key = 0

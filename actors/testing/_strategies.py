@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 import attrs
 
+from ._heap import Memo
 from ._schedule import BATCHES, STEPS, Batch, Decide, Keying, Schedule, _Run, hold, unpick, wait
 
 # The chance that random holds a task back at a choice point, while its run
@@ -140,7 +141,7 @@ class _Dfs(_Strategy):
         # -> the node (a hash of the picks before it) that explored on from
         # it first and the budgets left there: (level, reorders, holds).
         self.cache = cache
-        self._explored: dict[bytes, tuple[int, tuple[int, int, int]]] = {}
+        self._explored: Memo[bytes, tuple[int, tuple[int, int, int]]] = Memo()
         # The runs (each counted once) whose schedules below a state were
         # left out because another node had explored on from that state
         # with as much left.
@@ -153,11 +154,13 @@ class _Dfs(_Strategy):
         # by kind, as positions among its options in creation order) -> the
         # pairs of those positions whose steps were dependent, in the order
         # they ran, and the state at the next batch's start.
-        self._outcomes: dict[bytes, dict[_Outcome, tuple[frozenset[tuple[int, int]], bytes]]] = {}
+        self._outcomes: Memo[bytes, Memo[_Outcome, tuple[frozenset[tuple[int, int]], bytes]]] = (
+            Memo()
+        )
         self._cap = bound + delays
         self._level = 0
         self._prefix: list[int] | None = []
-        self._known: dict[tuple[tuple[int, int], ...], _Run] = {}
+        self._known: Memo[tuple[tuple[int, int], ...], _Run] = Memo()
         # Those of them walked, not run (see _advance).
         self._walked: set[tuple[tuple[int, int], ...]] = set()
         # Whether this level ran or walked a schedule (level 0 runs the
@@ -209,7 +212,7 @@ class _Dfs(_Strategy):
             position = {task: i for i, task in enumerate(batch.options)}
             dependent = frozenset((position[a], position[b]) for a, b in batch.dependent)
             before, after = run.states[index][1], run.states[index + 1][1]
-            self._outcomes.setdefault(before, {})[outcome] = (dependent, after)
+            self._outcomes.setdefault(before, Memo())[outcome] = (dependent, after)
 
     def _advance(self, run: _Run, *, new: bool = False) -> None:
         while True:

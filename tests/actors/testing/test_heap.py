@@ -12,6 +12,9 @@ import pytest
 import trio
 
 from actors.testing import explore
+from actors.testing._explore import _SeenRuns
+from actors.testing._heap import Memo
+from actors.testing._strategies import _Dfs
 
 
 class _Node:
@@ -73,3 +76,34 @@ def test_an_interrupted_exploration_unfreezes_too() -> None:
     with pytest.raises(KeyboardInterrupt):
         explore(main, strategy="dfs", bound=1, reduction=False)
     assert gc.get_freeze_count() == 0
+
+
+def test_the_memos_are_memo_dicts() -> None:
+    # Each dict an exploration keeps growing for its whole length (the
+    # states and plays of dfs, the options and steps seen after each prefix)
+    # is a Memo: a plain one is untracked when what it holds is, and comes
+    # back into a generation, to be traversed by every collection, each
+    # time it gets a new entry.
+    for memo_holder in (_Dfs(1, 1, cache="traces"), _SeenRuns()):
+        kept = {name: value for name, value in vars(memo_holder).items() if type(value) is dict}
+        assert kept == {}, f"{type(memo_holder).__name__} keeps plain dicts: {sorted(kept)}"
+        assert any(isinstance(value, Memo) for value in vars(memo_holder).values())
+
+
+def test_a_memo_stays_tracked_where_a_dict_is_untracked() -> None:
+    memo: Memo[int, tuple[int, int]] = Memo({1: (1, 2)})
+    plain = {1: (1, 2)}
+    gc.collect()
+    assert not gc.is_tracked(plain)  # all it holds is untracked: so is it
+    assert gc.is_tracked(memo)
+    memo[2] = (3, 4)
+    gc.freeze()
+    try:
+        fresh = tuple(range(2))  # made now: tracked, as a new entry's value is
+        memo[3] = fresh
+        plain[3] = fresh
+        young = [id(obj) for obj in gc.get_objects()]  # the frozen are left out
+        assert id(plain) in young
+        assert id(memo) not in young
+    finally:
+        gc.unfreeze()
