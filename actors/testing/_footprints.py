@@ -12,20 +12,25 @@ A **step** is one task's run from one checkpoint to the next. Its
   sequencers, receptionist and transit (reported through
   :mod:`actors._core._footprint`);
 - every task it woke (a wake-up touches the woken task's actor), the nursery
-  it spawned into, the tasks of a cancel scope it cancelled;
+  it spawned into, left or reached the end of, the tasks of a cancel scope
+  it cancelled (Trio's own cancels too: a child's error, a deadline);
 - every Trio memory channel, ``Event``, ``Lock``, ``StrictFIFOLock``,
   ``Semaphore``, ``CapacityLimiter``, ``Condition`` and ``ParkingLot`` it
   called (their methods are wrapped for the run);
 - everything it declared with :func:`touch`, and, every step, what the task
   declared with :func:`share`.
 
-Two steps are **dependent** when their footprints meet. Two runs are
-equivalent (the same Mazurkiewicz trace) when, for every object, the steps
-that touched it did so in the same order. The **key** of a state summarises
-exactly that: for each object, the sequence of (task, step number) that
-touched it, combined over objects in an order-free way, with the virtual
-time, the order of creation of the tasks alive (Trio runs a batch in that
-order) and the tasks held until no other can run. Equal keys (up to hash
+Two steps are **dependent** when their footprints meet, unless both touched
+the object in one commuting kind (:data:`EXIT`, a child leaving its nursery
+quietly; :data:`READ`, a cancel of a scope cancelled already); any other
+access is a write. Two runs are equivalent (the same Mazurkiewicz trace)
+when, for every object, the steps that touched it did so in the same order,
+a run of accesses of one commuting kind counting as a set. The **key** of a
+state summarises exactly that: for each object, the sequence of (task, step
+number) that touched it (a commuting run: their sum), combined over objects
+in an order-free way, with the virtual time, the order of creation of the
+tasks alive (Trio runs a batch in that order) and the tasks held until no
+other can run. Equal keys (up to hash
 collisions, 2^-64 per pair) mean equivalent runs, hence the same state,
 provided tasks share mutable state only through what is recorded here.
 
@@ -40,6 +45,7 @@ import collections
 import functools
 import inspect
 from collections.abc import Callable, Iterator
+from collections.abc import Set as AbstractSet
 from contextlib import contextmanager
 from typing import Any
 
@@ -58,6 +64,39 @@ _CREATION = 0xC4EA7E
 it (which task is spawned first sets the default order of later batches)."""
 # The object that all tasks outside every actor share.
 _OUTSIDE = 0x0B5E
+EXIT = 1
+"""The kind of access of a child that leaves its nursery with a value, or
+cancelled along with it (see :meth:`Recorder.child_finished`): two of them
+commute."""
+READ = 2
+"""The kind of access that only reads (a cancel of a scope cancelled
+already): two of them commute."""
+_NONE: frozenset[int] = frozenset()
+
+
+def _conflict(
+    writes: AbstractSet[int],
+    kinds: dict[int, int] | None,
+    other: AbstractSet[int],
+    other_kinds: dict[int, int] | None,
+) -> bool:
+    """Whether two steps that share no written name conflict: one writes
+    what the other touched in a commuting kind, or both touched a name in
+    two different kinds."""
+    if kinds and not other.isdisjoint(kinds):
+        return True
+    if other_kinds and not writes.isdisjoint(other_kinds):
+        return True
+    if kinds and other_kinds:
+        return any(other_kinds.get(name, kind) != kind for name, kind in kinds.items())
+    return False
+
+
+def _cancelled_only(error: BaseException) -> bool:
+    """Whether ``error`` is a ``Cancelled``, or a group of only those."""
+    if isinstance(error, BaseExceptionGroup):
+        return all(_cancelled_only(inner) for inner in error.exceptions)
+    return isinstance(error, trio.Cancelled)
 
 
 class _Task:
@@ -102,7 +141,7 @@ class Recorder(trio.abc.Instrument):
         # Object -> its canonical name (kept alive, so that ids stay unique).
         self._names: dict[int, tuple[object, int]] = {}
         # Canonical name -> (hash of its accesses, the last access).
-        self._seq: dict[int, tuple[int, int, int]] = {}
+        self._seq: dict[int, tuple[int, ...]] = {}
         self.total = 0
         self.accesses = 0
         self.error: BaseException | None = None
@@ -110,9 +149,17 @@ class Recorder(trio.abc.Instrument):
         # collected by the chooser at the next batch's start.
         self.batch: dict[Any, set[int]] = {}
         self._prints: set[int] = set()
-        # The ids of the objects touched in the running step, and the names
-        # of the actors.
-        self._touched: set[int] = set()
+        # The names each task's step in the batch running touched only in a
+        # commuting kind (name -> kind), where it did; and the running task.
+        self.commuting: dict[Any, dict[int, int]] = {}
+        self._task: Any = None
+        # A nursery whose child is leaving it in a commuting kind (see
+        # child_finished), and the tasks it woke, whose next step touches it.
+        self._finishing: Any = None
+        self._resumed: dict[Any, object] = {}
+        # The ids of the objects touched in the running step (id -> kind:
+        # 0, a write), and the names of the actors.
+        self._touched: dict[int, int] = {}
         self._actors: dict[Address, int] = {}
 
     # The key ----------------------------------------------------------------
@@ -128,15 +175,20 @@ class Recorder(trio.abc.Instrument):
 
     # Accesses ---------------------------------------------------------------
 
-    def _access(self, name: int) -> None:
+    def _access(self, name: int, kind: int = 0) -> None:
+        """Record that the running step touches ``name``: a write (``kind``
+        0) or an access of a commuting ``kind`` (see :data:`EXIT`)."""
         current, step = self._current, self._step
         known = self._seq.get(name)
+        if kind:
+            self._commute(name, kind, known)
+            return
         if known is None:
             before = 0
             hashed = hash((name, current, step))
         else:
-            before, last_task, last_step = known
-            if last_task == current and last_step == step:
+            before = known[0]
+            if known[1] == current and known[2] == step and len(known) == 3:
                 return
             hashed = hash((before, current, step))
         self.accesses += 1
@@ -147,12 +199,36 @@ class Recorder(trio.abc.Instrument):
             mixed -= hash((name, before)) & _MASK
         self.total = (self.total + mixed) & _MASK
 
-    def touch(self, obj: object) -> None:
+    def _commute(self, name: int, kind: int, known: tuple[int, ...] | None) -> None:
+        """An access of a commuting ``kind``: consecutive ones of one kind
+        form a segment of the name's history that is a set, not a sequence
+        (its hash is their sum), so their order does not change the key."""
+        current, step = self._current, self._step
+        if known is not None and known[1] == current and known[2] == step:
+            return  # this step touched it already: its write stands, or its segment has it
+        if known is not None and len(known) == 6 and known[3] == kind:
+            base, segment = known[4], known[5]
+        else:
+            base, segment = (0 if known is None else known[0]), 0
+        segment = (segment + (hash((current, step)) & _MASK)) & _MASK
+        hashed = hash((base, kind, segment))
+        self.accesses += 1
+        self.commuting.setdefault(self._task, {})[name] = kind
+        self._seq[name] = (hashed, current, step, kind, base, segment)
+        mixed = hash((name, hashed)) & _MASK
+        if known is not None:
+            mixed -= hash((name, known[0])) & _MASK
+        self.total = (self.total + mixed) & _MASK
+
+    def touch(self, obj: object, kind: int = 0) -> None:
         key = id(obj)
         touched = self._touched
-        if key in touched:  # already in this step's footprint
-            return
-        touched.add(key)
+        had = touched.get(key)
+        if had is not None:
+            if had == 0 or had == kind:  # already in this step's footprint
+                return
+            kind = 0  # two kinds in one step: a write
+        touched[key] = kind
         known = self._names.get(key)
         if known is None:
             self._fresh += 1
@@ -160,7 +236,7 @@ class Recorder(trio.abc.Instrument):
             self._names[key] = (obj, name)
         else:
             name = known[1]
-        self._access(name)
+        self._access(name, kind)
 
     def touch_actor(self, address: Address) -> None:
         name = self._actors.get(address)
@@ -190,17 +266,23 @@ class Recorder(trio.abc.Instrument):
         self._current = info.canon
         self._step = info.steps
         self._fresh = 0
-        self._touched = set()
+        self._touched = {}
+        self._task = task
         self._prints = self.batch.setdefault(task, set())
         self._touch_owner(task)
         for obj in task.context.get(_footprint.standing, ()):
             self.touch(obj)
+        if self._resumed:
+            nursery = self._resumed.pop(task, None)
+            if nursery is not None:
+                self.touch(nursery)
 
     def after_task_step(self, task: Any) -> None:
         self._current = _LOOP
         self._step = 0
         self._prints = set()
-        self._touched = set()
+        self._touched = {}
+        self._task = None
 
     @_keeping_errors
     def task_spawned(self, task: Any) -> None:
@@ -221,16 +303,57 @@ class Recorder(trio.abc.Instrument):
 
     @_keeping_errors
     def task_scheduled(self, task: Any) -> None:
+        finishing = self._finishing
+        if finishing is not None and task is finishing.parent_task:
+            # The last child out of a nursery wakes its parent: which of the
+            # children leaving in one kind was last does not matter, so the
+            # wake is the nursery's, and the parent's next step touches it.
+            self._resumed[task] = finishing
+            return
         self._touch_owner(task)
 
     @_keeping_errors
     def task_exited(self, task: Any) -> None:
-        # In the exiting task's step: it leaves its nursery (the last child
-        # out wakes the parent).
+        # In the exiting task's step (it left its nursery: child_finished).
         self._live.pop(task, None)
         self._live_hash = None
-        if task.parent_nursery is not None:
-            self.touch(task.parent_nursery)
+
+    def child_finished(self, nursery: Any, outcome: Any) -> None:
+        """``nursery``'s child is leaving it with ``outcome``, in the
+        child's last step. Leaving with a value, or cancelled once the
+        nursery's scope is (its tasks torn down together), only takes the
+        child out of the nursery's set (and puts a ``Cancelled`` that the
+        scope will swallow in its list), which commutes with any other
+        child's doing the same (:data:`EXIT`). Any other error cancels the
+        scope and sets the order of the errors raised: a write."""
+        error = getattr(outcome, "error", None)
+        if error is None or (nursery.cancel_scope._cancel_called and _cancelled_only(error)):
+            self._finishing = nursery
+            self.touch(nursery, EXIT)
+        else:
+            self.touch(nursery)
+
+    def finished(self) -> None:
+        self._finishing = None
+
+    def dependent(self, ran: tuple[Any, ...]) -> list[tuple[int, int]]:
+        """The pairs (i, j), i < j, of the steps of ``ran`` (the batch just
+        run, one step each, in order) that touched a common object, not both
+        in one commuting kind."""
+        writes = [self.batch.get(task, _NONE) for task in ran]
+        kinds = [self.commuting.get(task) for task in ran]
+        pairs = []
+        for i in range(len(ran)):
+            for j in range(i + 1, len(ran)):
+                if not writes[i].isdisjoint(writes[j]) or (
+                    (kinds[i] or kinds[j]) and _conflict(writes[i], kinds[i], writes[j], kinds[j])
+                ):
+                    pairs.append((i, j))
+        return pairs
+
+    def end_batch(self) -> None:
+        self.batch = {}
+        self.commuting = {}
 
 
 # Trio's primitives, wrapped for a run -------------------------------------------
@@ -278,14 +401,36 @@ def _owners(scope: Any) -> None:
         statuses.extend(status._children)
 
 
+def _finishing(function: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(function)
+    def finished(self: Any, task: Any, outcome: Any) -> Any:
+        sink = _footprint.sink
+        if not isinstance(sink, Recorder):
+            return function(self, task, outcome)
+        sink.child_finished(self, outcome)
+        try:
+            return function(self, task, outcome)
+        finally:
+            sink.finished()
+
+    return finished
+
+
 def _cancel(function: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(function)
     def cancelling(self: Any, *args: Any, **kwargs: Any) -> Any:
-        # The scope itself too: a task that enters it later (which its
-        # __enter__ records) sees it cancelled already, one that entered
-        # before is among its tasks.
-        _footprint.touch(self)
-        _owners(self)
+        # Every cancel, Trio's own too (a child's error cancels its nursery,
+        # a deadline passes). One of a scope cancelled already does nothing
+        # but read that it is: two such commute (READ). Otherwise it writes
+        # the scope (a task that enters it later, which its __enter__
+        # records, sees it cancelled) and reaches every task inside it.
+        sink = _footprint.sink
+        if isinstance(sink, Recorder):
+            if self._cancel_called:
+                sink.touch(self, READ)
+            else:
+                sink.touch(self)
+                _owners(self)
         return function(self, *args, **kwargs)
 
     return cancelling
@@ -443,8 +588,14 @@ def _plan(shared: tuple[type, ...]) -> list[tuple[type, str, object, object]]:
             else:
                 replacement = _wrapped(original, of)
             plan.append((cls, name, here, replacement))
-    cancel = trio.CancelScope.__dict__["cancel"]
-    plan.append((trio.CancelScope, "cancel", cancel, _cancel(cancel)))
+    finished = trio.Nursery.__dict__["_child_finished"]
+    plan.append((trio.Nursery, "_child_finished", finished, _finishing(finished)))
+    # The parent, at the nursery's end, sees whether children are left.
+    nested = trio.Nursery.__dict__["_nested_child_finished"]
+    plan.append((trio.Nursery, "_nested_child_finished", nested, _wrapped(nested, _itself)))
+    # (cancel calls it)
+    cancel = trio.CancelScope.__dict__["_cancel"]
+    plan.append((trio.CancelScope, "_cancel", cancel, _cancel(cancel)))
     # Entering a scope another task cancelled, or leaving one (whether the
     # cancel was caught), depends on the order with that cancel.
     for name in ("__enter__", "__exit__"):

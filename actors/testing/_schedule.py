@@ -403,17 +403,11 @@ class _Chooser(random.Random):
             return
         if self._batch is not None:
             point, options, ran = self._batch
-            prints = [recorder.batch.get(task, set()) for task in ran]
             ids = tuple(self._id(task) for task in ran)
-            pairs = frozenset(
-                (ids[i], ids[j])
-                for i in range(len(ran))
-                for j in range(i + 1, len(ran))
-                if not prints[i].isdisjoint(prints[j])
-            )
+            pairs = frozenset((ids[i], ids[j]) for i, j in recorder.dependent(ran))
             self.footprints.append(Batch(point, options, ids, pairs))
             self._batch = None
-        recorder.batch = {}
+        recorder.end_batch()
 
     def _state(self) -> bytes:
         """The state at a batch's start: its trace's key (``"traces"``), or

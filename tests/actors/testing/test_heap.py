@@ -99,7 +99,7 @@ def test_a_memo_stays_tracked_where_a_dict_is_untracked() -> None:
     memo[2] = (3, 4)
     gc.freeze()
     try:
-        fresh = tuple(range(2))  # made now: tracked, as a new entry's value is
+        fresh = (len(memo), len(plain))  # made now: tracked, as a new entry's value is
         memo[3] = fresh
         plain[3] = fresh
         young = [id(obj) for obj in gc.get_objects()]  # the frozen are left out

@@ -600,3 +600,76 @@ def test_entering_a_scope_and_cancelling_it_are_dependent() -> None:
     found = both_ways(cancel_then_enter, bound=1)
     assert_same_coverage(found)
     assert found[False][0].traces == 4
+
+
+# Leaving a nursery -----------------------------------------------------------------
+
+
+def leaving_together(fail: bool) -> Callable[[set[object]], Program]:
+    """Three children of one nursery, each of its own, leave it in one
+    batch: with a value, or (``fail``) with an error: the first to raise
+    cancels the nursery, and the others leave cancelled. The errors the
+    nursery raised are the final state."""
+
+    def program(finals: set[object]) -> Program:
+        async def main() -> None:
+            async def child(i: int) -> None:
+                belong(object())
+                await trio.lowlevel.checkpoint()
+                if fail:
+                    raise ValueError(i)
+
+            try:
+                async with trio.open_nursery() as nursery:
+                    for i in range(3):
+                        nursery.start_soon(child, i)
+            except* ValueError as group:
+                finals.add(tuple(str(error) for error in group.exceptions))
+            else:
+                finals.add(())
+
+        return main
+
+    return program
+
+
+def test_children_leaving_a_nursery_with_values_commute_and_with_errors_do_not() -> None:
+    # Leaving with a value takes a child out of the nursery's set, in any
+    # order the same; leaving with an error cancels the nursery (Trio's own
+    # cancel, which the reduction missed before: it found child 0's error
+    # only), so which child raises first is found for each.
+    quiet = both_ways(leaving_together(fail=False), bound=2, delays=1)
+    loud = both_ways(leaving_together(fail=True), bound=2, delays=1)
+    assert_same_coverage(quiet)
+    assert_same_coverage(loud)
+    assert quiet[False][1] == {()}
+    assert loud[False][1] == {("0",), ("1",), ("2",)}
+    quiet_traces, loud_traces = quiet[True][0].traces, loud[True][0].traces
+    assert quiet_traces is not None
+    assert loud_traces is not None
+    assert quiet_traces < loud_traces
+    assert quiet[True][0].runs < quiet[False][0].runs
+
+
+def test_a_child_cancelled_with_its_nursery_leaves_it_in_any_order() -> None:
+    # Cancelled together (the nursery's scope cancelled), the children leave
+    # in one kind; the scope swallows their Cancelled whatever their order.
+    def program(finals: set[object]) -> Program:
+        async def main() -> None:
+            async def child() -> None:
+                belong(object())
+                await trio.sleep_forever()
+
+            async with trio.open_nursery() as nursery:
+                for _ in range(3):
+                    nursery.start_soon(child)
+                await trio.testing.wait_all_tasks_blocked()
+                nursery.cancel_scope.cancel()
+            finals.add(nursery.cancel_scope.cancelled_caught)
+
+        return main
+
+    found = both_ways(program, bound=2, delays=1)
+    assert_same_coverage(found)
+    assert found[False][1] == {True}
+    assert found[True][0].runs < found[False][0].runs
