@@ -30,9 +30,9 @@ state summarises exactly that: for each object, the sequence of (task, step
 number) that touched it (a commuting run: their sum), combined over objects
 in an order-free way, with the virtual time, the order of creation of the
 tasks alive (Trio runs a batch in that order) and the tasks held until no
-other can run. Equal keys (up to hash
-collisions, 2^-64 per pair) mean equivalent runs, hence the same state,
-provided tasks share mutable state only through what is recorded here.
+other can run. Equal keys (up to hash collisions, 2^-64 per pair) mean
+equivalent runs, hence the same state, provided tasks share mutable state
+only through what is recorded here.
 
 Tasks are named canonically, by who spawned them and in which order (the
 k-th task spawned by a task), not by creation order, which two equivalent
