@@ -1,6 +1,7 @@
 """What a program declares for the explorer's reduction (docs/actors.md,
 "Reduction"): the state its tasks share outside what the reduction sees by
-itself. Public as ``actors.testing.touch``, ``belong`` and ``share``; here, in
+itself. Public as ``actors.testing.touch``, ``belong``, ``share`` and
+``Table``; here, in
 the ``actors`` layer, so that an application can declare without loading the
 explorer (``actors.testing`` loads it whole).
 """
@@ -8,6 +9,7 @@ explorer (``actors.testing`` loads it whole).
 from __future__ import annotations
 
 from ._core import _footprint
+from ._core._footprint import Table as Table
 
 
 def touch(obj: object) -> None:

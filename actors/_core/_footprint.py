@@ -12,27 +12,51 @@ in the explorer's runs), each call is one global read.
 from __future__ import annotations
 
 import contextvars
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from ._envelope import Address
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+REWRITE = 3
+"""The kind of access of a :class:`Table` whose entry is removed or given
+another value: it keeps the order of the other keys, so two such of
+distinct keys commute (each also writes its key's entry)."""
 
 
 class Sink(Protocol):
-    def touch(self, obj: object) -> None: ...
+    def touch(self, obj: object, kind: int = 0) -> None: ...
 
     def touch_actor(self, address: Address) -> None: ...
+
+    def touch_item(self, table: object, key: object) -> None: ...
+
+    def set_item(self, table: object, key: object, value: object, held: object) -> None: ...
+
+    def created(self, obj: object) -> None: ...
 
 
 # The recorder of the run in progress, if it records.
 sink: Sink | None = None
 
 
-def touch(obj: object) -> None:
+def touch(obj: object, kind: int = 0) -> None:
     """Record that the running step reads or writes ``obj`` (shared by
-    tasks of more than one actor)."""
+    tasks of more than one actor), or accesses it in a commuting ``kind``
+    (such as :data:`REWRITE`)."""
     if sink is not None:
-        sink.touch(obj)
+        sink.touch(obj, kind)
+
+
+def touch_item(table: object, key: object) -> None:
+    """Record that the running step reads or writes the entry ``key`` of
+    ``table`` (and nothing else of it)."""
+    if sink is not None:
+        sink.touch_item(table, key)
 
 
 def touch_actor(address: Address) -> None:
@@ -67,3 +91,143 @@ def belong(obj: object) -> None:
     too)."""
     owner.set(obj)
     touch(obj)
+
+
+_PLAIN = (str, bytes, int, bool, type(None))
+
+
+def plain(value: object) -> bool:
+    """Whether ``value`` is immutable and told apart by equality alone (a
+    integer, a string, ``None``, or a tuple or frozenset of those; not a
+    float: 0.0 and -0.0 are equal)."""
+    kind = type(value)
+    if kind in _PLAIN:
+        return True
+    if kind is tuple or kind is frozenset:
+        return all(plain(item) for item in value)  # type: ignore[attr-defined]
+    return False
+
+
+def same(held: object, value: object) -> bool:
+    """Whether an entry holding ``held`` holds ``value`` already."""
+    if held is value:
+        return True
+    return type(held) is type(value) and plain(held) and plain(value) and held == value
+
+
+def _whole(name: str) -> Any:
+    """``dict``'s method ``name``, touching the whole table first."""
+    method = getattr(dict, name)
+
+    def whole(self: dict[Any, Any], *args: Any, **kwargs: Any) -> Any:
+        touch(self)
+        return method(self, *args, **kwargs)
+
+    whole.__name__ = whole.__qualname__ = name
+    return whole
+
+
+MISSING: Any = object()
+"""What :meth:`Sink.set_item` is told an absent key held."""
+
+
+class Table(dict[K, V]):
+    """A dict shared by tasks of more than one actor whose uses the
+    explorer's reduction records entry by entry, so that tasks using
+    distinct keys stay independent:
+
+    - a lookup (``in``, ``[]``, :meth:`get`) reads its key's entry;
+    - setting a key to a plain value (an integer, a string, ``None``, or a
+      tuple or frozenset of those) writes its entry in a kind of the
+      value's (two settings to equal values commute); to any other value,
+      writes it;
+    - setting a key to a value it does not hold yet also touches the table:
+      a new key (the order of keys, which iteration follows) in a kind of
+      the key's and the value's (two settings of one new key to one value
+      commute) for a plain value, else writes it; another value in the kind
+      :data:`REWRITE` (the order of keys stays: two of distinct keys
+      commute). A setting to a plain value held already is the kind of a
+      new key's (it commutes with that one);
+    - removing a key (``del``, :meth:`pop`) writes its entry and touches the
+      table in the kind :data:`REWRITE`;
+    - anything else (iteration, ``len``, a view, a bulk update, ``repr``)
+      writes the whole table. A view is read when it is made: iterating one
+      kept from an earlier step is not recorded.
+
+    Outside an exploration's recorded runs it is a plain dict but for the
+    cost of the calls."""
+
+    __slots__ = ()
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if sink is not None:
+            # Named by the step that makes it (two steps using distinct keys
+            # first do not name it in the order they ran).
+            sink.created(self)
+
+    def __contains__(self, key: object) -> bool:
+        touch_item(self, key)
+        return super().__contains__(key)
+
+    def __getitem__(self, key: K) -> V:
+        touch_item(self, key)
+        return super().__getitem__(key)
+
+    def get(self, key: K, default: Any = None) -> Any:
+        touch_item(self, key)
+        return super().get(key, default)
+
+    def __setitem__(self, key: K, value: V) -> None:
+        if sink is not None:
+            sink.set_item(self, key, value, super().get(key, MISSING))
+        super().__setitem__(key, value)
+
+    def __delitem__(self, key: K) -> None:
+        self._removing(key)
+        super().__delitem__(key)
+
+    def pop(self, key: K, *default: Any) -> Any:
+        self._removing(key)
+        return super().pop(key, *default)
+
+    def _removing(self, key: object) -> None:
+        if sink is not None:
+            sink.touch_item(self, key)
+            if super().__contains__(key):
+                sink.touch(self, REWRITE)
+
+    def __iter__(self) -> Iterator[K]:
+        touch(self)
+        return super().__iter__()
+
+    def __reversed__(self) -> Iterator[K]:
+        touch(self)
+        return super().__reversed__()
+
+    def __len__(self) -> int:
+        touch(self)
+        return super().__len__()
+
+    def keys(self) -> Any:
+        touch(self)
+        return super().keys()
+
+    def values(self) -> Any:
+        touch(self)
+        return super().values()
+
+    def items(self) -> Any:
+        touch(self)
+        return super().items()
+
+    clear = _whole("clear")
+    copy = _whole("copy")
+    popitem = _whole("popitem")
+    setdefault = _whole("setdefault")
+    update = _whole("update")
+    __eq__ = _whole("__eq__")
+    __ne__ = _whole("__ne__")
+    __or__ = _whole("__or__")
+    __ior__ = _whole("__ior__")
+    __repr__ = _whole("__repr__")

@@ -14,6 +14,7 @@ fails with the minimised failing schedule and the line that replays it,
 schedules".
 """
 
+from .._declare import Table as Table
 from .._declare import belong as belong
 from .._declare import share as share
 from .._declare import touch as touch
@@ -45,5 +46,6 @@ del _value
 explore.__module__ = "actors.testing"
 belong.__module__ = "actors.testing"
 share.__module__ = "actors.testing"
+Table.__module__ = "actors.testing"
 touch.__module__ = "actors.testing"
 failure_report.__module__ = "actors.testing"

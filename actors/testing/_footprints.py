@@ -12,18 +12,23 @@ A **step** is one task's run from one checkpoint to the next. Its
   sequencers, receptionist and transit (reported through
   :mod:`actors._core._footprint`);
 - every task it woke (a wake-up touches the woken task's actor), the nursery
-  it spawned into, left or reached the end of, the tasks of a cancel scope
-  it cancelled (Trio's own cancels too: a child's error, a deadline);
+  it spawned into (a refused spawn too), left, reached the end of or
+  listed, the tasks of a cancel scope it cancelled and their open nurseries
+  (Trio's own cancels too: a child's error, a deadline; setting a deadline
+  or a shield likewise), the scope's properties it read, the set of living
+  tasks (an exit, the run's statistics);
 - every Trio memory channel, ``Event``, ``Lock``, ``StrictFIFOLock``,
   ``Semaphore``, ``CapacityLimiter``, ``Condition`` and ``ParkingLot`` it
   called (their methods are wrapped for the run);
 - everything it declared with :func:`touch`, and, every step, what the task
-  declared with :func:`share`.
+  declared with :func:`share`;
+- the entries it used of a :class:`~actors._core._footprint.Table` (see
+  there for the kinds of setting and removing them).
 
 Two steps are **dependent** when their footprints meet, unless both touched
 the object in one commuting kind (:data:`EXIT`, a child leaving its nursery
-quietly; :data:`READ`, a cancel of a scope cancelled already); any other
-access is a write. Two runs are equivalent (the same Mazurkiewicz trace)
+quietly; :data:`READ`, reading a scope; a table's kinds); any other access
+is a write. Two runs are equivalent (the same Mazurkiewicz trace)
 when, for every object, the steps that touched it did so in the same order,
 a run of accesses of one commuting kind counting as a set. The **key** of a
 state summarises exactly that: for each object, the sequence of (task, step
@@ -44,16 +49,18 @@ from __future__ import annotations
 import collections
 import functools
 import inspect
+import types
 from collections.abc import Callable, Iterator
 from collections.abc import Set as AbstractSet
 from contextlib import contextmanager
 from typing import Any
 
 import trio
-from trio._core._run import GLOBAL_RUN_CONTEXT
+from trio._core._run import GLOBAL_RUN_CONTEXT, Runner
 
 from .._core import _footprint
 from .._core._envelope import Address, current_address
+from .._core._footprint import REWRITE, Table
 from .._spawning import Spawner
 
 _MASK = (1 << 64) - 1
@@ -64,13 +71,18 @@ _CREATION = 0xC4EA7E
 it (which task is spawned first sets the default order of later batches)."""
 # The object that all tasks outside every actor share.
 _OUTSIDE = 0x0B5E
+# The set of tasks living (every exit touches it in the kind EXIT).
+_LIVING = 0x11F3
 EXIT = 1
 """The kind of access of a child that leaves its nursery with a value, or
-cancelled along with it (see :meth:`Recorder.child_finished`): two of them
-commute."""
+cancelled along with it (see :meth:`Recorder.child_finished`), and of an
+exit to the set of living tasks: two of them commute."""
 READ = 2
 """The kind of access that only reads (a cancel of a scope cancelled
-already): two of them commute."""
+already, a scope's property read): two of them commute."""
+_SET = 1 << 62
+"""Where the kinds of setting a table's entry to a value start (see
+Recorder.set_item): above every other kind."""
 _NONE: frozenset[int] = frozenset()
 
 
@@ -97,6 +109,20 @@ def _cancelled_only(error: BaseException) -> bool:
     if isinstance(error, BaseExceptionGroup):
         return all(_cancelled_only(inner) for inner in error.exceptions)
     return isinstance(error, trio.Cancelled)
+
+
+def _swallowing(scope: Any) -> bool:
+    """Whether ``scope`` (a nursery's) will swallow the ``Cancelled`` of a
+    child leaving it now: it is cancelled, and no enclosing cancel reaches
+    it (else the group of them escapes, in the order the children left;
+    an enclosing cancel that comes later touches the nursery, see
+    _owners)."""
+    status = scope._cancel_status
+    return bool(
+        scope._cancel_called
+        and status is not None
+        and not status.parent_cancellation_is_visible_to_us
+    )
 
 
 class _Task:
@@ -205,6 +231,8 @@ class Recorder(trio.abc.Instrument):
         (its hash is their sum), so their order does not change the key."""
         current, step = self._current, self._step
         if known is not None and known[1] == current and known[2] == step:
+            if len(known) == 6 and known[3] != kind:
+                self._access(name)  # two kinds in one step: a write
             return  # this step touched it already: its write stands, or its segment has it
         if known is not None and len(known) == 6 and known[3] == kind:
             base, segment = known[4], known[5]
@@ -229,14 +257,50 @@ class Recorder(trio.abc.Instrument):
                 return
             kind = 0  # two kinds in one step: a write
         touched[key] = kind
-        known = self._names.get(key)
-        if known is None:
-            self._fresh += 1
-            name = hash((self._current, self._step, self._fresh, "object"))
-            self._names[key] = (obj, name)
-        else:
-            name = known[1]
-        self._access(name, kind)
+        self._access(self._name(obj), kind)
+
+    def _name(self, obj: object) -> int:
+        """``obj``'s canonical name (given by the step touching it first)."""
+        known = self._names.get(id(obj))
+        if known is not None:
+            return known[1]
+        self._fresh += 1
+        name = hash((self._current, self._step, self._fresh, "object"))
+        self._names[id(obj)] = (obj, name)
+        return name
+
+    def touch_item(self, table: object, key: object) -> None:
+        """The running step touches the entry ``key`` of ``table`` (a
+        :class:`~actors._core._footprint.Table`), and nothing else of it."""
+        self._access(hash((self._name(table), "item", key)))
+
+    def set_item(self, table: object, key: object, value: object, held: object) -> None:
+        """The running step sets the entry ``key`` of ``table``, which held
+        ``held`` (``MISSING``: none), to ``value`` (see Table for the
+        kinds). Whichever of two settings of one key to one plain value
+        runs first, each records the same: the order does not change the
+        key. An object (not plain) is named by the step that first touches
+        it, which two such settings would leave to the order they ran in:
+        setting one is a write."""
+        table_name = self._name(table)
+        item = hash((table_name, "item", key))
+        if _footprint.plain(value):
+            self._access(item, _SET | (hash(("value", type(value), value)) & (_SET - 1)))
+            if held is _footprint.MISSING or _footprint.same(held, value):
+                kind = _SET | (hash(("key", key, type(value), value)) & (_SET - 1))
+                self._access(table_name, kind)
+            else:
+                self._access(table_name, REWRITE)
+            return
+        self._access(item)
+        if held is _footprint.MISSING:
+            self._access(table_name)
+        elif held is not value:
+            self._access(table_name, REWRITE)
+
+    def created(self, obj: object) -> None:
+        """``obj`` (a Table) is made in the running step, which names it."""
+        self._name(obj)
 
     def touch_actor(self, address: Address) -> None:
         name = self._actors.get(address)
@@ -315,19 +379,22 @@ class Recorder(trio.abc.Instrument):
     @_keeping_errors
     def task_exited(self, task: Any) -> None:
         # In the exiting task's step (it left its nursery: child_finished).
+        self._access(_LIVING, EXIT)
         self._live.pop(task, None)
         self._live_hash = None
 
     def child_finished(self, nursery: Any, outcome: Any) -> None:
         """``nursery``'s child is leaving it with ``outcome``, in the
         child's last step. Leaving with a value, or cancelled once the
-        nursery's scope is (its tasks torn down together), only takes the
-        child out of the nursery's set (and puts a ``Cancelled`` that the
-        scope will swallow in its list), which commutes with any other
-        child's doing the same (:data:`EXIT`). Any other error cancels the
-        scope and sets the order of the errors raised: a write."""
+        nursery's scope is and no enclosing cancel reaches it (its tasks
+        torn down together: _swallowing), only takes the child out of the
+        nursery's set (and puts a ``Cancelled`` that the scope will swallow
+        in its list), which commutes with any other child's doing the same
+        (:data:`EXIT`). Any other error cancels the scope and sets the
+        order of the errors raised, and a ``Cancelled`` that escapes the
+        scope is in the order they left: a write."""
         error = getattr(outcome, "error", None)
-        if error is None or (nursery.cancel_scope._cancel_called and _cancelled_only(error)):
+        if error is None or (_cancelled_only(error) and _swallowing(nursery.cancel_scope)):
             self._finishing = nursery
             self.touch(nursery, EXIT)
         else:
@@ -387,7 +454,9 @@ def _state(channel: Any) -> object:
 
 def _owners(scope: Any) -> None:
     """Touch the actor of every task inside ``scope`` (a cancel reaches
-    them at their next checkpoint, whether or not they are parked)."""
+    them at their next checkpoint, whether or not they are parked) and
+    every nursery they have open (whose scope then no longer swallows the
+    ``Cancelled`` of the children that left it: see _swallowing)."""
     sink = _footprint.sink
     if not isinstance(sink, Recorder):
         return
@@ -398,7 +467,53 @@ def _owners(scope: Any) -> None:
             continue
         for task in status._tasks:
             sink._touch_owner(task)
+            for nursery in task.child_nurseries:
+                sink.touch(nursery)
         statuses.extend(status._children)
+
+
+def _reaching(function: Callable[..., Any]) -> Callable[..., Any]:
+    """A setter of a cancel scope (a deadline, a shield) that may change
+    which tasks inside it are cancelled: it writes the scope and reaches
+    them as a cancel does."""
+
+    @functools.wraps(function)
+    def setting(self: Any, value: Any) -> Any:
+        sink = _footprint.sink
+        if isinstance(sink, Recorder):
+            sink.touch(self)
+            _owners(self)
+        return function(self, value)
+
+    return setting
+
+
+def _reading(function: Callable[..., Any]) -> Callable[..., Any]:
+    """A getter of a cancel scope: it reads the scope (:data:`READ`)."""
+
+    @functools.wraps(function)
+    def getting(self: Any) -> Any:
+        sink = _footprint.sink
+        if isinstance(sink, Recorder):
+            sink.touch(self, READ)
+        return function(self)
+
+    return getting
+
+
+def _statistics(function: Callable[..., Any]) -> Callable[..., Any]:
+    """Trio's run statistics (the tasks living, among others): read what
+    every spawn and every exit writes."""
+
+    @functools.wraps(function)
+    def statistics(self: Any) -> Any:
+        sink = _footprint.sink
+        if isinstance(sink, Recorder):
+            sink._access(_CREATION)
+            sink._access(_LIVING)
+        return function(self)
+
+    return statistics
 
 
 def _finishing(function: Callable[..., Any]) -> Callable[..., Any]:
@@ -503,21 +618,76 @@ _PRIMITIVES: tuple[tuple[type, tuple[str, ...], Callable[[Any], object]], ...] =
 )
 
 
+def _apart(obj: Any, name: str, value: object) -> bool:
+    """Whether reading attribute ``name`` of ``obj`` (a watched instance),
+    which gave ``value``, leaves ``obj`` untouched: ``value`` is a
+    :class:`~actors._core._footprint.Table` (which records its own uses; its
+    rebinding touches it whole, see _touching_setattr), or a method of
+    ``obj``'s class, bound to ``obj`` (what an instance may change is not in
+    it)."""
+    kind = type(value)
+    if kind is Table:
+        return True
+    if kind is not types.MethodType or value.__self__ is not obj:  # type: ignore[attr-defined]
+        return False
+    return getattr(type(obj), name, None) is value.__func__ and name not in _fields(obj)  # type: ignore[attr-defined]
+
+
+def _fields(obj: object) -> dict[str, Any]:
+    """``obj``'s instance dict, or an empty one (a class with slots only)."""
+    try:
+        fields: dict[str, Any] = object.__getattribute__(obj, "__dict__")
+    except AttributeError:
+        return {}
+    return fields
+
+
+def _held(obj: object, name: str) -> object:
+    """What attribute ``name`` of ``obj`` holds as an instance attribute (a
+    slot or an entry of its dict), or None."""
+    descriptor = getattr(type(obj), name, None)
+    if type(descriptor) is types.MemberDescriptorType:
+        try:
+            return descriptor.__get__(obj)
+        except AttributeError:
+            return None
+    return _fields(obj).get(name)
+
+
 def _touching_getattribute(original: Callable[[Any, str], Any]) -> Callable[[Any, str], Any]:
+    """A ``__getattribute__`` that touches the instance (see _apart for the
+    reads that do not)."""
+
     def __getattribute__(self: Any, name: str) -> Any:
         sink = _footprint.sink
-        if sink is not None:
+        if sink is None:
+            return original(self, name)
+        try:
+            value = original(self, name)
+        except BaseException:
+            sink.touch(self)  # an attribute found absent was read too
+            raise
+        if not _apart(self, name, value):
             sink.touch(self)
-        return original(self, name)
+        return value
 
     return __getattribute__
 
 
+def _rebinding(obj: object, name: str) -> None:
+    """``obj``'s attribute ``name`` is bound again or deleted: ``obj`` is
+    written, and a table it held (whose readers did not touch ``obj``)."""
+    sink = _footprint.sink
+    if sink is not None:
+        sink.touch(obj)
+        held = _held(obj, name)
+        if type(held) is Table:
+            sink.touch(held)
+
+
 def _touching_setattr(original: Callable[[Any, str, Any], None]) -> Callable[[Any, str, Any], None]:
     def __setattr__(self: Any, name: str, value: Any) -> None:
-        sink = _footprint.sink
-        if sink is not None:
-            sink.touch(self)
+        _rebinding(self, name)
         original(self, name, value)
 
     return __setattr__
@@ -525,9 +695,7 @@ def _touching_setattr(original: Callable[[Any, str, Any], None]) -> Callable[[An
 
 def _touching_delattr(original: Callable[[Any, str], None]) -> Callable[[Any, str], None]:
     def __delattr__(self: Any, name: str) -> None:
-        sink = _footprint.sink
-        if sink is not None:
-            sink.touch(self)
+        _rebinding(self, name)
         original(self, name)
 
     return __delattr__
@@ -601,6 +769,29 @@ def _plan(shared: tuple[type, ...]) -> list[tuple[type, str, object, object]]:
     for name in ("__enter__", "__exit__"):
         method = trio.CancelScope.__dict__[name]
         plan.append((trio.CancelScope, name, method, _wrapped(method, _itself)))
+    # What a task reads of a scope, and what changes who is cancelled in it.
+    for name in ("deadline", "relative_deadline", "shield", "cancel_called"):
+        prop = trio.CancelScope.__dict__[name]
+        setter = None if prop.fset is None else _reaching(prop.fset)
+        plan.append((trio.CancelScope, name, prop, property(_reading(prop.fget), setter)))
+    caught = trio.CancelScope.__dict__["cancelled_caught"]  # a slot
+    plan.append(
+        (
+            trio.CancelScope,
+            "cancelled_caught",
+            caught,
+            property(_reading(caught.__get__), caught.__set__),
+        )
+    )
+    # Who is in a nursery, and whether it takes a new child (a refused
+    # spawn makes no task to record).
+    children = trio.Nursery.__dict__["child_tasks"]
+    plan.append((trio.Nursery, "child_tasks", children, property(_wrapped(children.fget, _itself))))
+    for name in ("start_soon", "start"):
+        method = trio.Nursery.__dict__[name]
+        plan.append((trio.Nursery, name, method, _wrapped(method, _itself)))
+    statistics = Runner.__dict__["current_statistics"]
+    plan.append((Runner, "current_statistics", statistics, _statistics(statistics)))
     return plan
 
 

@@ -673,3 +673,395 @@ def test_a_child_cancelled_with_its_nursery_leaves_it_in_any_order() -> None:
     assert_same_coverage(found)
     assert found[False][1] == {True}
     assert found[True][0].runs < found[False][0].runs
+
+
+def test_children_cancelled_from_outside_their_nursery_leave_it_in_order() -> None:
+    # An enclosing scope's cancel reaches the nursery's scope: the group of
+    # the children's Cancelled escapes it, in the order they left (see the
+    # next test), where the nursery's own cancel would swallow it.
+    def program(outer: bool) -> Callable[[set[object]], Program]:
+        def made(finals: set[object]) -> Program:
+            async def main() -> None:
+                async def child() -> None:
+                    belong(object())
+                    await trio.sleep_forever()
+
+                with trio.CancelScope() as scope:
+                    async with trio.open_nursery() as nursery:
+                        for _ in range(3):
+                            nursery.start_soon(child)
+                        await trio.testing.wait_all_tasks_blocked()
+                        (scope if outer else nursery.cancel_scope).cancel()
+                finals.add((scope.cancelled_caught, nursery.cancel_scope.cancel_called))
+
+            return main
+
+        return made
+
+    outside = both_ways(program(outer=True), bound=2, delays=1)
+    inside = both_ways(program(outer=False), bound=2, delays=1)
+    assert_same_coverage(outside)
+    assert outside[False][1] == {(True, True)}
+    assert_same_coverage(inside)
+    outside_traces, inside_traces = outside[True][0].traces, inside[True][0].traces
+    assert outside_traces is not None
+    assert inside_traces is not None
+    assert outside_traces > inside_traces
+
+
+# Tables ---------------------------------------------------------------------------
+
+
+def table_program(
+    operations: tuple[Callable[[actors.testing.Table[str, object]], object], ...],
+) -> Callable[[set[object]], Program]:
+    """One actor per operation, told once, each doing its operation on one
+    Table: the final state is the table's items and what each saw."""
+
+    def program(finals: set[object]) -> Program:
+        async def main() -> None:
+            table: actors.testing.Table[str, object] = actors.testing.Table(a=0, b=0)
+            seen: dict[int, object] = {}
+
+            async def user(inbox: Inbox[None], i: int) -> None:
+                async for _ in inbox:
+                    seen[i] = operations[i](table)
+
+            async with actors.open_system() as system:
+                refs = [await system.spawn(user, i) for i in range(len(operations))]
+                await trio.testing.wait_all_tasks_blocked()
+                for ref in refs:  # all woken in one step: one batch
+                    ref.tell_nowait(None)
+                await trio.testing.wait_all_tasks_blocked()
+                finals.add((tuple(table.items()), tuple(sorted(seen.items()))))
+                system.cancel()
+
+        return main
+
+    return program
+
+
+def setting(key: str, value: object) -> Callable[[actors.testing.Table[str, object]], object]:
+    def operation(table: actors.testing.Table[str, object]) -> object:
+        table[key] = value
+        return None
+
+    return operation
+
+
+def noop(table: actors.testing.Table[str, object]) -> object:
+    return None
+
+
+def listing(table: actors.testing.Table[str, object]) -> object:
+    return tuple(table.items())
+
+
+@pytest.mark.parametrize(
+    ("operations", "finals", "independent"),
+    [
+        # distinct keys
+        ((setting("a", 1), setting("b", 2)), 1, True),
+        # a new key, one value: they commute
+        ((setting("c", 1), setting("c", 1)), 1, True),
+        # a key to the value it holds, and a new key (kept apart: the
+        # first is recorded as the setting of a new key to its value)
+        ((setting("a", 0), setting("c", 1)), 1, False),
+        # one key, two values: the last one stays
+        ((setting("a", 1), setting("a", 2)), 2, False),
+        # a new key and a listing: before or after
+        ((setting("c", 1), listing), 2, False),
+        # another value for a key, and a listing (iteration sees values)
+        ((setting("a", 1), listing), 2, False),
+        # removals of distinct keys
+        ((lambda table: table.pop("a"), lambda table: table.pop("b")), 1, True),
+        # a removal and a lookup of its key
+        ((lambda table: table.pop("a"), lambda table: table.get("a")), 2, False),
+        # a new key and a lookup of it
+        ((setting("c", 1), lambda table: "c" in table), 2, False),
+    ],
+)
+def test_a_table_records_its_uses_entry_by_entry(
+    operations: tuple[Callable[[actors.testing.Table[str, object]], object], ...],
+    finals: int,
+    independent: bool,
+) -> None:
+    found = both_ways(table_program(operations), bound=2, delays=1)
+    assert_same_coverage(found)
+    assert len(found[False][1]) == finals
+    reduced = found[True][0]
+    assert reduced.runs < found[False][0].runs
+    # Independent operations leave as many traces as two that do nothing.
+    nothing = both_ways(table_program((noop, noop)), bound=2, delays=1)[True][0]
+    assert nothing.traces is not None
+    assert reduced.traces is not None
+    if independent:
+        assert reduced.traces == nothing.traces
+    else:
+        assert reduced.traces > nothing.traces
+
+
+def test_two_settings_of_one_key_in_one_step_are_a_write() -> None:
+    # a: a=1 then a=2 (holds 2); b: a=1. Their order matters: not one kind.
+    def twice(table: actors.testing.Table[str, object]) -> object:
+        table["a"] = 1
+        table["a"] = 2
+        return None
+
+    found = both_ways(table_program((twice, setting("a", 1))), bound=1)
+    assert_same_coverage(found)
+    assert len(found[True][1]) == 2
+
+
+class Holder:
+    def __init__(self) -> None:
+        self.table: actors.testing.Table[str, int] = actors.testing.Table(a=0, b=0)
+
+    def put(self, key: str) -> None:
+        self.table[key] = 1
+
+
+def test_reading_a_table_or_a_method_of_a_shared_class_leaves_the_instance_alone() -> None:
+    # Two actors set distinct keys through a method of a shared class: the
+    # method and the table's binding are read, neither touches the holder;
+    # a third rebinds the table, which every use of the old one precedes or
+    # follows.
+    def program(rebind: bool) -> Callable[[set[object]], Program]:
+        def made(finals: set[object]) -> Program:
+            async def main() -> None:
+                holder = Holder()
+                seen: list[object] = []
+
+                async def user(inbox: Inbox[None], key: str) -> None:
+                    async for _ in inbox:
+                        if key == "new":
+                            seen.append(tuple(holder.table))
+                            holder.table = actors.testing.Table()
+                        else:
+                            holder.put(key)
+
+                async with actors.open_system() as system:
+                    keys = ("a", "b", "new") if rebind else ("a", "b")
+                    refs = [await system.spawn(user, key) for key in keys]
+                    await trio.testing.wait_all_tasks_blocked()
+                    for ref in refs:
+                        ref.tell_nowait(None)
+                    await trio.testing.wait_all_tasks_blocked()
+                    finals.add((tuple(holder.table), tuple(seen)))
+                    system.cancel()
+
+            return main
+
+        return made
+
+    quiet = both_ways(program(rebind=False), bound=2, delays=1, shared=[Holder])
+    assert_same_coverage(quiet)
+    nothing = both_ways(table_program((noop, noop)), bound=2, delays=1)[True][0]
+    assert quiet[True][0].traces == nothing.traces
+    rebound = both_ways(program(rebind=True), bound=2, delays=1, shared=[Holder])
+    assert_same_coverage(rebound)
+    assert len(rebound[False][1]) > 2
+
+
+def test_a_table_is_a_dict_outside_an_exploration() -> None:
+    table: actors.testing.Table[str, int] = actors.testing.Table(a=1)
+    table["b"] = 2
+    del table["a"]
+    assert table == {"b": 2}
+    assert repr(table) == "{'b': 2}"
+    assert table.pop("b") == 2
+    assert table.pop("b", None) is None
+    assert len(table) == 0
+    table.update(c=3)
+    assert list(table.items()) == [("c", 3)]
+    assert table.setdefault("d", 4) == 4
+    assert isinstance(table.copy(), dict)
+    assert (table | {"e": 5}) == {"c": 3, "d": 4, "e": 5}
+
+
+# What a task reads of Trio's own state ----------------------------------------------
+
+
+def cancelled_in_order(finals: set[object]) -> Program:
+    """Three children cancelled from an enclosing scope: their Cancelled
+    escape the nursery as one group, in the order they left it."""
+
+    async def main() -> None:
+        async def child(name: str) -> None:
+            belong(object())
+            try:
+                await trio.sleep_forever()
+            except trio.Cancelled as error:
+                error.add_note(name)
+                raise
+
+        with trio.CancelScope() as outer:
+            try:
+                async with trio.open_nursery() as nursery:
+                    for name in "abc":
+                        nursery.start_soon(child, name)
+                    await trio.testing.wait_all_tasks_blocked()
+                    outer.cancel()
+            except* trio.Cancelled as group:
+                finals.add(tuple(error.__notes__[0] for error in group.exceptions))
+                raise
+
+    return main
+
+
+def test_cancelled_children_whose_group_escapes_the_nursery_left_it_in_order() -> None:
+    # (The reduction took their leaving as commuting once the nursery's
+    # scope was cancelled; an enclosing cancel makes the group escape.)
+    found = both_ways(cancelled_in_order, bound=2)
+    assert_same_coverage(found)
+    assert len(found[False][1]) == 6
+
+
+def reading_trio(read: str) -> Callable[[set[object]], Program]:
+    """A task reads some of Trio's state while another, in the same batch,
+    changes it: the children of a nursery, the run's statistics, whether a
+    scope is cancelled."""
+
+    def program(finals: set[object]) -> Program:
+        async def main() -> None:
+            scope = trio.CancelScope()
+            seen: list[object] = []
+
+            async def changer() -> None:
+                belong("changer")
+                await trio.lowlevel.checkpoint()
+                if read == "cancel_called":
+                    scope.cancel()
+
+            async def reader(nursery: trio.Nursery) -> None:
+                belong("reader")
+                await trio.lowlevel.checkpoint()
+                if read == "child_tasks":
+                    seen.append(len(nursery.child_tasks))
+                elif read == "statistics":
+                    seen.append(trio.lowlevel.current_statistics().tasks_living)
+                else:
+                    seen.append(scope.cancel_called)
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(changer)
+                nursery.start_soon(reader, nursery)
+            finals.add(tuple(seen))
+
+        return main
+
+    return program
+
+
+@pytest.mark.parametrize("read", ["child_tasks", "statistics", "cancel_called"])
+def test_what_a_task_reads_of_trio_is_recorded(read: str) -> None:
+    found = both_ways(reading_trio(read), bound=2)
+    assert_same_coverage(found)
+    assert len(found[False][1]) == 2
+
+
+def setting_a_scope(what: str) -> Callable[[set[object]], Program]:
+    """A task sets a scope's deadline (due now) or its shield (off, under a
+    cancelled scope) while another, in the same batch, enters the scope or
+    runs inside it: cancelled or not, as the setting came first."""
+
+    def program(finals: set[object]) -> Program:
+        async def main() -> None:
+            log: list[object] = []
+            scope = trio.CancelScope()
+            outer = trio.CancelScope()
+
+            async def setter() -> None:
+                belong("setter")
+                await trio.lowlevel.checkpoint()
+                if what == "deadline":
+                    scope.deadline = trio.current_time()
+                else:
+                    scope.shield = False
+                await trio.sleep(10)
+
+            async def victim() -> None:
+                belong("victim")
+                if what == "deadline":
+                    await trio.lowlevel.checkpoint()
+                    with scope:
+                        log.append(scope.cancel_called)
+                        await trio.sleep(10)
+                    return
+                with outer:
+                    scope.shield = True
+                    with scope:
+                        outer.cancel()
+                        await trio.lowlevel.checkpoint()
+                        try:
+                            await trio.lowlevel.checkpoint()
+                            log.append("passed")
+                        except trio.Cancelled:
+                            log.append("cancelled")
+                            raise
+                        await trio.sleep(10)
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(setter)
+                nursery.start_soon(victim)
+                await trio.sleep(5)
+                nursery.cancel_scope.cancel()
+            finals.add(tuple(log))
+
+        return main
+
+    return program
+
+
+@pytest.mark.parametrize(("what", "finals"), [("deadline", 2), ("shield", 3)])
+def test_setting_a_scopes_deadline_or_shield_is_recorded(what: str, finals: int) -> None:
+    found = both_ways(setting_a_scope(what), bound=1, delays=1)
+    assert_same_coverage(found)
+    assert len(found[False][1]) == finals
+
+
+def spawning_into_a_closing_nursery(how: str) -> Callable[[set[object]], Program]:
+    """A task spawns into a nursery whose last child leaves in the same
+    batch: refused if the child left first (a refused spawn makes no task
+    the recorder would see)."""
+
+    def program(finals: set[object]) -> Program:
+        async def main() -> None:
+            async def child() -> None:
+                belong("child")
+                await trio.lowlevel.checkpoint()
+
+            async def owner(task_status: trio.TaskStatus[trio.Nursery]) -> None:
+                belong("owner")
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(child)
+                    task_status.started(nursery)
+
+            async def late(task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+                task_status.started()
+
+            async def intruder(nursery: trio.Nursery) -> None:
+                belong("intruder")
+                try:
+                    if how == "start":
+                        await nursery.start(late)
+                    else:
+                        nursery.start_soon(late)
+                    finals.add("spawned")
+                except RuntimeError:
+                    finals.add("refused")
+
+            async with trio.open_nursery() as top:
+                nursery = await top.start(owner)
+                top.start_soon(intruder, nursery)
+
+        return main
+
+    return program
+
+
+@pytest.mark.parametrize("how", ["start_soon", "start"])
+def test_a_spawn_into_a_closing_nursery_is_recorded(how: str) -> None:
+    found = both_ways(spawning_into_a_closing_nursery(how), bound=2)
+    assert_same_coverage(found)
+    assert found[False][1] == {"refused", "spawned"}
