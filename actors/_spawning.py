@@ -68,7 +68,8 @@ class Spawner(metaclass=NoPublicConstructor):
         self.tracer = tracer
         self._uids = itertools.count()
         # Every live actor of the system, by name, in spawn order.
-        self._live: dict[str, _Cell[Any]] = {}
+        # (A table whose uses the explorer records entry by entry.)
+        self._live: _footprint.Table[str, _Cell[Any]] = _footprint.Table()
         # The system's one timer task (started with the first deadline).
         self._timekeeper = Timekeeper(nursery)
         # With message latency on, what carries its actors' messages, with

@@ -27,7 +27,7 @@ from typing import Protocol
 import attrs
 import trio
 
-from actors._declare import belong
+from actors._declare import Table, belong
 
 from ..compute._placement import renders_interactively
 from ..compute._state import Role
@@ -240,7 +240,9 @@ class Process:
     workers: int
     order: ConnectionOrder = attrs.field(factory=ConnectionOrder)
     # Per runtime, the channels that hand a connection to each local adapter.
-    adapters: dict[str, list[trio.MemorySendChannel[RuntimeConnection]]] = attrs.field(factory=dict)
+    adapters: dict[str, list[trio.MemorySendChannel[RuntimeConnection]]] = attrs.field(
+        factory=Table
+    )
     _incoming: tuple[trio.MemorySendChannel[ServerEnd], trio.MemoryReceiveChannel[ServerEnd]] = (
         attrs.field(factory=lambda: trio.open_memory_channel[ServerEnd](math.inf))
     )
@@ -257,7 +259,8 @@ class Process:
     delayed: dict[str, list[tuple[RuntimeConnection, Command | None]]] = attrs.field(factory=dict)
     # Which runtimes run each collection (by the dataflows routed so far);
     # every runtime when absent.
-    owners: dict[GlobalId, tuple[str, ...]] = attrs.field(factory=dict)
+    # (Tables: the explorer's reduction records their uses key by key.)
+    owners: dict[GlobalId, tuple[str, ...]] = attrs.field(factory=Table)
     # Why the process aborted (a worker panicked: shared fate), once it did.
     panicked: str | None = None
     # Every runtime's workers of this process, which an abort stops.
@@ -323,7 +326,9 @@ class Process:
         renderer = (
             (INTERACTIVE,) if renders_interactively(dataflow, configuration) else (MAINTENANCE,)
         )
-        self.owners.update(dict.fromkeys(dataflow.exports, renderer))
+        owners = self.owners
+        for id in dataflow.exports:
+            owners[id] = renderer  # every worker the same: entry by entry, they commute
 
     def _reporting(self, names: list[str]) -> Callable[[GlobalId], frozenset[int]]:
         """Which of the runtimes (``names``, in merge order) report ``id``."""
