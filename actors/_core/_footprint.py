@@ -35,6 +35,8 @@ class Sink(Protocol):
 
     def touch_item(self, table: object, key: object) -> None: ...
 
+    def touch_whole(self, table: object) -> None: ...
+
     def set_item(self, table: object, key: object, value: object, held: object) -> None: ...
 
     def created(self, obj: object) -> None: ...
@@ -57,6 +59,13 @@ def touch_item(table: object, key: object) -> None:
     ``table`` (and nothing else of it)."""
     if sink is not None:
         sink.touch_item(table, key)
+
+
+def touch_whole(table: object) -> None:
+    """Record that the running step reads or writes all of ``table`` (its
+    order of keys and every entry)."""
+    if sink is not None:
+        sink.touch_whole(table)
 
 
 def touch_actor(address: Address) -> None:
@@ -93,26 +102,50 @@ def belong(obj: object) -> None:
     touch(obj)
 
 
-_PLAIN = (str, bytes, int, bool, type(None))
+_PLAIN = (str, bytes, type(None))
+_NUMBERS = (int, bool)
+# How deep a plain value's tuples and frozensets may nest (deeper: not plain).
+_DEPTH = 16
+NOT_PLAIN: Any = object()
+"""What :func:`canon` gives for a value that is not plain."""
+
+
+def canon(value: object, depth: int = 0) -> object:
+    """``value``'s canonical form if it is plain (immutable and told apart
+    by its type and equality alone: an integer, a string, bytes, ``None``,
+    ``True``/``False``, or a tuple or frozenset of those, nested at most 16
+    deep), else :data:`NOT_PLAIN`. Two plain values are the same exactly
+    when their forms are equal: the form tags every number and container
+    with its type (``1``, ``True``, ``(1,)`` and ``(True,)`` are four); not
+    a float (0.0 and -0.0 are equal)."""
+    kind = type(value)
+    if kind in _PLAIN:
+        return value
+    if kind in _NUMBERS:
+        return (kind, value)
+    if (kind is tuple or kind is frozenset) and depth < _DEPTH:
+        items = []
+        for item in value:  # type: ignore[attr-defined]
+            form = canon(item, depth + 1)
+            if form is NOT_PLAIN:
+                return NOT_PLAIN
+            items.append(form)
+        return (kind, tuple(items) if kind is tuple else frozenset(items))
+    return NOT_PLAIN
 
 
 def plain(value: object) -> bool:
-    """Whether ``value`` is immutable and told apart by equality alone (a
-    integer, a string, ``None``, or a tuple or frozenset of those; not a
-    float: 0.0 and -0.0 are equal)."""
-    kind = type(value)
-    if kind in _PLAIN:
-        return True
-    if kind is tuple or kind is frozenset:
-        return all(plain(item) for item in value)  # type: ignore[attr-defined]
-    return False
+    """Whether ``value`` is plain (see :func:`canon`)."""
+    return canon(value) is not NOT_PLAIN
 
 
 def same(held: object, value: object) -> bool:
-    """Whether an entry holding ``held`` holds ``value`` already."""
+    """Whether an entry holding ``held`` holds ``value`` already (the very
+    object, or an equal plain value of the same types)."""
     if held is value:
         return True
-    return type(held) is type(value) and plain(held) and plain(value) and held == value
+    form = canon(value)
+    return form is not NOT_PLAIN and canon(held) == form
 
 
 def _whole(name: str) -> Any:
@@ -120,7 +153,7 @@ def _whole(name: str) -> Any:
     method = getattr(dict, name)
 
     def whole(self: dict[Any, Any], *args: Any, **kwargs: Any) -> Any:
-        touch(self)
+        touch_whole(self)
         return method(self, *args, **kwargs)
 
     whole.__name__ = whole.__qualname__ = name
@@ -198,27 +231,27 @@ class Table(dict[K, V]):
                 sink.touch(self, REWRITE)
 
     def __iter__(self) -> Iterator[K]:
-        touch(self)
+        touch_whole(self)
         return super().__iter__()
 
     def __reversed__(self) -> Iterator[K]:
-        touch(self)
+        touch_whole(self)
         return super().__reversed__()
 
     def __len__(self) -> int:
-        touch(self)
+        touch_whole(self)
         return super().__len__()
 
     def keys(self) -> Any:
-        touch(self)
+        touch_whole(self)
         return super().keys()
 
     def values(self) -> Any:
-        touch(self)
+        touch_whole(self)
         return super().values()
 
     def items(self) -> Any:
-        touch(self)
+        touch_whole(self)
         return super().items()
 
     clear = _whole("clear")

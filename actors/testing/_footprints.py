@@ -13,21 +13,26 @@ A **step** is one task's run from one checkpoint to the next. Its
   :mod:`actors._core._footprint`);
 - every task it woke (a wake-up touches the woken task's actor), the nursery
   it spawned into (a refused spawn too), left, reached the end of or
-  listed, the tasks of a cancel scope it cancelled and their open nurseries
-  (Trio's own cancels too: a child's error, a deadline; setting a deadline
-  or a shield likewise), the scope's properties it read, the set of living
-  tasks (an exit, the run's statistics);
+  listed, the tasks of a cancel scope it cancelled (Trio's own cancels too:
+  a child's error, a deadline; setting a deadline or a shield likewise),
+  the scope's properties it read, the set of living tasks (an exit, the
+  run's statistics) and of the deadlines open (a scope with one entered or
+  left, a deadline set, the run's statistics);
 - every Trio memory channel, ``Event``, ``Lock``, ``StrictFIFOLock``,
   ``Semaphore``, ``CapacityLimiter``, ``Condition`` and ``ParkingLot`` it
   called (their methods are wrapped for the run);
 - everything it declared with :func:`touch`, and, every step, what the task
-  declared with :func:`share`;
+  declared with :func:`share`; reading a method of the class or an
+  attribute holding a :class:`~actors._core._footprint.Table` touches only
+  that attribute (and what binding it, or the instance's class or dict,
+  changes);
 - the entries it used of a :class:`~actors._core._footprint.Table` (see
   there for the kinds of setting and removing them).
 
 Two steps are **dependent** when their footprints meet, unless both touched
 the object in one commuting kind (:data:`EXIT`, a child leaving its nursery
-quietly; :data:`READ`, reading a scope; a table's kinds); any other access
+with a value; :data:`READ`, reading a scope or such an attribute; a table's
+kinds); any other access
 is a write. Two runs are equivalent (the same Mazurkiewicz trace)
 when, for every object, the steps that touched it did so in the same order,
 a run of accesses of one commuting kind counting as a set. The **key** of a
@@ -49,6 +54,7 @@ from __future__ import annotations
 import collections
 import functools
 import inspect
+import math
 import types
 from collections.abc import Callable, Iterator
 from collections.abc import Set as AbstractSet
@@ -73,16 +79,30 @@ it (which task is spawned first sets the default order of later batches)."""
 _OUTSIDE = 0x0B5E
 # The set of tasks living (every exit touches it in the kind EXIT).
 _LIVING = 0x11F3
+# The deadlines of the scopes open (their changes touch it in the kind
+# READ, which commutes; the run's statistics, whose next deadline is theirs
+# least, write it).
+_DEADLINES = 0xDEAD
 EXIT = 1
-"""The kind of access of a child that leaves its nursery with a value, or
-cancelled along with it (see :meth:`Recorder.child_finished`), and of an
-exit to the set of living tasks: two of them commute."""
+"""The kind of access of a child that leaves its nursery with a value (see
+:meth:`Recorder.child_finished`), and of an exit to the set of living
+tasks: two of them commute."""
 READ = 2
 """The kind of access that only reads (a cancel of a scope cancelled
-already, a scope's property read): two of them commute."""
-_SET = 1 << 62
-"""Where the kinds of setting a table's entry to a value start (see
-Recorder.set_item): above every other kind."""
+already, a scope's property read, an attribute read that touches only the
+attribute), or that changes a set whose members a write reads (the
+deadlines open): two of them commute."""
+ENTRIES = 4
+"""The kind of access of a :class:`~actors._core._footprint.Table` entry's
+use to the table's entries as a whole: two of them commute (each touches
+its key's entry too); an operation on the whole table writes them."""
+_SET = 16
+"""Where the kinds of setting a table's entry to a plain value start (see
+Recorder.set_item): one for each canonical form (_FORMS)."""
+_FORMS: dict[object, int] = {}
+"""Canonical form (``_footprint.canon``, tagged) -> its kind: kept for the
+process, so that one value has one kind in every run of an exploration,
+and two values one kind only if they are the same (not a hash)."""
 _NONE: frozenset[int] = frozenset()
 
 
@@ -104,25 +124,17 @@ def _conflict(
     return False
 
 
-def _cancelled_only(error: BaseException) -> bool:
-    """Whether ``error`` is a ``Cancelled``, or a group of only those."""
-    if isinstance(error, BaseExceptionGroup):
-        return all(_cancelled_only(inner) for inner in error.exceptions)
-    return isinstance(error, trio.Cancelled)
+def _kind(form: object) -> int:
+    """The commuting kind of a setting's canonical ``form`` (_FORMS)."""
+    kind = _FORMS.get(form)
+    if kind is None:
+        kind = _FORMS[form] = _SET + len(_FORMS)
+    return kind
 
 
-def _swallowing(scope: Any) -> bool:
-    """Whether ``scope`` (a nursery's) will swallow the ``Cancelled`` of a
-    child leaving it now: it is cancelled, and no enclosing cancel reaches
-    it (else the group of them escapes, in the order the children left;
-    an enclosing cancel that comes later touches the nursery, see
-    _owners)."""
-    status = scope._cancel_status
-    return bool(
-        scope._cancel_called
-        and status is not None
-        and not status.parent_cancellation_is_visible_to_us
-    )
+# The attributes whose change (or whose read: the dict) changes what every
+# other attribute of an instance resolves to.
+_LAYOUT = frozenset({"__dict__", "__class__"})
 
 
 class _Task:
@@ -272,7 +284,16 @@ class Recorder(trio.abc.Instrument):
     def touch_item(self, table: object, key: object) -> None:
         """The running step touches the entry ``key`` of ``table`` (a
         :class:`~actors._core._footprint.Table`), and nothing else of it."""
-        self._access(hash((self._name(table), "item", key)))
+        name = self._name(table)
+        self._access(hash((name, "item", key)))
+        self._access(hash((name, "entries")), ENTRIES)
+
+    def touch_whole(self, table: object) -> None:
+        """The running step touches all of ``table``: its order of keys and
+        every entry."""
+        name = self._name(table)
+        self.touch(table)
+        self._access(hash((name, "entries")))
 
     def set_item(self, table: object, key: object, value: object, held: object) -> None:
         """The running step sets the entry ``key`` of ``table``, which held
@@ -284,11 +305,15 @@ class Recorder(trio.abc.Instrument):
         setting one is a write."""
         table_name = self._name(table)
         item = hash((table_name, "item", key))
-        if _footprint.plain(value):
-            self._access(item, _SET | (hash(("value", type(value), value)) & (_SET - 1)))
+        form = _footprint.canon(value)
+        if form is not _footprint.NOT_PLAIN:
+            self._access(item, _kind(("value", form)))
             if held is _footprint.MISSING or _footprint.same(held, value):
-                kind = _SET | (hash(("key", key, type(value), value)) & (_SET - 1))
-                self._access(table_name, kind)
+                key_form = _footprint.canon(key)
+                if key_form is _footprint.NOT_PLAIN:
+                    self._access(table_name)  # a key told apart by more than equality
+                else:
+                    self._access(table_name, _kind(("key", key_form, form)))
             else:
                 self._access(table_name, REWRITE)
             return
@@ -297,6 +322,25 @@ class Recorder(trio.abc.Instrument):
             self._access(table_name)
         elif held is not value:
             self._access(table_name, REWRITE)
+
+    def touch_attribute(self, obj: object, name: str) -> None:
+        """The running step reads attribute ``name`` of ``obj`` (a watched
+        instance) and nothing else of it: an attribute whose value records
+        its own uses (see _apart), which only binding that attribute again,
+        or changing the instance's class or dict, changes."""
+        known = self._name(obj)
+        self._access(hash((known, "attr", name)), READ)
+        self._access(hash((known, "layout")), READ)
+
+    def rebind(self, obj: object, name: str) -> None:
+        """The running step binds attribute ``name`` of ``obj`` (a watched
+        instance) again or deletes it, or reads its dict: it writes ``obj``
+        and what touch_attribute reads of it."""
+        self.touch(obj)
+        known = self._name(obj)
+        self._access(hash((known, "attr", name)))
+        if name in _LAYOUT:
+            self._access(hash((known, "layout")))
 
     def created(self, obj: object) -> None:
         """``obj`` (a Table) is made in the running step, which names it."""
@@ -385,16 +429,15 @@ class Recorder(trio.abc.Instrument):
 
     def child_finished(self, nursery: Any, outcome: Any) -> None:
         """``nursery``'s child is leaving it with ``outcome``, in the
-        child's last step. Leaving with a value, or cancelled once the
-        nursery's scope is and no enclosing cancel reaches it (its tasks
-        torn down together: _swallowing), only takes the child out of the
-        nursery's set (and puts a ``Cancelled`` that the scope will swallow
-        in its list), which commutes with any other child's doing the same
-        (:data:`EXIT`). Any other error cancels the scope and sets the
-        order of the errors raised, and a ``Cancelled`` that escapes the
-        scope is in the order they left: a write."""
+        child's last step. Leaving with a value only takes the child out of
+        the nursery's set, which commutes with any other child's doing the
+        same (:data:`EXIT`). Leaving with an error, ``Cancelled`` too, puts
+        it in the nursery's list, in the order they left, which whoever
+        catches the group can see (even a scope that would swallow the
+        ``Cancelled`` may not: a cancel of an enclosing one, coming later,
+        lets the group escape): a write."""
         error = getattr(outcome, "error", None)
-        if error is None or (_cancelled_only(error) and _swallowing(nursery.cancel_scope)):
+        if error is None:
             self._finishing = nursery
             self.touch(nursery, EXIT)
         else:
@@ -454,9 +497,7 @@ def _state(channel: Any) -> object:
 
 def _owners(scope: Any) -> None:
     """Touch the actor of every task inside ``scope`` (a cancel reaches
-    them at their next checkpoint, whether or not they are parked) and
-    every nursery they have open (whose scope then no longer swallows the
-    ``Cancelled`` of the children that left it: see _swallowing)."""
+    them at their next checkpoint, whether or not they are parked)."""
     sink = _footprint.sink
     if not isinstance(sink, Recorder):
         return
@@ -467,8 +508,6 @@ def _owners(scope: Any) -> None:
             continue
         for task in status._tasks:
             sink._touch_owner(task)
-            for nursery in task.child_nurseries:
-                sink.touch(nursery)
         statuses.extend(status._children)
 
 
@@ -482,10 +521,27 @@ def _reaching(function: Callable[..., Any]) -> Callable[..., Any]:
         sink = _footprint.sink
         if isinstance(sink, Recorder):
             sink.touch(self)
+            sink._access(_DEADLINES, READ)
             _owners(self)
         return function(self, value)
 
     return setting
+
+
+def _scoping(function: Callable[..., Any]) -> Callable[..., Any]:
+    """A cancel scope's ``__enter__`` or ``__exit__``: it touches the scope,
+    and the deadlines open if it has one."""
+
+    @functools.wraps(function)
+    def scoping(self: Any, *args: Any) -> Any:
+        sink = _footprint.sink
+        if isinstance(sink, Recorder):
+            sink.touch(self)
+            if self._deadline != math.inf or self._relative_deadline != math.inf:
+                sink._access(_DEADLINES, READ)
+        return function(self, *args)
+
+    return scoping
 
 
 def _reading(function: Callable[..., Any]) -> Callable[..., Any]:
@@ -502,8 +558,10 @@ def _reading(function: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _statistics(function: Callable[..., Any]) -> Callable[..., Any]:
-    """Trio's run statistics (the tasks living, among others): read what
-    every spawn and every exit writes."""
+    """Trio's run statistics (the tasks living, the next deadline, among
+    others): read what every spawn, exit and deadline's change touches
+    (not ``tasks_runnable``, ``run_sync_soon_queue_size`` or
+    ``io_statistics``: docs/actors.md says so)."""
 
     @functools.wraps(function)
     def statistics(self: Any) -> Any:
@@ -511,6 +569,7 @@ def _statistics(function: Callable[..., Any]) -> Callable[..., Any]:
         if isinstance(sink, Recorder):
             sink._access(_CREATION)
             sink._access(_LIVING)
+            sink._access(_DEADLINES)
         return function(self)
 
     return statistics
@@ -620,54 +679,38 @@ _PRIMITIVES: tuple[tuple[type, tuple[str, ...], Callable[[Any], object]], ...] =
 
 def _apart(obj: Any, name: str, value: object) -> bool:
     """Whether reading attribute ``name`` of ``obj`` (a watched instance),
-    which gave ``value``, leaves ``obj`` untouched: ``value`` is a
-    :class:`~actors._core._footprint.Table` (which records its own uses; its
-    rebinding touches it whole, see _touching_setattr), or a method of
-    ``obj``'s class, bound to ``obj`` (what an instance may change is not in
-    it)."""
+    which gave ``value``, reads only that attribute (Recorder.
+    touch_attribute) rather than the whole instance: ``value`` is a
+    :class:`~actors._core._footprint.Table` (which records its own uses),
+    or a method of ``obj``'s class bound to ``obj`` (what the instance may
+    change is not in it). Anything else may be changed in place through
+    what the read gave (a list, another object): a write of the instance."""
     kind = type(value)
     if kind is Table:
         return True
     if kind is not types.MethodType or value.__self__ is not obj:  # type: ignore[attr-defined]
         return False
-    return getattr(type(obj), name, None) is value.__func__ and name not in _fields(obj)  # type: ignore[attr-defined]
-
-
-def _fields(obj: object) -> dict[str, Any]:
-    """``obj``'s instance dict, or an empty one (a class with slots only)."""
-    try:
-        fields: dict[str, Any] = object.__getattribute__(obj, "__dict__")
-    except AttributeError:
-        return {}
-    return fields
-
-
-def _held(obj: object, name: str) -> object:
-    """What attribute ``name`` of ``obj`` holds as an instance attribute (a
-    slot or an entry of its dict), or None."""
-    descriptor = getattr(type(obj), name, None)
-    if type(descriptor) is types.MemberDescriptorType:
-        try:
-            return descriptor.__get__(obj)
-        except AttributeError:
-            return None
-    return _fields(obj).get(name)
+    return getattr(type(obj), name, None) is value.__func__  # type: ignore[attr-defined]
 
 
 def _touching_getattribute(original: Callable[[Any, str], Any]) -> Callable[[Any, str], Any]:
     """A ``__getattribute__`` that touches the instance (see _apart for the
-    reads that do not)."""
+    reads that touch only their attribute)."""
 
     def __getattribute__(self: Any, name: str) -> Any:
         sink = _footprint.sink
-        if sink is None:
+        if not isinstance(sink, Recorder):
             return original(self, name)
         try:
             value = original(self, name)
         except BaseException:
-            sink.touch(self)  # an attribute found absent was read too
+            sink.rebind(self, name)  # an attribute found absent was read too
             raise
-        if not _apart(self, name, value):
+        if name in _LAYOUT:
+            sink.rebind(self, name)  # the dict, which may be changed through
+        elif _apart(self, name, value):
+            sink.touch_attribute(self, name)
+        else:
             sink.touch(self)
         return value
 
@@ -675,14 +718,10 @@ def _touching_getattribute(original: Callable[[Any, str], Any]) -> Callable[[Any
 
 
 def _rebinding(obj: object, name: str) -> None:
-    """``obj``'s attribute ``name`` is bound again or deleted: ``obj`` is
-    written, and a table it held (whose readers did not touch ``obj``)."""
+    """``obj``'s attribute ``name`` is bound again or deleted."""
     sink = _footprint.sink
-    if sink is not None:
-        sink.touch(obj)
-        held = _held(obj, name)
-        if type(held) is Table:
-            sink.touch(held)
+    if isinstance(sink, Recorder):
+        sink.rebind(obj, name)
 
 
 def _touching_setattr(original: Callable[[Any, str, Any], None]) -> Callable[[Any, str, Any], None]:
@@ -768,9 +807,11 @@ def _plan(shared: tuple[type, ...]) -> list[tuple[type, str, object, object]]:
     # cancel was caught), depends on the order with that cancel.
     for name in ("__enter__", "__exit__"):
         method = trio.CancelScope.__dict__[name]
-        plan.append((trio.CancelScope, name, method, _wrapped(method, _itself)))
+        plan.append((trio.CancelScope, name, method, _scoping(method)))
+    shown = trio.CancelScope.__dict__["__repr__"]
+    plan.append((trio.CancelScope, "__repr__", shown, _reading(shown)))
     # What a task reads of a scope, and what changes who is cancelled in it.
-    for name in ("deadline", "relative_deadline", "shield", "cancel_called"):
+    for name in ("deadline", "relative_deadline", "shield", "cancel_called", "is_relative"):
         prop = trio.CancelScope.__dict__[name]
         setter = None if prop.fset is None else _reaching(prop.fset)
         plan.append((trio.CancelScope, name, prop, property(_reading(prop.fget), setter)))
