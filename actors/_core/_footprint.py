@@ -15,8 +15,6 @@ import contextvars
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
-
     from ._envelope import Address
 
 K = TypeVar("K")
@@ -230,30 +228,12 @@ class Table(dict[K, V]):
             if super().__contains__(key):
                 sink.touch(self, REWRITE)
 
-    def __iter__(self) -> Iterator[K]:
-        touch_whole(self)
-        return super().__iter__()
-
-    def __reversed__(self) -> Iterator[K]:
-        touch_whole(self)
-        return super().__reversed__()
-
-    def __len__(self) -> int:
-        touch_whole(self)
-        return super().__len__()
-
-    def keys(self) -> Any:
-        touch_whole(self)
-        return super().keys()
-
-    def values(self) -> Any:
-        touch_whole(self)
-        return super().values()
-
-    def items(self) -> Any:
-        touch_whole(self)
-        return super().items()
-
+    __iter__ = _whole("__iter__")
+    __reversed__ = _whole("__reversed__")
+    __len__ = _whole("__len__")
+    keys = _whole("keys")
+    values = _whole("values")
+    items = _whole("items")
     clear = _whole("clear")
     copy = _whole("copy")
     popitem = _whole("popitem")
