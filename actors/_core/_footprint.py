@@ -191,11 +191,13 @@ class Table(dict[K, V]):
     __slots__ = ()
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
         if sink is not None:
             # Named by the step that makes it (two steps using distinct keys
-            # first do not name it in the order they ran).
+            # first do not name it in the order they ran); run again on a
+            # table, it writes the whole of it.
             sink.created(self)
+            sink.touch_whole(self)
+        super().__init__(*args, **kwargs)
 
     def __contains__(self, key: object) -> bool:
         touch_item(self, key)
@@ -239,8 +241,20 @@ class Table(dict[K, V]):
     popitem = _whole("popitem")
     setdefault = _whole("setdefault")
     update = _whole("update")
-    __eq__ = _whole("__eq__")
-    __ne__ = _whole("__ne__")
+
+    def __eq__(self, other: object) -> bool:
+        touch_whole(self)
+        if isinstance(other, Table):
+            touch_whole(other)  # read by dict's own code, not through its methods
+        return dict.__eq__(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        touch_whole(self)
+        if isinstance(other, Table):
+            touch_whole(other)
+        return dict.__ne__(self, other)
+
+    __hash__ = None
     __or__ = _whole("__or__")
     __ior__ = _whole("__ior__")
     __repr__ = _whole("__repr__")

@@ -16,8 +16,8 @@ A **step** is one task's run from one checkpoint to the next. Its
   listed, the tasks of a cancel scope it cancelled (Trio's own cancels too:
   a child's error, a deadline; setting a deadline or a shield likewise),
   the scope's properties it read, the set of living tasks (an exit, the
-  run's statistics) and of the deadlines open (a scope with one entered or
-  left, a deadline set, the run's statistics);
+  run's statistics) and of the deadlines open (one registered or removed,
+  the run's statistics), both nurseries of a ``started()``;
 - every Trio memory channel, ``Event``, ``Lock``, ``StrictFIFOLock``,
   ``Semaphore``, ``CapacityLimiter``, ``Condition`` and ``ParkingLot`` it
   called (their methods are wrapped for the run);
@@ -54,7 +54,6 @@ from __future__ import annotations
 import collections
 import functools
 import inspect
-import math
 import types
 from collections.abc import Callable, Iterator
 from collections.abc import Set as AbstractSet
@@ -62,7 +61,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import trio
-from trio._core._run import GLOBAL_RUN_CONTEXT, Runner
+from trio._core._run import GLOBAL_RUN_CONTEXT, Deadlines, Runner, _TaskStatus
 
 from .._core import _footprint
 from .._core._envelope import Address, current_address
@@ -198,6 +197,9 @@ class Recorder(trio.abc.Instrument):
         # The ids of the objects touched in the running step (id -> kind:
         # 0, a write), and the names of the actors.
         self._touched: dict[int, int] = {}
+        # The attributes of watched instances touched alone in the running
+        # step: (id, name, kind).
+        self._attributes: set[tuple[int, str, int]] = set()
         self._actors: dict[Address, int] = {}
 
     # The key ----------------------------------------------------------------
@@ -327,16 +329,35 @@ class Recorder(trio.abc.Instrument):
         """The running step reads attribute ``name`` of ``obj`` (a watched
         instance) and nothing else of it: an attribute whose value records
         its own uses (see _apart), which only binding that attribute again,
-        or changing the instance's class or dict, changes."""
+        or changing the instance's class or dict, changes (each of which
+        writes ``obj`` too: a step that wrote it has nothing to add)."""
+        key = id(obj)
+        if self._touched.get(key) == 0:
+            return
+        read = (key, name, READ)
+        attributes = self._attributes
+        if read in attributes:
+            return
+        attributes.add(read)
         known = self._name(obj)
         self._access(hash((known, "attr", name)), READ)
-        self._access(hash((known, "layout")), READ)
+        layout = (key, "", READ)
+        if layout not in attributes:
+            attributes.add(layout)
+            self._access(hash((known, "layout")), READ)
 
-    def rebind(self, obj: object, name: str) -> None:
+    def rebind(self, obj: object, name: str, alone: bool = True) -> None:
         """The running step binds attribute ``name`` of ``obj`` (a watched
         instance) again or deletes it, or reads its dict: it writes ``obj``
-        and what touch_attribute reads of it."""
+        and, if ``alone`` (it may have been read alone), what
+        touch_attribute reads of it."""
         self.touch(obj)
+        if not alone:
+            return
+        written = (id(obj), name, 0)
+        if written in self._attributes:
+            return
+        self._attributes.add(written)
         known = self._name(obj)
         self._access(hash((known, "attr", name)))
         if name in _LAYOUT:
@@ -375,6 +396,7 @@ class Recorder(trio.abc.Instrument):
         self._step = info.steps
         self._fresh = 0
         self._touched = {}
+        self._attributes = set()
         self._task = task
         self._prints = self.batch.setdefault(task, set())
         self._touch_owner(task)
@@ -390,6 +412,7 @@ class Recorder(trio.abc.Instrument):
         self._step = 0
         self._prints = set()
         self._touched = {}
+        self._attributes = set()
         self._task = None
 
     @_keeping_errors
@@ -521,27 +544,40 @@ def _reaching(function: Callable[..., Any]) -> Callable[..., Any]:
         sink = _footprint.sink
         if isinstance(sink, Recorder):
             sink.touch(self)
-            sink._access(_DEADLINES, READ)
             _owners(self)
         return function(self, value)
 
     return setting
 
 
-def _scoping(function: Callable[..., Any]) -> Callable[..., Any]:
-    """A cancel scope's ``__enter__`` or ``__exit__``: it touches the scope,
-    and the deadlines open if it has one."""
+def _deadline(function: Callable[..., Any]) -> Callable[..., Any]:
+    """The runner's ``deadlines.add`` or ``remove`` (a scope with a deadline
+    entered or left, its deadline set, its cancel): the set of deadlines
+    open changes, in a kind that commutes."""
 
     @functools.wraps(function)
-    def scoping(self: Any, *args: Any) -> Any:
+    def changing(self: Any, *args: Any) -> Any:
         sink = _footprint.sink
         if isinstance(sink, Recorder):
-            sink.touch(self)
-            if self._deadline != math.inf or self._relative_deadline != math.inf:
-                sink._access(_DEADLINES, READ)
+            sink._access(_DEADLINES, READ)
         return function(self, *args)
 
-    return scoping
+    return changing
+
+
+def _started(function: Callable[..., Any]) -> Callable[..., Any]:
+    """``task_status.started()``: the task moves from the nursery
+    ``start`` made for it to the one ``start`` was called on."""
+
+    @functools.wraps(function)
+    def started(self: Any, *args: Any) -> Any:
+        sink = _footprint.sink
+        if isinstance(sink, Recorder):
+            sink.touch(self._old_nursery)
+            sink.touch(self._new_nursery)
+        return function(self, *args)
+
+    return started
 
 
 def _reading(function: Callable[..., Any]) -> Callable[..., Any]:
@@ -695,7 +731,10 @@ def _apart(obj: Any, name: str, value: object) -> bool:
 
 def _touching_getattribute(original: Callable[[Any, str], Any]) -> Callable[[Any, str], Any]:
     """A ``__getattribute__`` that touches the instance (see _apart for the
-    reads that touch only their attribute)."""
+    reads that touch only their attribute: none if the class has a
+    ``__getattribute__`` of its own, which may choose by what it reads
+    unrecorded)."""
+    plain = original is object.__getattribute__
 
     def __getattribute__(self: Any, name: str) -> Any:
         sink = _footprint.sink
@@ -708,7 +747,12 @@ def _touching_getattribute(original: Callable[[Any, str], Any]) -> Callable[[Any
             raise
         if name in _LAYOUT:
             sink.rebind(self, name)  # the dict, which may be changed through
-        elif _apart(self, name, value):
+            return value
+        if sink._touched.get(id(self)) == 0:
+            return value  # written whole in this step already (see touch_attribute)
+        kind = type(value)
+        if plain and (kind is Table or kind is types.MethodType) and _apart(self, name, value):
+            _ALONE.setdefault(type(self), set()).add(name)
             sink.touch_attribute(self, name)
         else:
             sink.touch(self)
@@ -717,16 +761,31 @@ def _touching_getattribute(original: Callable[[Any, str], Any]) -> Callable[[Any
     return __getattribute__
 
 
-def _rebinding(obj: object, name: str) -> None:
-    """``obj``'s attribute ``name`` is bound again or deleted."""
+_ALONE: dict[type, set[str]] = {}
+"""Watched class -> the names of its attributes read alone so far (the
+process's: it only grows). Binding another attribute to anything but a
+table changes no read alone: such a read of it, before, would have put its
+name here; after, it reads what the binding gave, which is not read alone
+(or is the class's method again), so it touches the instance."""
+
+
+def _rebinding(obj: object, name: str, value: object = Table) -> None:
+    """``obj``'s attribute ``name`` is bound again to ``value`` or deleted
+    (no value: a deletion may uncover a table of the class, read alone)."""
     sink = _footprint.sink
     if isinstance(sink, Recorder):
-        sink.rebind(obj, name)
+        alone = (
+            value is Table
+            or type(value) is Table
+            or name in _LAYOUT
+            or name in _ALONE.get(type(obj), ())
+        )
+        sink.rebind(obj, name, alone)
 
 
 def _touching_setattr(original: Callable[[Any, str, Any], None]) -> Callable[[Any, str, Any], None]:
     def __setattr__(self: Any, name: str, value: Any) -> None:
-        _rebinding(self, name)
+        _rebinding(self, name, value)
         original(self, name, value)
 
     return __setattr__
@@ -807,7 +866,12 @@ def _plan(shared: tuple[type, ...]) -> list[tuple[type, str, object, object]]:
     # cancel was caught), depends on the order with that cancel.
     for name in ("__enter__", "__exit__"):
         method = trio.CancelScope.__dict__[name]
-        plan.append((trio.CancelScope, name, method, _scoping(method)))
+        plan.append((trio.CancelScope, name, method, _wrapped(method, _itself)))
+    for name in ("add", "remove"):
+        method = Deadlines.__dict__[name]
+        plan.append((Deadlines, name, method, _deadline(method)))
+    started = _TaskStatus.__dict__["started"]
+    plan.append((_TaskStatus, "started", started, _started(started)))
     shown = trio.CancelScope.__dict__["__repr__"]
     plan.append((trio.CancelScope, "__repr__", shown, _reading(shown)))
     # What a task reads of a scope, and what changes who is cancelled in it.

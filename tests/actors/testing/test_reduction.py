@@ -1232,3 +1232,153 @@ def test_a_spawn_into_a_closing_nursery_is_recorded(how: str) -> None:
     found = both_ways(spawning_into_a_closing_nursery(how), bound=2)
     assert_same_coverage(found)
     assert found[False][1] == {"refused", "spawned"}
+
+
+# A second hostile review's repros (each missed a final state before its fix) ------
+
+
+def pair_of_tables() -> object:
+    first: Shared = actors.testing.Table(a=0)
+    second: Shared = actors.testing.Table(a=0)
+    return (first, second)
+
+
+def tables(state: object) -> tuple[Shared, Shared]:
+    return cast("tuple[Shared, Shared]", state)
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        # dict's own equality reads the other table without its methods
+        (
+            lambda state: tables(state)[1].__setitem__("a", 1),
+            lambda state: tables(state)[0] == tables(state)[1],
+        ),
+        (
+            lambda state: tables(state)[1].__setitem__("a", 1),
+            lambda state: tables(state)[0] != tables(state)[1],
+        ),
+        # __init__ run again merges entries without them
+        (lambda state: tables(state)[0].__init__(a=1), lambda state: tables(state)[0].get("a")),  # type: ignore[misc]
+        (lambda state: tables(state)[0].__init__(b=1), lambda state: len(tables(state)[0])),  # type: ignore[misc]
+    ],
+)
+def test_a_table_used_by_dicts_own_code_is_recorded(
+    first: Callable[[object], None], second: Callable[[object], object]
+) -> None:
+    found = both_ways(lambda finals: two_actors(finals, first, second, pair_of_tables), bound=1)
+    assert_same_coverage(found)
+    assert len(found[False][1]) == 2
+
+
+class Chooser:
+    """A shared class with a __getattribute__ of its own, choosing a method
+    by a field it reads unrecorded."""
+
+    def __init__(self) -> None:
+        self.mode = "a"
+
+    def __getattribute__(self, name: str) -> Any:
+        if name == "act":
+            name = "act_" + object.__getattribute__(self, "mode")
+        return object.__getattribute__(self, name)
+
+    def act_a(self) -> str:
+        return "a"
+
+    def act_b(self) -> str:
+        return "b"
+
+
+def test_a_class_with_its_own_getattribute_reads_nothing_alone() -> None:
+    def first(state: object) -> None:
+        cast(Chooser, state).mode = "b"
+
+    def second(state: object) -> object:
+        return cast(Any, state).act()
+
+    found = both_ways(
+        lambda finals: two_actors(finals, first, second, Chooser), bound=1, shared=[Chooser]
+    )
+    assert_same_coverage(found)
+    assert found[False][1] == {("a",), ("b",)}
+
+
+def deadlines(change: str) -> Callable[[set[object]], Program]:
+    """One task changes the deadlines open (a cancel of a scope with one, a
+    nursery with one leaving), another reads the next deadline in the same
+    batch."""
+
+    def program(finals: set[object]) -> Program:
+        async def main() -> None:
+            seen: list[bool] = []
+
+            async def changer() -> None:
+                belong("changer")
+                await trio.lowlevel.checkpoint()
+                if change == "cancel":
+                    with trio.move_on_after(5) as scope:
+                        await trio.lowlevel.checkpoint()
+                        scope.cancel()
+                        await trio.sleep_forever()
+                else:
+                    async with trio.open_nursery() as nursery:
+                        nursery.cancel_scope.deadline = trio.current_time() + 5
+                        await trio.lowlevel.checkpoint()
+                    await trio.lowlevel.checkpoint()
+
+            async def reader() -> None:
+                belong("reader")
+                for _ in range(2 if change == "cancel" else 3):
+                    await trio.lowlevel.checkpoint()
+                next_deadline = trio.lowlevel.current_statistics().seconds_to_next_deadline
+                seen.append(next_deadline == float("inf"))
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(changer)
+                nursery.start_soon(reader)
+            finals.add(tuple(seen))
+
+        return main
+
+    return program
+
+
+@pytest.mark.parametrize("change", ["cancel", "nursery"])
+def test_every_change_to_the_deadlines_open_is_recorded(change: str) -> None:
+    found = both_ways(deadlines(change), bound=1)
+    assert_same_coverage(found)
+    assert found[False][1] == {(True,), (False,)}
+
+
+def test_a_task_started_into_a_nursery_is_recorded() -> None:
+    # started() moves the task into the nursery start() was called on, steps
+    # after start() touched it.
+    def program(finals: set[object]) -> Program:
+        async def main() -> None:
+            seen: list[int] = []
+
+            async def started(
+                task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+            ) -> None:
+                await trio.lowlevel.checkpoint()
+                task_status.started()
+                await trio.lowlevel.checkpoint()
+
+            async def starter(nursery: trio.Nursery) -> None:
+                belong("starter")
+                await nursery.start(started)
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(starter, nursery)
+                for _ in range(3):
+                    await trio.lowlevel.checkpoint()
+                seen.append(len(nursery.child_tasks))
+            finals.add(tuple(seen))
+
+        return main
+
+    found = both_ways(program, bound=1)
+    assert_same_coverage(found)
+    assert len(found[False][1]) == 2
