@@ -217,26 +217,30 @@ class Recorder(trio.abc.Instrument):
 
     def _access(self, name: int, kind: int = 0) -> None:
         """Record that the running step touches ``name``: a write (``kind``
-        0) or an access of a commuting ``kind`` (see :data:`EXIT`)."""
+        0) or an access of a commuting ``kind`` (see :data:`EXIT`).
+
+        ``_seq[name]`` is the name's history so far: its hash, the task and
+        step that last touched it, the hash's part of the key's sum (kept,
+        not hashed again when the next access replaces it) and, after an
+        access of a commuting kind, that kind and the segment's base and
+        sum."""
         current, step = self._current, self._step
         known = self._seq.get(name)
         if kind:
             self._commute(name, kind, known)
             return
         if known is None:
-            before = 0
             hashed = hash((name, current, step))
+            mixed = hash((name, hashed)) & _MASK
         else:
-            before = known[0]
-            if known[1] == current and known[2] == step and len(known) == 3:
+            if known[1] == current and known[2] == step and len(known) == 4:
                 return
-            hashed = hash((before, current, step))
+            hashed = hash((known[0], current, step))
+            mixed = hash((name, hashed)) & _MASK
+            self.total -= known[3]
         self.accesses += 1
         self._prints.add(name)
-        self._seq[name] = (hashed, current, step)
-        mixed = hash((name, hashed)) & _MASK
-        if known is not None:
-            mixed -= hash((name, before)) & _MASK
+        self._seq[name] = (hashed, current, step, mixed)
         self.total = (self.total + mixed) & _MASK
 
     def _commute(self, name: int, kind: int, known: tuple[int, ...] | None) -> None:
@@ -245,21 +249,21 @@ class Recorder(trio.abc.Instrument):
         (its hash is their sum), so their order does not change the key."""
         current, step = self._current, self._step
         if known is not None and known[1] == current and known[2] == step:
-            if len(known) == 6 and known[3] != kind:
+            if len(known) == 7 and known[4] != kind:
                 self._access(name)  # two kinds in one step: a write
             return  # this step touched it already: its write stands, or its segment has it
-        if known is not None and len(known) == 6 and known[3] == kind:
-            base, segment = known[4], known[5]
+        if known is not None and len(known) == 7 and known[4] == kind:
+            base, segment = known[5], known[6]
         else:
             base, segment = (0 if known is None else known[0]), 0
         segment = (segment + (hash((current, step)) & _MASK)) & _MASK
         hashed = hash((base, kind, segment))
         self.accesses += 1
         self.commuting.setdefault(self._task, {})[name] = kind
-        self._seq[name] = (hashed, current, step, kind, base, segment)
         mixed = hash((name, hashed)) & _MASK
+        self._seq[name] = (hashed, current, step, mixed, kind, base, segment)
         if known is not None:
-            mixed -= hash((name, known[0])) & _MASK
+            self.total -= known[3]
         self.total = (self.total + mixed) & _MASK
 
     def touch(self, obj: object, kind: int = 0) -> None:
@@ -748,14 +752,17 @@ def _touching_getattribute(original: Callable[[Any, str], Any]) -> Callable[[Any
         if name in _LAYOUT:
             sink.rebind(self, name)  # the dict, which may be changed through
             return value
-        if sink._touched.get(id(self)) == 0:
+        touched = sink._touched
+        key = id(self)
+        if touched.get(key) == 0:
             return value  # written whole in this step already (see touch_attribute)
         kind = type(value)
         if plain and (kind is Table or kind is types.MethodType) and _apart(self, name, value):
             _ALONE.setdefault(type(self), set()).add(name)
             sink.touch_attribute(self, name)
         else:
-            sink.touch(self)
+            touched[key] = 0  # sink.touch(self), inline: this wrapper is the hottest caller
+            sink._access(sink._name(self))
         return value
 
     return __getattribute__
@@ -785,7 +792,14 @@ def _rebinding(obj: object, name: str, value: object = Table) -> None:
 
 def _touching_setattr(original: Callable[[Any, str, Any], None]) -> Callable[[Any, str, Any], None]:
     def __setattr__(self: Any, name: str, value: Any) -> None:
-        _rebinding(self, name, value)
+        sink = _footprint.sink
+        if isinstance(sink, Recorder):
+            # _rebinding, inline (the hottest caller), and nothing at all
+            # where the step wrote the instance whole already and no read
+            # alone can see the binding.
+            alone = type(value) is Table or name in _LAYOUT or name in _ALONE.get(type(self), ())
+            if alone or sink._touched.get(id(self)) != 0:
+                sink.rebind(self, name, alone)
         original(self, name, value)
 
     return __setattr__

@@ -1,6 +1,6 @@
-"""An exploration collects each run's garbage at the run's end and freezes
-what survives (actors/testing/_heap.py), and leaves the collector as it
-found it."""
+"""An exploration freezes what the process holds as it starts, collects
+each run's garbage at the run's end and freezes what survives
+(actors/testing/_heap.py), and leaves the collector as it found it."""
 
 from __future__ import annotations
 
@@ -42,8 +42,8 @@ def test_each_runs_cycles_are_collected_and_the_rest_frozen_until_the_end() -> N
     exploration = explore(_program(seen, refs), strategy="dfs", bound=1, reduction=False)
     assert exploration.runs == len(seen) > 2
     (first_frozen, _), *later = seen
-    assert first_frozen == 0  # nothing frozen before the first run ends
-    assert all(frozen > 0 for frozen, _ in later)  # after it: what survived it
+    assert first_frozen > 0  # what the process held as it began, frozen unscanned
+    assert all(frozen >= first_frozen for frozen, _ in later)  # and what each run left alive
     assert all(clean for _, clean in later)  # each run's cycle collected, not frozen
     assert gc.get_freeze_count() == 0  # unfrozen at the end
 
@@ -55,8 +55,11 @@ def test_what_the_caller_froze_stays_frozen_and_nothing_more_is() -> None:
         seen: list[tuple[int, bool]] = []
         explore(_program(seen, []), strategy="dfs", bound=1, reduction=False)
         assert len(seen) > 2
-        assert {count for count, _ in seen} == {frozen}
-        assert gc.get_freeze_count() == frozen
+        # A frozen object freed by its count of references leaves the
+        # permanent generation: the count may fall, but never to nothing (an
+        # unfreeze) nor above the caller's (a freeze of the runs' objects).
+        assert all(frozen // 2 < count <= frozen for count, _ in seen)
+        assert frozen // 2 < gc.get_freeze_count() <= frozen
     finally:
         gc.unfreeze()
 
