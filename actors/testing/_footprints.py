@@ -797,7 +797,12 @@ def _touching_setattr(original: Callable[[Any, str, Any], None]) -> Callable[[An
             # _rebinding, inline (the hottest caller), and nothing at all
             # where the step wrote the instance whole already and no read
             # alone can see the binding.
-            alone = type(value) is Table or name in _LAYOUT or name in _ALONE.get(type(self), ())
+            alone = (
+                value is Table
+                or type(value) is Table
+                or name in _LAYOUT
+                or name in _ALONE.get(type(self), ())
+            )
             if alone or sink._touched.get(id(self)) != 0:
                 sink.rebind(self, name, alone)
         original(self, name, value)

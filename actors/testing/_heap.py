@@ -6,13 +6,11 @@ the plays tried from each), and each run leaves cyclic garbage (Trio's
 tasks, frames, tracebacks). Left to itself, the collector's full
 collections scan the whole memo again and again: on the recreate scenario
 at P=2 W=2, 63 of them took 11 s of a 56 s exploration of 2,000 schedules
-(``bench/README.md``). Instead, :class:`Heap` freezes what the process
-holds as the exploration starts (a constant-time move, nothing scanned)
-and, after each run, collects what the run left (one collection of what is
-not frozen: that run's objects and the memo's new entries) and freezes what
-survives (:func:`gc.freeze`), so that later collections skip it; when the
-exploration ends, it unfreezes everything (garbage that was there before it
-is collected then). A process that has frozen objects itself, or turned the
+(``bench/README.md``). Instead, after each run, :class:`Heap` collects what
+the run left (one collection of what is not frozen: that run's objects and
+the memo's new entries) and freezes what survives (:func:`gc.freeze`), so
+that later collections skip it; when the exploration ends, it unfreezes
+everything. A process that has frozen objects itself, or turned the
 collector off, is left as it is.
 
 The dictionaries of the memo are instances of :class:`Memo`, not ``dict``. A full
@@ -49,13 +47,6 @@ class Heap:
     def __init__(self) -> None:
         # Unfreezing would thaw what someone else froze: then nothing is done.
         self._freezing = gc.isenabled() and gc.get_freeze_count() == 0
-        if self._freezing:
-            # What the process held before the exploration, frozen unscanned
-            # (a constant-time move): the first run's collection scans only
-            # that run's objects, not the whole process (15 ms of a 32-run
-            # exploration's 270 on the recreate scenario). Garbage among it
-            # waits for the collections after close.
-            gc.freeze()
 
     def after_run(self) -> None:
         if self._freezing:

@@ -161,6 +161,10 @@ class _Dfs(_Strategy):
         self._level = 0
         self._prefix: list[int] | None = []
         self._known: Memo[tuple[tuple[int, int], ...], _Run] = Memo()
+        # One copy of each equal part of the runs kept (see _keep).
+        self._batches: Memo[Batch, Batch] = Memo()
+        self._states: Memo[tuple[int, bytes], tuple[int, bytes]] = Memo()
+        self._numbers: Memo[tuple[int, ...], tuple[int, ...]] = Memo()
         # Those of them walked, not run (see _advance).
         self._walked: set[tuple[tuple[int, int], ...]] = set()
         # Whether this level ran or walked a schedule (level 0 runs the
@@ -198,10 +202,29 @@ class _Dfs(_Strategy):
 
     def after(self, run: _Run) -> None:
         if sum(pick != 0 for pick in run.picks) < self._cap:
-            self._known[Schedule.from_picks(run.picks).choices] = run
+            self._keep(Schedule.from_picks(run.picks).choices, run)
         if self.cache == "traces":
             self._record_outcomes(run)
         self._advance(run, new=True)
+
+    def _keep(self, choices: tuple[tuple[int, int], ...], run: _Run) -> None:
+        """Keep ``run`` for the deeper levels to walk, its parts shared with
+        the equal parts of the runs kept before: runs that branch from one
+        another share their batches up to where they part, and their
+        options and states (at P=2 W=2, 300 runs had 509 distinct batches
+        of 21,792: 71 KB a run kept whole, most of it footprints)."""
+        batch, state, numbers = (
+            self._batches.setdefault,
+            self._states.setdefault,
+            self._numbers.setdefault,
+        )
+        self._known[choices] = attrs.evolve(
+            run,
+            options=numbers(run.options, run.options),
+            states=tuple(state(each, each) for each in run.states),
+            footprints=tuple(batch(each, each) for each in run.footprints),
+            firsts=numbers(run.firsts, run.firsts),
+        )
 
     def _record_outcomes(self, run: _Run) -> None:
         for index, batch in enumerate(run.footprints):
@@ -231,7 +254,7 @@ class _Dfs(_Strategy):
                 self._added = True
             if deviations < self._cap:
                 walked = Schedule.from_picks(following.picks).choices
-                self._known[walked] = following
+                self._keep(walked, following)
                 self._walked.add(walked)
             run, new = following, False
 
