@@ -787,24 +787,15 @@ def _rebinding(obj: object, name: str, value: object = Table) -> None:
             or name in _LAYOUT
             or name in _ALONE.get(type(obj), ())
         )
-        sink.rebind(obj, name, alone)
+        # Nothing at all where the step wrote the instance whole already
+        # and no read alone can see the binding.
+        if alone or sink._touched.get(id(obj)) != 0:
+            sink.rebind(obj, name, alone)
 
 
 def _touching_setattr(original: Callable[[Any, str, Any], None]) -> Callable[[Any, str, Any], None]:
     def __setattr__(self: Any, name: str, value: Any) -> None:
-        sink = _footprint.sink
-        if isinstance(sink, Recorder):
-            # _rebinding, inline (the hottest caller), and nothing at all
-            # where the step wrote the instance whole already and no read
-            # alone can see the binding.
-            alone = (
-                value is Table
-                or type(value) is Table
-                or name in _LAYOUT
-                or name in _ALONE.get(type(self), ())
-            )
-            if alone or sink._touched.get(id(self)) != 0:
-                sink.rebind(self, name, alone)
+        _rebinding(self, name, value)
         original(self, name, value)
 
     return __setattr__
