@@ -21,6 +21,9 @@ Figures, printed by ``.venv/bin/python bench/explore_bench.py [--proofs]``:
   reorder bound B and delay budget D on the recreate and divergent
   scenarios, P, W in {1, 2}, with the barrier: runs, choice points and time
   until complete (``--with-race`` prints the figures above first);
+* with ``--cross --bound B --delays D [--small]``, the proofs with the
+  reduction and without it, each counting its distinct traces (the same
+  both ways, if the reduction loses nothing);
 * with ``--full-count --bound B --delays D [--small]``, the schedules the
   full enumeration (no reduction) runs on the recreate scenario, its last
   level counted from the runs of the level before (``full_count``), at
@@ -184,6 +187,51 @@ def proofs(
             )
 
 
+def cross_check(
+    bound: int,
+    delays: int = 0,
+    specs: tuple[str, ...] = PROOF_SPECS,
+    topologies: tuple[tuple[int, int], ...] = TOPOLOGIES,
+) -> bool:
+    """The proofs with the reduction and without it, each counting its
+    distinct traces: whether every one completed with no failure and the
+    reduced search reached the traces the full one did."""
+    agreed = True
+    for name in specs:
+        spec = bundled(name)
+        for processes, workers in topologies:
+            main = spec_main(spec, Topology(processes, workers))
+            cells: list[str] = []
+            traces: list[int | None] = []
+            for reduced in (True, False):
+                start = time.perf_counter()
+                exploration = explore(
+                    main,
+                    strategy="dfs",
+                    bound=bound,
+                    delays=delays,
+                    budget=10**9,
+                    reduction=reduced,
+                    raise_on_failure=False,
+                    count_traces=True,
+                )
+                agreed &= exploration.complete and exploration.failure is None
+                traces.append(exploration.traces)
+                cells.append(
+                    f"{exploration.runs} runs, {exploration.traces} traces, "
+                    f"{'complete' if exploration.complete else 'INCOMPLETE'}, "
+                    f"{'no failure' if exploration.failure is None else 'FAILED'}, "
+                    f"{time.perf_counter() - start:.1f}s"
+                )
+            agreed &= traces[0] == traces[1]
+            print(
+                f"{name} P={processes} W={workers} b{bound} d{delays}: "
+                f"reduced {cells[0]} | full {cells[1]}",
+                flush=True,
+            )
+    return agreed
+
+
 def found_with_delays() -> None:
     """Without the barrier, dfs with one delay and no reordering, each
     topology: the run that finds the frozen read, and its schedule."""
@@ -303,7 +351,7 @@ def _option(name: str, default: int) -> int:
 
 
 if __name__ == "__main__":
-    modes = ("--proofs", "--found", "--reduction", "--full-count")
+    modes = ("--proofs", "--found", "--reduction", "--full-count", "--cross")
     if not any(mode in sys.argv for mode in modes) or "--with-race" in sys.argv:
         print("runs until the race is found without the barrier (two_runtime_recreate_race.spec):")
         for topology in (Topology(1, 1, barrier=False), Topology(2, 2, barrier=False)):
@@ -313,6 +361,12 @@ if __name__ == "__main__":
         delays = _option("--delays", 0)
         print(f"dfs bound {bound} delays {delays} with the barrier, until complete:")
         proofs(bound, delays, topologies=TOPOLOGIES[:1] if "--small" in sys.argv else TOPOLOGIES)
+    if "--cross" in sys.argv:
+        bound, delays = _option("--bound", 1), _option("--delays", 0)
+        agreed = cross_check(
+            bound, delays, topologies=TOPOLOGIES[:1] if "--small" in sys.argv else TOPOLOGIES
+        )
+        print("every one complete, no failure, the same traces both ways:", agreed)
     if "--found" in sys.argv:
         print("without the barrier, dfs bound 0 delays 1 until the frozen read:")
         found_with_delays()
