@@ -6,8 +6,7 @@ the plays tried from each), and each run leaves cyclic garbage (Trio's
 tasks, frames, tracebacks). Left to itself, the collector's full
 collections scan the whole memo again and again: on the recreate scenario
 at P=2 W=2, 63 of them took 11 s of a 56 s exploration of 2,000 schedules
-(``bench/README.md``). Instead, after each run (from the 64th on),
-:class:`Heap` collects what
+(``bench/README.md``). Instead, after each run, :class:`Heap` collects what
 the run left (one collection of what is not frozen: that run's objects and
 the memo's new entries) and freezes what survives (:func:`gc.freeze`), so
 that later collections skip it; when the exploration ends, it unfreezes
@@ -41,26 +40,16 @@ class Memo(dict[K, V]):
     __slots__ = ()
 
 
-FIRST_RUN = 64
-"""The run after which :class:`Heap` first collects and freezes. The first
-collection scans the whole process (15 ms of a 32-run exploration's 270 on
-the recreate scenario): a shorter exploration, whose memo is small, is
-left to the collector as any program is."""
-
-
 class Heap:
-    """Collect each run's garbage at its end and freeze what survives, from
-    run :data:`FIRST_RUN` on; :meth:`close` puts the frozen objects back."""
+    """Collect each run's garbage at its end and freeze what survives;
+    :meth:`close` puts the frozen objects back."""
 
     def __init__(self) -> None:
         # Unfreezing would thaw what someone else froze: then nothing is done.
         self._freezing = gc.isenabled() and gc.get_freeze_count() == 0
-        self._wait = FIRST_RUN
 
     def after_run(self) -> None:
-        if self._wait > 1:
-            self._wait -= 1
-        elif self._freezing:
+        if self._freezing:
             gc.collect()
             gc.freeze()
 

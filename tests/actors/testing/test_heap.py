@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 import pytest
 import trio
 
-from actors.testing import _heap, explore
+from actors.testing import explore
 from actors.testing._explore import _SeenRuns
 from actors.testing._heap import Memo
 from actors.testing._strategies import _Dfs
@@ -36,19 +36,6 @@ def _program(
     return main
 
 
-@pytest.fixture
-def from_the_first_run(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_heap, "FIRST_RUN", 1)
-
-
-def test_a_short_exploration_is_left_to_the_collector() -> None:
-    seen: list[tuple[int, bool]] = []
-    exploration = explore(_program(seen, []), strategy="dfs", bound=1, reduction=False)
-    assert 2 < exploration.runs < _heap.FIRST_RUN
-    assert {frozen for frozen, _ in seen} == {0}
-
-
-@pytest.mark.usefixtures("from_the_first_run")
 def test_each_runs_cycles_are_collected_and_the_rest_frozen_until_the_end() -> None:
     seen: list[tuple[int, bool]] = []
     refs: list[weakref.ref[_Node]] = []
@@ -61,7 +48,6 @@ def test_each_runs_cycles_are_collected_and_the_rest_frozen_until_the_end() -> N
     assert gc.get_freeze_count() == 0  # unfrozen at the end
 
 
-@pytest.mark.usefixtures("from_the_first_run")
 def test_what_the_caller_froze_stays_frozen_and_nothing_more_is() -> None:
     gc.freeze()
     try:
@@ -78,7 +64,6 @@ def test_what_the_caller_froze_stays_frozen_and_nothing_more_is() -> None:
         gc.unfreeze()
 
 
-@pytest.mark.usefixtures("from_the_first_run")
 def test_an_interrupted_exploration_unfreezes_too() -> None:
     runs = 0
 
