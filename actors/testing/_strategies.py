@@ -150,13 +150,15 @@ class _Dfs(_Strategy):
         # explored state (see _redundant).
         self.skipped = 0
         # What each batch with a choice did (with traces): the state at its
-        # start -> (the order its options ran in and the options held back,
-        # by kind, as positions among its options in creation order) -> the
+        # start -> the options held back, by kind -> the order the others
+        # ran in (positions among its options in creation order) -> the
         # pairs of those positions whose steps were dependent, in the order
-        # they ran, and the state at the next batch's start.
-        self._outcomes: Memo[bytes, Memo[_Outcome, tuple[frozenset[tuple[int, int]], bytes]]] = (
-            Memo()
-        )
+        # they ran, and the state at the next batch's start. (A lookup wants
+        # one held set: scanning all of a state's outcomes for it took 74%
+        # of a long exploration's time at P=2 W=2.)
+        self._outcomes: Memo[
+            bytes, Memo[_Held, Memo[_Ran, tuple[frozenset[tuple[int, int]], bytes]]]
+        ] = Memo()
         self._cap = bound + delays
         self._level = 0
         self._prefix: list[int] | None = []
@@ -231,11 +233,14 @@ class _Dfs(_Strategy):
             if len(batch.options) < 2 or index + 1 >= len(run.states):
                 continue
             end = batch.point + len(batch.options) - 1
-            outcome = _played(len(batch.options), run.picks[batch.point : end])
+            ran, held = _played(len(batch.options), run.picks[batch.point : end])
             position = {task: i for i, task in enumerate(batch.options)}
             dependent = frozenset((position[a], position[b]) for a, b in batch.dependent)
             before, after = run.states[index][1], run.states[index + 1][1]
-            self._outcomes.setdefault(before, Memo())[outcome] = (dependent, after)
+            self._outcomes.setdefault(before, Memo()).setdefault(held, Memo())[ran] = (
+                dependent,
+                after,
+            )
 
     def _advance(self, run: _Run, *, new: bool = False) -> None:
         while True:
@@ -303,16 +308,15 @@ class _Dfs(_Strategy):
         chosen = [*run.picks[batch.point : point], pick] + [0] * (end - point - 1)
         ran, held = _played(len(batch.options), chosen)
         observed = self._outcomes.get(run.states[index][1])
-        if not observed:
+        # From one state a batch has the same options: the same tasks held
+        # means the same tasks run.
+        same = observed.get(held) if observed else None
+        if not same:
             return None
         reorders, holds = used
         left = self._left(reorders + (pick > 0), holds + (pick < 0))
         position = {task: i for i, task in enumerate(ran)}
-        # From one state a batch has the same options: the same tasks held
-        # means the same tasks run.
-        for (_, other_held), (dependent, after) in observed.items():
-            if other_held != held:
-                continue
+        for dependent, after in same.values():
             if any(position[a] > position[b] for a, b in dependent):
                 continue
             known = self._explored.get(after)
@@ -420,7 +424,9 @@ class _Dfs(_Strategy):
 
 # A batch's play: the positions (among its options in creation order) in the
 # order they ran, and the positions held back with the kind of hold.
-_Outcome = tuple[tuple[int, ...], frozenset[tuple[str, int]]]
+_Ran = tuple[int, ...]
+_Held = frozenset[tuple[str, int]]
+_Outcome = tuple[_Ran, _Held]
 
 
 def _played(options: int, picks: list[int] | tuple[int, ...]) -> _Outcome:
