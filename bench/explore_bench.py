@@ -85,6 +85,31 @@ def spec_main(spec: Spec, topology: Topology) -> Callable[[], Awaitable[None]]:
     return main
 
 
+def exhaust(
+    main: Callable[[], Awaitable[None]],
+    bound: int,
+    delays: int,
+    *,
+    reduction: bool = True,
+    count_traces: bool = False,
+    progress: Callable[[int, Exploration], None] | None = None,
+) -> Exploration:
+    """``dfs`` of ``main`` until every schedule within ``bound`` and
+    ``delays`` has run (or ``progress`` raises), a failure reported, not
+    raised."""
+    return explore(
+        main,
+        strategy="dfs",
+        bound=bound,
+        delays=delays,
+        budget=10**9,
+        reduction=reduction,
+        raise_on_failure=False,
+        count_traces=count_traces,
+        progress=progress,
+    )
+
+
 def seeded_runs(n: int) -> tuple[int, float]:
     spec = bundled(RECREATE)
     start = time.perf_counter()
@@ -172,14 +197,7 @@ def proofs(
         for processes, workers in topologies:
             topology = Topology(processes, workers)
             start = time.perf_counter()
-            exploration = explore(
-                spec_main(spec, topology),
-                strategy="dfs",
-                bound=bound,
-                delays=delays,
-                budget=10**9,
-                raise_on_failure=False,
-            )
+            exploration = exhaust(spec_main(spec, topology), bound, delays)
             print(
                 f"  {name} ({topology}): {exploration.summary()} "
                 f"[{time.perf_counter() - start:.1f}s]",
@@ -205,16 +223,7 @@ def cross_check(
             traces: list[int | None] = []
             for reduced in (True, False):
                 start = time.perf_counter()
-                exploration = explore(
-                    main,
-                    strategy="dfs",
-                    bound=bound,
-                    delays=delays,
-                    budget=10**9,
-                    reduction=reduced,
-                    raise_on_failure=False,
-                    count_traces=True,
-                )
+                exploration = exhaust(main, bound, delays, reduction=reduced, count_traces=True)
                 agreed &= exploration.complete and exploration.failure is None
                 traces.append(exploration.traces)
                 cells.append(
@@ -275,16 +284,7 @@ def reduction(
                 raise _OutOfTime
 
         try:
-            exploration = explore(
-                main,
-                strategy="dfs",
-                bound=bound,
-                delays=delays,
-                budget=10**9,
-                reduction=reduced,
-                raise_on_failure=False,
-                progress=progress,
-            )
+            exploration = exhaust(main, bound, delays, reduction=reduced, progress=progress)
             summary = exploration.summary()
         except _OutOfTime:
             summary = f"stopped after {seconds:g} s: {last[0].summary()}"
