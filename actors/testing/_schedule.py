@@ -313,6 +313,9 @@ class _Run:
     # The first choice point of each batch that had one (a batch of one task
     # has none), in order.
     firsts: tuple[int, ...] = ()
+    # With states recorded: the batches (indices in states) that were one
+    # task, with none held until no other can run.
+    lone: tuple[int, ...] = ()
 
     @property
     def schedule(self) -> Schedule:
@@ -356,6 +359,9 @@ class _Chooser(random.Random):
         self.picks: list[int] = []
         self.options: list[int] = []
         self.firsts: list[int] = []
+        # With states, the batches (their indices in states) of one task
+        # and none held until no other can run.
+        self.lone: list[int] = []
         self.deviations: list[str] = []
         self.steps: list[int] = []
         self.batches = 0
@@ -409,16 +415,19 @@ class _Chooser(random.Random):
             self._batch = None
         recorder.end_batch()
 
-    def _state(self) -> bytes:
-        """The state at a batch's start: its trace's key (``"traces"``), or
-        the steps run so far (``"steps"``), with the tasks held until no
-        other can run."""
+    def _state(self, batch: list[Any]) -> bytes:
+        """The state at the start of ``batch``: its trace's key
+        (``"traces"``), or the steps run so far (``"steps"``), with the
+        tasks held until no other can run, unless every task of the batch
+        is one of them: then all are let go in it, as if none had been
+        held (the same batch, the same run from here on)."""
+        waiting = [] if all(task in self._waiting for task in batch) else list(self._waiting)
         if self._keying == "traces":
             assert self.recorder is not None, "traces are keyed by their footprints"
-            return self.recorder.key(list(self._waiting))
-        waiting = sorted(self._id(task) for task in self._waiting)
+            return self.recorder.key(waiting)
+        ids = sorted(self._id(task) for task in waiting)
         state = self._so_far.copy()
-        state.update(b"".join(i.to_bytes(4, "little") for i in (0xFFFFFFFF, *waiting)))
+        state.update(b"".join(i.to_bytes(4, "little") for i in (0xFFFFFFFF, *ids)))
         return state.digest()
 
     def _order(self, x: MutableSequence[Any]) -> None:
@@ -426,7 +435,9 @@ class _Chooser(random.Random):
         remaining = list(x)
         held: list[Any] = []
         if self.states is not None and remaining:
-            self.states.append((len(self.picks), self._state()))
+            if len(remaining) == 1 and not self._waiting:
+                self.lone.append(len(self.states))
+            self.states.append((len(self.picks), self._state(remaining)))
         if self._waiting:
             # Tasks that wait until no other can run: held while another can.
             others = [task for task in remaining if task not in self._waiting]
@@ -673,6 +684,7 @@ def _run_once(
         None if recorder is None else recorder.total,
         tuple(chooser.footprints),
         tuple(chooser.firsts),
+        tuple(chooser.lone),
     )
 
 

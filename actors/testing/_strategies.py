@@ -159,6 +159,9 @@ class _Dfs(_Strategy):
         self._outcomes: Memo[
             bytes, Memo[_Held, Memo[_Ran, tuple[frozenset[tuple[int, int]], bytes]]]
         ] = Memo()
+        # The states at whose batch's start one task could run and none was
+        # held until no other can (see _redundant).
+        self._lone: set[bytes] = set()
         self._cap = bound + delays
         self._level = 0
         self._prefix: list[int] | None = []
@@ -229,6 +232,7 @@ class _Dfs(_Strategy):
         )
 
     def _record_outcomes(self, run: _Run) -> None:
+        self._lone.update(run.states[index][1] for index in run.lone)
         for index, batch in enumerate(run.footprints):
             if len(batch.options) < 2 or index + 1 >= len(run.states):
                 continue
@@ -308,20 +312,31 @@ class _Dfs(_Strategy):
         chosen = [*run.picks[batch.point : point], pick] + [0] * (end - point - 1)
         ran, held = _played(len(batch.options), chosen)
         observed = self._outcomes.get(run.states[index][1])
+        if not observed:
+            return None
         # From one state a batch has the same options: the same tasks held
         # means the same tasks run.
-        same = observed.get(held) if observed else None
-        if not same:
-            return None
+        plays = [(observed.get(held), False)]
+        kind, held_back = unpick(pick)
+        if kind == "w":
+            # A task held until no other can run, where holding it for this
+            # batch alone left it the only task of the next one (so no
+            # other task was held until no other can run: those are in
+            # every batch until let go): let go there, it runs as when held
+            # for the batch, from the same state on (a wait that every task
+            # of a batch is in is not in the state's key). That schedule
+            # ran before this one (at a choice point: run, then h, then w).
+            as_hold = [*chosen]
+            as_hold[point - batch.point] = hold(held_back)
+            plays.append((observed.get(_played(len(batch.options), as_hold)[1]), True))
         reorders, holds = used
         left = self._left(reorders + (pick > 0), holds + (pick < 0))
         position = {task: i for i, task in enumerate(ran)}
-        for dependent, after in same.values():
-            if any(position[a] > position[b] for a, b in dependent):
+        for same, lone in plays:
+            match = self._matching(same, position, left, lone=lone)
+            if match is None:
                 continue
-            known = self._explored.get(after)
-            if known is None or not all(a >= b for a, b in zip(known[1], left, strict=True)):
-                continue
+            dependent, after = match
             tasks = batch.options
             played = Batch(
                 batch.point,
@@ -336,8 +351,32 @@ class _Dfs(_Strategy):
                 states=(*run.states[: index + 1], (end, after)),
                 footprints=(*batches[:index], played),
                 firsts=tuple(first for first in run.firsts if first < end),
+                lone=tuple(each for each in run.lone if each <= index),
                 error=None,
             )
+        return None
+
+    def _matching(
+        self,
+        same: Memo[_Ran, tuple[frozenset[tuple[int, int]], bytes]] | None,
+        position: dict[int, int],
+        left: tuple[int, int, int],
+        *,
+        lone: bool,
+    ) -> tuple[frozenset[tuple[int, int]], bytes] | None:
+        """Of the plays of one batch from one state with the same tasks
+        held (``same``), one whose dependent steps ran in the order
+        ``position`` runs them too, that ended in a state explored on from
+        with at least the budgets ``left`` (if ``lone``, a state at whose
+        batch one task could run, none held until no other can)."""
+        for dependent, after in (same or {}).values():
+            if any(position[a] > position[b] for a, b in dependent):
+                continue
+            if lone and after not in self._lone:
+                continue
+            known = self._explored.get(after)
+            if known is not None and all(a >= b for a, b in zip(known[1], left, strict=True)):
+                return dependent, after
         return None
 
     def _left(self, reorders: int, holds: int) -> tuple[int, int, int]:
