@@ -201,6 +201,10 @@ class Recorder(trio.abc.Instrument):
         # step: (id, name, kind).
         self._attributes: set[tuple[int, str, int]] = set()
         self._actors: dict[Address, int] = {}
+        # The tasks whose steps in the batch running made a task runnable,
+        # and whether Trio's run loop did since the batch began (see quiet).
+        self.loud: set[Any] = set()
+        self.loop_woke = False
 
     # The key ----------------------------------------------------------------
 
@@ -438,6 +442,10 @@ class Recorder(trio.abc.Instrument):
 
     @_keeping_errors
     def task_scheduled(self, task: Any) -> None:
+        if self._task is None:
+            self.loop_woke = True
+        else:
+            self.loud.add(self._task)
         finishing = self._finishing
         if finishing is not None and task is finishing.parent_task:
             # The last child out of a nursery wakes its parent: which of the
@@ -488,9 +496,20 @@ class Recorder(trio.abc.Instrument):
                     pairs.append((i, j))
         return pairs
 
+    def quiet(self, ran: tuple[Any, ...]) -> list[int]:
+        """The indices of the steps of ``ran`` (the batch just run) that
+        made no task runnable (not even their own, as a checkpoint does);
+        none if Trio's run loop did after the batch (a deadline's cancel,
+        for one)."""
+        if self.loop_woke:
+            return []
+        return [i for i, task in enumerate(ran) if task not in self.loud]
+
     def end_batch(self) -> None:
         self.batch = {}
         self.commuting = {}
+        self.loud = set()
+        self.loop_woke = False
 
 
 # Trio's primitives, wrapped for a run -------------------------------------------

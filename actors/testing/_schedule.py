@@ -283,13 +283,15 @@ Decide = Callable[[int, list[int], int], int]
 class Batch:
     """One batch of a run, as the reduction needs it: its first choice
     point, its options in creation order (task ids), the order its steps
-    ran in, and the pairs (first, second) of its steps that touched a
-    common object, in the order they ran."""
+    ran in, the pairs (first, second) of its steps that touched a common
+    object, in the order they ran, and the tasks whose steps made no task
+    runnable (none if Trio's run loop did after them)."""
 
     point: int
     options: tuple[int, ...]
     ran: tuple[int, ...]
     dependent: frozenset[tuple[int, int]]
+    quiet: frozenset[int] = frozenset()
 
 
 @attrs.frozen
@@ -411,7 +413,8 @@ class _Chooser(random.Random):
             point, options, ran = self._batch
             ids = tuple(self._id(task) for task in ran)
             pairs = frozenset((ids[i], ids[j]) for i, j in recorder.dependent(ran))
-            self.footprints.append(Batch(point, options, ids, pairs))
+            quiet = frozenset(ids[i] for i in recorder.quiet(ran))
+            self.footprints.append(Batch(point, options, ids, pairs, quiet))
             self._batch = None
         recorder.end_batch()
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import bisect
 import math
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import attrs
 
@@ -153,14 +153,13 @@ class _Dfs(_Strategy):
         # start -> the options held back, by kind -> the order the others
         # ran in (positions among its options in creation order) -> the
         # pairs of those positions whose steps were dependent, in the order
-        # they ran, and the state at the next batch's start. (A lookup wants
-        # one held set: scanning all of a state's outcomes for it took 74%
-        # of a long exploration's time at P=2 W=2.)
-        self._outcomes: Memo[
-            bytes, Memo[_Held, Memo[_Ran, tuple[frozenset[tuple[int, int]], bytes]]]
-        ] = Memo()
+        # they ran, the state at the next batch's start and the positions
+        # whose steps made no task runnable. (A lookup wants one held set:
+        # scanning all of a state's outcomes for it took 74% of a long
+        # exploration's time at P=2 W=2.)
+        self._outcomes: Memo[bytes, Memo[_Held, Memo[_Ran, _Play]]] = Memo()
         # The states at whose batch's start one task could run and none was
-        # held until no other can (see _redundant).
+        # held until no other can (see _alike).
         self._lone: set[bytes] = set()
         self._cap = bound + delays
         self._level = 0
@@ -240,10 +239,12 @@ class _Dfs(_Strategy):
             ran, held = _played(len(batch.options), run.picks[batch.point : end])
             position = {task: i for i, task in enumerate(batch.options)}
             dependent = frozenset((position[a], position[b]) for a, b in batch.dependent)
+            quiet = frozenset(position[task] for task in batch.quiet)
             before, after = run.states[index][1], run.states[index + 1][1]
             self._outcomes.setdefault(before, Memo()).setdefault(held, Memo())[ran] = (
                 dependent,
                 after,
+                quiet,
             )
 
     def _advance(self, run: _Run, *, new: bool = False) -> None:
@@ -300,7 +301,8 @@ class _Dfs(_Strategy):
         of independent steps aside), and that state was explored on from
         with at least the budgets this schedule would have left there. If
         so, the schedule as the run it would be up to its batch's end: the
-        search walks it (the batch's later choice points still branch)."""
+        search walks it (the batch's later choice points still branch).
+        Two more plays tell the same for a task held back (see _alike)."""
         batches = run.footprints
         index = bisect.bisect_right(batches, point, key=lambda batch: batch.point) - 1
         if index < 0 or index + 1 >= len(run.states):
@@ -314,26 +316,12 @@ class _Dfs(_Strategy):
         observed = self._outcomes.get(run.states[index][1])
         if not observed:
             return None
-        # From one state a batch has the same options: the same tasks held
-        # means the same tasks run.
-        plays = [(observed.get(held), False)]
-        kind, held_back = unpick(pick)
-        if kind == "w":
-            # A task held until no other can run, where holding it for this
-            # batch alone left it the only task of the next one (so no
-            # other task was held until no other can run: those are in
-            # every batch until let go): let go there, it runs as when held
-            # for the batch, from the same state on (a wait that every task
-            # of a batch is in is not in the state's key). That schedule
-            # ran before this one (at a choice point: run, then h, then w).
-            as_hold = [*chosen]
-            as_hold[point - batch.point] = hold(held_back)
-            plays.append((observed.get(_played(len(batch.options), as_hold)[1]), True))
         reorders, holds = used
         left = self._left(reorders + (pick > 0), holds + (pick < 0))
-        position = {task: i for i, task in enumerate(ran)}
-        for same, lone in plays:
-            match = self._matching(same, position, left, lone=lone)
+        alike = self._alike(run.picks[:point], point - batch.point, chosen, ran, held, observed)
+        for same, order, fits in alike:
+            position = {task: i for i, task in enumerate(order)}
+            match = self._matching(same, position, left, fits)
             if match is None:
                 continue
             dependent, after = match
@@ -342,7 +330,7 @@ class _Dfs(_Strategy):
                 batch.point,
                 tasks,
                 tuple(tasks[i] for i in ran),
-                frozenset((tasks[a], tasks[b]) for a, b in dependent),
+                frozenset((tasks[a], tasks[b]) for a, b in dependent if a in ran and b in ran),
             )
             return attrs.evolve(
                 run,
@@ -356,23 +344,73 @@ class _Dfs(_Strategy):
             )
         return None
 
+    def _alike(
+        self,
+        before: tuple[int, ...],
+        at: int,
+        chosen: list[int],
+        ran: _Ran,
+        held: _Held,
+        observed: Memo[_Held, Memo[_Ran, _Play]],
+    ) -> Iterator[tuple[Memo[_Ran, _Play] | None, _Ran, Callable[[bytes, frozenset[int]], bool]]]:
+        """The plays of a batch from its state that reach the state a
+        schedule reaches (``before``: its picks before the one it deviates
+        by, ``chosen[at]``; ``chosen``: its picks in the batch, which run
+        ``ran`` and hold ``held`` back), each as the plays observed, the order of
+        positions their dependent steps must keep, and what else their
+        outcome must be (given the state it ended in and its quiet steps):
+
+        - the same tasks held, the others run in an order that keeps their
+          dependent steps';
+        - for a task held until no other can run, where holding it for this
+          batch alone left it the only task of the next one (so no other
+          task was held until no other can run: those are in every batch
+          until let go): let go there, it runs as when held for the batch,
+          from the same state on (a wait that every task of a batch is in
+          is not in the state's key). That schedule ran first (at a choice
+          point: run, then h, then w);
+        - for the one task held back in a batch, no task held until no
+          other can run before it (then none is let go in the next batch
+          but this one), where the others' steps make no task runnable
+          (and the run loop none after them): it runs alone in the next
+          batch, the same step as when run last in this one, and the state
+          after that batch is the state after this batch of a play that
+          ran it last."""
+        yield observed.get(held), ran, lambda after, quiet: True
+        kind, held_back = unpick(chosen[at])
+        options = len(chosen) + 1  # a batch of n options has n - 1 picks
+        if kind == "w":
+            as_hold = [*chosen]
+            as_hold[at] = hold(held_back)
+            yield (
+                observed.get(_played(options, as_hold)[1]),
+                ran,
+                lambda after, quiet: after in self._lone,
+            )
+        if len(held) == 1 and not any(unpick(each)[0] == "w" for each in before):
+            ((_, alone),) = held
+            others = frozenset(ran)
+            yield (
+                observed.get(frozenset()),
+                (*ran, alone),
+                lambda after, quiet: others <= quiet,
+            )
+
     def _matching(
         self,
-        same: Memo[_Ran, tuple[frozenset[tuple[int, int]], bytes]] | None,
+        same: Memo[_Ran, _Play] | None,
         position: dict[int, int],
         left: tuple[int, int, int],
-        *,
-        lone: bool,
+        fits: Callable[[bytes, frozenset[int]], bool],
     ) -> tuple[frozenset[tuple[int, int]], bytes] | None:
         """Of the plays of one batch from one state with the same tasks
         held (``same``), one whose dependent steps ran in the order
         ``position`` runs them too, that ended in a state explored on from
-        with at least the budgets ``left`` (if ``lone``, a state at whose
-        batch one task could run, none held until no other can)."""
-        for dependent, after in (same or {}).values():
+        with at least the budgets ``left``, and that ``fits``."""
+        for dependent, after, quiet in (same or {}).values():
             if any(position[a] > position[b] for a, b in dependent):
                 continue
-            if lone and after not in self._lone:
+            if not fits(after, quiet):
                 continue
             known = self._explored.get(after)
             if known is not None and all(a >= b for a, b in zip(known[1], left, strict=True)):
@@ -466,6 +504,9 @@ class _Dfs(_Strategy):
 _Ran = tuple[int, ...]
 _Held = frozenset[tuple[str, int]]
 _Outcome = tuple[_Ran, _Held]
+# What a play of a batch did: the pairs of positions whose steps were
+# dependent, the state after it, the positions whose steps were quiet.
+_Play = tuple[frozenset[tuple[int, int]], bytes, frozenset[int]]
 
 
 def _played(options: int, picks: list[int] | tuple[int, ...]) -> _Outcome:
