@@ -267,7 +267,11 @@ def explore(
                 break
             try:
                 run = run_once(
-                    decide, kind=chosen.kind, states=chosen.cache, footprints=count_traces
+                    decide,
+                    kind=chosen.kind,
+                    states=chosen.cache,
+                    footprints=count_traces,
+                    stop_at=chosen.stop_at(),
                 )
             except ScheduleError as error:
                 # dfs picks only options an earlier run of the same prefix had.
@@ -457,6 +461,7 @@ class _Tally:
     max_choice_points: int = 0
     max_steps: int = 0
     held: int = 0
+    stopped: int = 0
 
     @classmethod
     def of(cls, runs: list[_Run]) -> _Tally:
@@ -468,7 +473,7 @@ class _Tally:
     def add(self, run: _Run) -> None:
         self.runs += 1
         self.digests.add(run.digest)
-        if self.traces is not None:
+        if self.traces is not None and not run.stopped:
             if run.trace is None:
                 self.traces = None
             else:
@@ -477,6 +482,7 @@ class _Tally:
         self.max_choice_points = max(self.max_choice_points, len(run.picks))
         self.max_steps = max(self.max_steps, run.steps)
         self.held += sum(pick < 0 for pick in run.picks)
+        self.stopped += run.stopped
 
 
 def _finish(
@@ -508,6 +514,7 @@ def _finish(
         held=runs.held,
         merged=merged,
         skipped=skipped,
+        stopped=runs.stopped,
         traces=len(runs.traces) if runs.runs and runs.traces is not None else None,
     )
 

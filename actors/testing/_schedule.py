@@ -19,6 +19,7 @@ import trio
 import trio._core._run as _trio_run
 from trio.testing import MockClock
 
+from .._core import _footprint
 from .._core._errors import ActorError
 from .._core._transit import Latency
 from .._determinism import run as _run_seeded
@@ -232,6 +233,10 @@ class Exploration:
     # dfs with reduction: the schedules not run, their first batch known to
     # reach a state explored on from with as much budget left.
     skipped: int = 0
+    # dfs with reduction: the runs of the last level whose footprints were
+    # recorded only up to a state explored before (the rest of the run is
+    # one run before: see _Dfs.stop_at).
+    stopped: int = 0
 
     def summary(self) -> str:
         if not self.complete:
@@ -272,6 +277,10 @@ class ExplorationFailedError(ExplorationError, AssertionError):
 # How a run keys the states at its batches' starts, if it does: by its
 # trace (footprints recorded), or by the steps run so far.
 Keying = Literal["traces", "steps"] | None
+
+# stop_at(choice point, state) -> whether to record no more of a run from a
+# batch's start: the rest of it was run before (see _Dfs.stop_at).
+StopAt = Callable[[int, bytes], bool] | None
 
 # decide(choice point, ids of the options in creation order, step number) ->
 # the index of the task to run next, or -1 - i to hold back the i-th option
@@ -318,6 +327,9 @@ class _Run:
     # With states recorded: the batches (indices in states) that were one
     # task, with none held until no other can run.
     lone: tuple[int, ...] = ()
+    # Whether recording stopped at its last state, the rest of the run one
+    # run before (then its trace is that run's: none of its own is kept).
+    stopped: bool = False
 
     @property
     def schedule(self) -> Schedule:
@@ -338,8 +350,13 @@ class _Chooser(random.Random):
         kind: int = BATCHES,
         *,
         states: Keying = None,
+        stop_at: StopAt = None,
     ) -> None:
         super().__init__(0)
+        # Whether the rest of the run from a batch's start (its first choice
+        # point, its state) is one run before: then nothing more is recorded.
+        self._stop_at = stop_at
+        self.stopped = False
         # The state at the start of each batch (when asked for): the steps
         # run so far (a deterministic program in the same state after the
         # same steps) and the tasks held until no other can run.
@@ -418,6 +435,17 @@ class _Chooser(random.Random):
             self._batch = None
         recorder.end_batch()
 
+    def _stop_recording(self) -> None:
+        """Record no more of this run (its steps and choices aside): the
+        footprint recorder leaves the run, which goes on as it would
+        without one."""
+        self.stopped = True
+        recorder = self.recorder
+        if recorder is not None:
+            self.recorder = None
+            _footprint.sink = None
+            trio.lowlevel.remove_instrument(recorder)
+
     def _state(self, batch: list[Any]) -> bytes:
         """The state at the start of ``batch``: its trace's key
         (``"traces"``), or the steps run so far (``"steps"``), with the
@@ -437,10 +465,13 @@ class _Chooser(random.Random):
         self.close_batch()
         remaining = list(x)
         held: list[Any] = []
-        if self.states is not None and remaining:
+        if self.states is not None and remaining and not self.stopped:
             if len(remaining) == 1 and not self._waiting:
                 self.lone.append(len(self.states))
-            self.states.append((len(self.picks), self._state(remaining)))
+            point, state = len(self.picks), self._state(remaining)
+            self.states.append((point, state))
+            if self._stop_at is not None and self._stop_at(point, state):
+                self._stop_recording()
         if self._waiting:
             # Tasks that wait until no other can run: held while another can.
             others = [task for task in remaining if task not in self._waiting]
@@ -594,8 +625,9 @@ def _run_once(
     states: Keying = None,
     footprints: bool = False,
     shared: tuple[type, ...] = (),
+    stop_at: StopAt = None,
 ) -> _Run:
-    chooser = _Chooser(decide, max_steps, kind, states=states)
+    chooser = _Chooser(decide, max_steps, kind, states=states, stop_at=stop_at)
 
     async def bounded() -> None:
         with trio.CancelScope() as scope:
@@ -684,10 +716,11 @@ def _run_once(
         error,
         kind,
         () if chooser.states is None else tuple(chooser.states),
-        None if recorder is None else recorder.total,
+        None if recorder is None or chooser.stopped else recorder.total,
         tuple(chooser.footprints),
         tuple(chooser.firsts),
         tuple(chooser.lone),
+        chooser.stopped,
     )
 
 

@@ -11,7 +11,19 @@ from collections.abc import Callable, Iterator
 import attrs
 
 from ._heap import Memo
-from ._schedule import BATCHES, STEPS, Batch, Decide, Keying, Schedule, _Run, hold, unpick, wait
+from ._schedule import (
+    BATCHES,
+    STEPS,
+    Batch,
+    Decide,
+    Keying,
+    Schedule,
+    StopAt,
+    _Run,
+    hold,
+    unpick,
+    wait,
+)
 
 # The chance that random holds a task back at a choice point, while its run
 # has delays left.
@@ -37,6 +49,11 @@ class _Strategy:
         raise NotImplementedError
 
     def after(self, run: _Run) -> None:
+        return None
+
+    def stop_at(self) -> StopAt:
+        """For the run of the schedule ``next_run`` gave last: whether the
+        rest of it from a batch's start was run before (see _Chooser)."""
         return None
 
 
@@ -164,6 +181,8 @@ class _Dfs(_Strategy):
         self._cap = bound + delays
         self._level = 0
         self._prefix: list[int] | None = []
+        # The prefix of the schedule next_run gave last.
+        self._running: list[int] = []
         self._known: Memo[tuple[tuple[int, int], ...], _Run] = Memo()
         # One copy of each equal part of the runs kept (see _keep).
         self._batches: Memo[Batch, Batch] = Memo()
@@ -201,8 +220,25 @@ class _Dfs(_Strategy):
                 known = None
             if known is None:
                 self._added = True
+                self._running = prefix
                 return lambda point, ids, step: prefix[point] if point < len(prefix) else 0
             self._advance(known)
+
+    def stop_at(self) -> StopAt:
+        """A schedule with no choice left to add (as many deviations as the
+        search's last level allows: it is never extended, and nothing below
+        it branches) that reaches, past its last deviation, a state explored
+        before goes on from there by the default choices, which a run
+        through that state ran (or a schedule shown equivalent to one did):
+        the same steps up to the order of independent ones, and the same
+        trace. Recording the rest would only cost time, so it stops there
+        (the run goes on, so a failure after that point still fails it; its
+        trace is not counted, being one counted already)."""
+        prefix = self._running
+        if self.cache != "traces" or sum(pick != 0 for pick in prefix) < self._cap:
+            return None
+        start, explored = len(prefix), self._explored
+        return lambda point, state: point >= start and state in explored
 
     def after(self, run: _Run) -> None:
         if sum(pick != 0 for pick in run.picks) < self._cap:

@@ -1477,3 +1477,21 @@ def test_a_task_held_back_where_another_step_woke_a_task_is_not_taken_for_run_la
     found = both_ways(woken_by_the_other, bound=bound, delays=delays)
     assert_same_coverage(found)
     assert found[True][1] == {("a", "c"), ("c", "a")}
+
+
+# Recording stops where the rest of a run was run before ----------------------------
+
+
+@pytest.mark.parametrize(("bound", "delays"), [(0, 2), (1, 1), (1, 2)])
+def test_a_last_level_run_stops_recording_at_a_state_explored_before(
+    bound: int, delays: int
+) -> None:
+    # Past its last deviation, a run of the last level that reaches a state
+    # explored before goes on as a run through that state did: it records
+    # nothing more (its trace is not counted again), yet every trace and
+    # final state of the full search is still reached, in as many runs.
+    found = both_ways(woken_by_the_other, bound=bound, delays=delays)
+    assert_same_coverage(found)
+    reduced = found[True][0]
+    assert reduced.stopped > 0
+    assert found["states"][0].stopped == found[False][0].stopped == 0
