@@ -416,6 +416,15 @@ class Recorder(trio.abc.Instrument):
                 self.touch(nursery)
 
     def after_task_step(self, task: Any) -> None:
+        # A deadline passed when a step ends (set in the past, or the clock
+        # moved on by the step) has the run loop cancel its scope before
+        # the next batch, whether or not that wakes a task: the step is not
+        # quiet. (An entry of the heap left behind by a deadline changed
+        # since counts too: the safe side.)
+        runner = GLOBAL_RUN_CONTEXT.runner
+        heap = runner.deadlines._heap
+        if heap and heap[0][0] <= runner.clock.current_time():
+            self.loud.add(task)
         self._current = _LOOP
         self._step = 0
         self._prints = set()
@@ -498,9 +507,10 @@ class Recorder(trio.abc.Instrument):
 
     def quiet(self, ran: tuple[Any, ...]) -> list[int]:
         """The indices of the steps of ``ran`` (the batch just run) that
-        made no task runnable (not even their own, as a checkpoint does);
-        none if Trio's run loop did after the batch (a deadline's cancel,
-        for one)."""
+        made no task runnable (not even their own, as a checkpoint does)
+        and left no deadline passed (see after_task_step); none if Trio's
+        run loop made a task runnable after the batch (a deadline's
+        cancel, for one)."""
         if self.loop_woke:
             return []
         return [i for i, task in enumerate(ran) if task not in self.loud]

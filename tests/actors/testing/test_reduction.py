@@ -4,6 +4,7 @@ full one does, in fewer runs; what it needs declared, it says."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Awaitable, Callable
 from typing import Any, cast
 
@@ -1495,3 +1496,138 @@ def test_a_last_level_run_stops_recording_at_a_state_explored_before(
     reduced = found[True][0]
     assert reduced.stopped > 0
     assert found["states"][0].stopped == found[False][0].stopped == 0
+
+
+# A deadline passed when a step ends ------------------------------------------------
+# (found by a review: the run loop cancels the scope before the next batch,
+# so a task held back in that batch runs after the cancel, and run last in
+# it, before; when the scope's tasks are runnable, the cancel wakes none.)
+
+
+def deadline_set_now(finals: set[object]) -> Program:
+    """``b`` enters ``scope`` (logs "in") and checkpoints, never parked;
+    ``a`` logs "a" and sets the scope's deadline to now. ``b`` held back in
+    that batch is cancelled at once: ("in", "a") is a final state only that
+    reaches."""
+
+    async def main() -> None:
+        scope = trio.CancelScope()
+        log = Log()
+
+        async def a() -> None:
+            belong("a")
+            await trio.lowlevel.checkpoint()
+            touch(log)
+            log.order.append("a")
+            scope.deadline = trio.current_time()
+            await trio.sleep(5)
+
+        async def b() -> None:
+            belong("b")
+            with scope:
+                touch(log)
+                log.order.append("in")
+                for step in range(2):
+                    await trio.lowlevel.checkpoint()
+                    touch(log)
+                    log.order.append(str(step))
+                await trio.lowlevel.checkpoint()
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(a)
+            nursery.start_soon(b)
+        finals.add(tuple(log.order))
+
+    return main
+
+
+def deadline_taken_away(finals: set[object]) -> Program:
+    """``a`` (inside ``scope``) sets its deadline to now and sleeps; ``b``
+    reads the deadline and takes it away: run after ``a`` in one batch, before
+    the run loop sees it; held back, after the run loop cancelled ``a``."""
+
+    async def main() -> None:
+        scope = trio.CancelScope()
+        seen = Log()
+
+        async def a() -> None:
+            belong("a")
+            with scope:
+                await trio.lowlevel.checkpoint()
+                scope.deadline = trio.current_time()
+                await trio.sleep(5)
+
+        async def b() -> None:
+            belong("b")
+            await trio.lowlevel.checkpoint()
+            touch(seen)
+            seen.order.append(str(scope.deadline))
+            scope.deadline = math.inf
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(a)
+            nursery.start_soon(b)
+        finals.add((tuple(seen.order), scope.cancelled_caught))
+
+    return main
+
+
+def clock_jumped(finals: set[object]) -> Program:
+    """As deadline_set_now, but ``a`` jumps the mock clock past the deadline
+    of ``b``'s ``move_on_after``."""
+
+    async def main() -> None:
+        log = Log()
+
+        async def a() -> None:
+            belong("a")
+            await trio.lowlevel.checkpoint()
+            touch(log)
+            log.order.append("a")
+            trio.lowlevel.current_clock().jump(1)  # type: ignore[attr-defined]
+            await trio.sleep(5)
+
+        async def b() -> None:
+            belong("b")
+            with trio.move_on_after(1):
+                touch(log)
+                log.order.append("in")
+                for step in range(2):
+                    await trio.lowlevel.checkpoint()
+                    touch(log)
+                    log.order.append(str(step))
+                await trio.lowlevel.checkpoint()
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(a)
+            nursery.start_soon(b)
+        touch(log)
+        finals.add(tuple(log.order))
+
+    return main
+
+
+@pytest.mark.parametrize("program", [deadline_set_now, deadline_taken_away, clock_jumped])
+@pytest.mark.parametrize(("bound", "delays"), [(0, 1), (0, 2), (1, 1), (1, 2), (0, 3)])
+def test_a_task_held_back_where_a_deadline_passed_is_not_taken_for_run_last(
+    program: Callable[[set[object]], Program], bound: int, delays: int
+) -> None:
+    found = both_ways(program, bound=bound, delays=delays)
+    assert_same_coverage(found)
+
+
+def test_the_reduced_search_finds_a_failure_only_a_hold_past_a_passed_deadline_reaches() -> None:
+    def failing(finals: set[object]) -> Program:
+        main = deadline_set_now(finals)
+
+        async def checked() -> None:
+            await main()
+            assert ("in", "a") not in finals, "b was cancelled before its first step after a's"
+
+        return checked
+
+    for reduction in (True, False):
+        exploration = explore(
+            failing(set()), strategy="dfs", delays=1, reduction=reduction, raise_on_failure=False
+        )
+        assert exploration.failure is not None, reduction
