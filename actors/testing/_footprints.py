@@ -415,6 +415,7 @@ class Recorder(trio.abc.Instrument):
             if nursery is not None:
                 self.touch(nursery)
 
+    @_keeping_errors
     def after_task_step(self, task: Any) -> None:
         # A deadline passed when a step ends (set in the past, or the clock
         # moved on by the step) has the run loop cancel its scope before

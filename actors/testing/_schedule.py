@@ -444,7 +444,10 @@ class _Chooser(random.Random):
         if recorder is not None:
             self.recorder = None
             _footprint.sink = None
-            trio.lowlevel.remove_instrument(recorder)
+            # (A program that took the recorder out of the run itself, with
+            # Trio's private run context, has nothing left to take out.)
+            with contextlib.suppress(KeyError):
+                trio.lowlevel.remove_instrument(recorder)
 
     def _state(self, batch: list[Any]) -> bytes:
         """The state at the start of ``batch``: its trace's key
@@ -470,7 +473,9 @@ class _Chooser(random.Random):
                 self.lone.append(len(self.states))
             point, state = len(self.picks), self._state(remaining)
             self.states.append((point, state))
-            if self._stop_at is not None and self._stop_at(point, state):
+            # Not while a task waits until no other can run: when it is let
+            # go (WAIT_LIMIT batches at most) is not in the state's key.
+            if self._stop_at is not None and not self._waiting and self._stop_at(point, state):
                 self._stop_recording()
         if self._waiting:
             # Tasks that wait until no other can run: held while another can.
