@@ -1504,41 +1504,49 @@ def test_a_last_level_run_stops_recording_at_a_state_explored_before(
 # it, before; when the scope's tasks are runnable, the cancel wakes none.)
 
 
-def deadline_set_now(finals: set[object]) -> Program:
-    """``b`` enters ``scope`` (logs "in") and checkpoints, never parked;
-    ``a`` logs "a" and sets the scope's deadline to now. ``b`` held back in
-    that batch is cancelled at once: ("in", "a") is a final state only that
+def deadline_passed(how: str) -> Callable[[set[object]], Program]:
+    """``b`` enters a scope (logs "in") and checkpoints, never parked; ``a``
+    logs "a" and makes the scope's deadline pass: sets it to now (``"set"``)
+    or jumps the mock clock past it (``"jumped"``). ``b`` held back in that
+    batch is cancelled at once: ("in", "a") is a final state only that
     reaches."""
 
-    async def main() -> None:
-        scope = trio.CancelScope()
-        log = Log()
+    def program(finals: set[object]) -> Program:
+        async def main() -> None:
+            scope = trio.CancelScope() if how == "set" else trio.move_on_after(1)
+            log = Log()
 
-        async def a() -> None:
-            belong("a")
-            await trio.lowlevel.checkpoint()
-            touch(log)
-            log.order.append("a")
-            scope.deadline = trio.current_time()
-            await trio.sleep(5)
-
-        async def b() -> None:
-            belong("b")
-            with scope:
-                touch(log)
-                log.order.append("in")
-                for step in range(2):
-                    await trio.lowlevel.checkpoint()
-                    touch(log)
-                    log.order.append(str(step))
+            async def a() -> None:
+                belong("a")
                 await trio.lowlevel.checkpoint()
+                touch(log)
+                log.order.append("a")
+                if how == "set":
+                    scope.deadline = trio.current_time()
+                else:
+                    trio.lowlevel.current_clock().jump(1)  # type: ignore[attr-defined]
+                await trio.sleep(5)
 
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(a)
-            nursery.start_soon(b)
-        finals.add(tuple(log.order))
+            async def b() -> None:
+                belong("b")
+                with scope:
+                    touch(log)
+                    log.order.append("in")
+                    for step in range(2):
+                        await trio.lowlevel.checkpoint()
+                        touch(log)
+                        log.order.append(str(step))
+                    await trio.lowlevel.checkpoint()
 
-    return main
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(a)
+                nursery.start_soon(b)
+            touch(log)
+            finals.add(tuple(log.order))
+
+        return main
+
+    return program
 
 
 def deadline_taken_away(finals: set[object]) -> Program:
@@ -1572,42 +1580,9 @@ def deadline_taken_away(finals: set[object]) -> Program:
     return main
 
 
-def clock_jumped(finals: set[object]) -> Program:
-    """As deadline_set_now, but ``a`` jumps the mock clock past the deadline
-    of ``b``'s ``move_on_after``."""
-
-    async def main() -> None:
-        log = Log()
-
-        async def a() -> None:
-            belong("a")
-            await trio.lowlevel.checkpoint()
-            touch(log)
-            log.order.append("a")
-            trio.lowlevel.current_clock().jump(1)  # type: ignore[attr-defined]
-            await trio.sleep(5)
-
-        async def b() -> None:
-            belong("b")
-            with trio.move_on_after(1):
-                touch(log)
-                log.order.append("in")
-                for step in range(2):
-                    await trio.lowlevel.checkpoint()
-                    touch(log)
-                    log.order.append(str(step))
-                await trio.lowlevel.checkpoint()
-
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(a)
-            nursery.start_soon(b)
-        touch(log)
-        finals.add(tuple(log.order))
-
-    return main
-
-
-@pytest.mark.parametrize("program", [deadline_set_now, deadline_taken_away, clock_jumped])
+@pytest.mark.parametrize(
+    "program", [deadline_passed("set"), deadline_passed("jumped"), deadline_taken_away]
+)
 @pytest.mark.parametrize(("bound", "delays"), [(0, 1), (0, 2), (1, 1), (1, 2), (0, 3)])
 def test_a_task_held_back_where_a_deadline_passed_is_not_taken_for_run_last(
     program: Callable[[set[object]], Program], bound: int, delays: int
@@ -1618,7 +1593,7 @@ def test_a_task_held_back_where_a_deadline_passed_is_not_taken_for_run_last(
 
 def test_the_reduced_search_finds_a_failure_only_a_hold_past_a_passed_deadline_reaches() -> None:
     def failing(finals: set[object]) -> Program:
-        main = deadline_set_now(finals)
+        main = deadline_passed("set")(finals)
 
         async def checked() -> None:
             await main()
