@@ -13,6 +13,15 @@ that later collections skip it; when the exploration ends, it unfreezes
 everything. A process that has frozen objects itself, or turned the
 collector off, is left as it is.
 
+Before the first run, :class:`Heap` collects too. Garbage left by the
+process before the exploration (a test run earlier in the same worker, say)
+may hold an unfinished coroutine whose ``finally`` runs when it is
+collected; left to the collector, that happens in the middle of whichever
+run allocates enough, and what it touches lands in that run's footprints:
+one run's trace then differs from another's by the process's history, not
+the schedule. In a process that has frozen objects itself, each run's own
+garbage is collected at its end for the same reason (only not frozen).
+
 The dictionaries of the memo are instances of :class:`Memo`, not ``dict``. A full
 collection untracks a plain dict whose keys and values are all untracked
 (tuples of numbers and bytes, as the memo's are, once collected), so it is
@@ -41,16 +50,23 @@ class Memo(dict[K, V]):
 
 
 class Heap:
-    """Collect each run's garbage at its end and freeze what survives;
-    :meth:`close` puts the frozen objects back."""
+    """Collect what the process left before the first run, and each run's
+    garbage at its end, and freeze what survives each time; :meth:`close`
+    puts the frozen objects back."""
 
     def __init__(self) -> None:
-        # Unfreezing would thaw what someone else froze: then nothing is done.
-        self._freezing = gc.isenabled() and gc.get_freeze_count() == 0
+        self._collecting = gc.isenabled()
+        # Unfreezing would thaw what someone else froze: then nothing is frozen.
+        self._freezing = self._collecting and gc.get_freeze_count() == 0
+        if self._collecting:
+            gc.collect()  # what was left before the exploration (see above)
+        if self._freezing:
+            gc.freeze()  # so that the first run's collection is as short as the others
 
     def after_run(self) -> None:
-        if self._freezing:
+        if self._collecting:
             gc.collect()
+        if self._freezing:
             gc.freeze()
 
     def close(self) -> None:
