@@ -6,7 +6,8 @@ from __future__ import annotations
 import bisect
 import math
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
+from typing import Any, TypeVar
 
 import attrs
 
@@ -24,6 +25,8 @@ from ._schedule import (
     unpick,
     wait,
 )
+
+_H = TypeVar("_H", bound=Hashable)
 
 # The chance that random holds a task back at a choice point, while its run
 # has delays left.
@@ -188,6 +191,9 @@ class _Dfs(_Strategy):
         self._batches: Memo[Batch, Batch] = Memo()
         self._states: Memo[tuple[int, bytes], tuple[int, bytes]] = Memo()
         self._numbers: Memo[tuple[int, ...], tuple[int, ...]] = Memo()
+        self._pairs: Memo[tuple[int, int], tuple[int, int]] = Memo()
+        # The sets and tuples kept once (see _shared).
+        self._parts: Memo[Hashable, Any] = Memo()
         # Those of them walked, not run (see _advance).
         self._walked: set[tuple[tuple[int, int], ...]] = set()
         # Whether this level ran or walked a schedule (level 0 runs the
@@ -253,18 +259,45 @@ class _Dfs(_Strategy):
         another share their batches up to where they part, and their
         options and states (at P=2 W=2, 300 runs had 509 distinct batches
         of 21,792: 71 KB a run kept whole, most of it footprints)."""
-        batch, state, numbers = (
-            self._batches.setdefault,
-            self._states.setdefault,
-            self._numbers.setdefault,
-        )
+        state, numbers = self._states.setdefault, self._numbers.setdefault
         self._known[choices] = attrs.evolve(
             run,
             options=numbers(run.options, run.options),
             states=tuple(state(each, each) for each in run.states),
-            footprints=tuple(batch(each, each) for each in run.footprints),
+            footprints=tuple(map(self._batch, run.footprints)),
             firsts=numbers(run.firsts, run.firsts),
+            lone=numbers(run.lone, run.lone),
+            tail=self._shared(run.tail),
         )
+
+    def _batch(self, batch: Batch) -> Batch:
+        """The one copy kept of ``batch``, its parts shared with the equal
+        parts of the other batches kept (most batches differ from another
+        only in their first choice point or in a pair or two)."""
+        kept = self._batches.get(batch)
+        if kept is None:
+            numbers = self._numbers.setdefault
+            kept = attrs.evolve(
+                batch,
+                options=numbers(batch.options, batch.options),
+                ran=numbers(batch.ran, batch.ran),
+                dependent=self._pairs_of(batch.dependent),
+                quiet=self._shared(batch.quiet),
+            )
+            self._batches[kept] = kept  # (the key too: not ``batch``, whose parts are its own)
+        return kept
+
+    def _pairs_of(self, pairs: Iterable[tuple[int, int]]) -> frozenset[tuple[int, int]]:
+        """``pairs`` as a set kept once, of pairs kept once (a set of 20
+        pairs of a batch's steps takes 2 KB; at P=2 W=2 one in seven of the
+        plays recorded had a set of its own)."""
+        pair = self._pairs.setdefault
+        return self._shared(frozenset(pair(each, each) for each in pairs))
+
+    def _shared(self, value: _H) -> _H:
+        """The one copy kept of ``value`` (a tuple or a set), or ``value``."""
+        kept: _H = self._parts.setdefault(value, value)
+        return kept
 
     def _record_outcomes(self, run: _Run) -> None:
         self._lone.update(run.states[index][1] for index in run.lone)
@@ -274,8 +307,8 @@ class _Dfs(_Strategy):
             end = batch.point + len(batch.options) - 1
             ran, held = _played(len(batch.options), run.picks[batch.point : end])
             position = {task: i for i, task in enumerate(batch.options)}
-            dependent = frozenset((position[a], position[b]) for a, b in batch.dependent)
-            quiet = frozenset(position[task] for task in batch.quiet)
+            dependent = self._pairs_of((position[a], position[b]) for a, b in batch.dependent)
+            quiet = self._shared(frozenset(position[task] for task in batch.quiet))
             before, after = run.states[index][1], run.states[index + 1][1]
             self._outcomes.setdefault(before, Memo()).setdefault(held, Memo())[ran] = (
                 dependent,
