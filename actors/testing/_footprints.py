@@ -168,6 +168,14 @@ class Recorder(trio.abc.Instrument):
 
     def __init__(self) -> None:
         self._tasks: dict[Any, _Task] = {}
+        # Watched class -> the names of its attributes read alone so far in
+        # this run. Binding another attribute to anything but a table changes
+        # no read alone: such a read of it, before, would have put its name
+        # here; after, it reads what the binding gave, which is not read
+        # alone (or is the class's method again), so it touches the instance.
+        # (The run's own: kept for the process, what a rebinding recorded
+        # hung on which runs and programs came before, and so did the key.)
+        self.alone: dict[type, set[str]] = {}
         # Spawn order is creation order: the live tasks, in it.
         self._live: dict[Any, int] = {}
         self._live_hash: int | None = 0
@@ -788,7 +796,7 @@ def _touching_getattribute(original: Callable[[Any, str], Any]) -> Callable[[Any
             return value  # written whole in this step already (see touch_attribute)
         kind = type(value)
         if plain and (kind is Table or kind is types.MethodType) and _apart(self, name, value):
-            _ALONE.setdefault(type(self), set()).add(name)
+            sink.alone.setdefault(type(self), set()).add(name)
             sink.touch_attribute(self, name)
         else:
             touched[key] = 0  # sink.touch(self), inline: this wrapper is the hottest caller
@@ -796,14 +804,6 @@ def _touching_getattribute(original: Callable[[Any, str], Any]) -> Callable[[Any
         return value
 
     return __getattribute__
-
-
-_ALONE: dict[type, set[str]] = {}
-"""Watched class -> the names of its attributes read alone so far (the
-process's: it only grows). Binding another attribute to anything but a
-table changes no read alone: such a read of it, before, would have put its
-name here; after, it reads what the binding gave, which is not read alone
-(or is the class's method again), so it touches the instance."""
 
 
 def _rebinding(obj: object, name: str, value: object = Table) -> None:
@@ -815,7 +815,7 @@ def _rebinding(obj: object, name: str, value: object = Table) -> None:
             value is Table
             or type(value) is Table
             or name in _LAYOUT
-            or name in _ALONE.get(type(obj), ())
+            or name in sink.alone.get(type(obj), ())
         )
         # Nothing at all where the step wrote the instance whole already
         # and no read alone can see the binding.
