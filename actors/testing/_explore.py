@@ -258,9 +258,11 @@ def explore(
     runs = _Tally()
     seen = _SeenRuns()
     failure: Failure | None = None
-    # Each run's garbage collected at its end, what survives frozen (_heap).
+    # What was left before the first run and each run's garbage collected, what
+    # survives frozen (_heap).
     heap = Heap()
     try:
+        heap.start()
         for index in range(budget):
             decide = chosen.next_run(index)
             if decide is None:

@@ -55,6 +55,11 @@ class Heap:
     puts the frozen objects back."""
 
     def __init__(self) -> None:
+        self._collecting = self._freezing = False
+
+    def start(self) -> None:
+        """Before the first run (call it where :meth:`close` is sure to
+        follow: it may freeze)."""
         self._collecting = gc.isenabled()
         # Unfreezing would thaw what someone else froze: then nothing is frozen.
         self._freezing = self._collecting and gc.get_freeze_count() == 0
