@@ -67,6 +67,7 @@ A run in which ``shuffle`` was never called raises ``RuntimeError``.
 
 from __future__ import annotations
 
+import collections
 import functools
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Literal, Protocol
@@ -103,7 +104,13 @@ from ._strategies import _ddmin, _Dfs, _Pct, _Random, _Strategy
 
 class _RunOnce(Protocol):
     def __call__(
-        self, decide: Decide, *, kind: int, states: Keying = None, footprints: bool = False
+        self,
+        decide: Decide,
+        *,
+        kind: int,
+        states: Keying = None,
+        footprints: bool = False,
+        dependence: collections.Counter[str] | None = None,
     ) -> _Run: ...
 
 
@@ -135,6 +142,7 @@ def explore(
     reduction: Reduction = True,
     count_traces: bool = False,
     shared: Sequence[type] = (),
+    count_dependence: bool = False,
 ) -> Exploration:
     """Run ``main`` (an async function of no arguments, a fresh program each
     call) under up to ``budget`` schedules chosen by ``strategy``, each with
@@ -159,6 +167,10 @@ def explore(
     every attribute read or write of one is recorded. ``count_traces``
     records every run's footprints (any strategy) and counts the distinct
     traces in ``exploration.traces``, what a reduction must keep.
+    ``count_dependence`` does too, and counts in ``exploration.dependence``
+    the pairs of steps run in one batch that the reduction found dependent,
+    by what they both touched (the strategy's runs, not minimising's): what
+    makes the reduction keep orders apart.
 
     ``progress(runs, exploration so far)`` is called after each run of the
     strategy, the failing one too (not the runs minimising takes, nor a
@@ -201,8 +213,12 @@ def explore(
         raise ValueError(
             f"reduction must be True (or 'traces'), 'states' or False, not {reduction!r}"
         )
-    if not isinstance(count_traces, bool):
-        raise TypeError(f"count_traces must be True or False, not {count_traces!r}")
+    for flag, given in (("count_traces", count_traces), ("count_dependence", count_dependence)):
+        if not isinstance(given, bool):
+            raise TypeError(f"{flag} must be True or False, not {given!r}")
+    dependence: collections.Counter[str] | None = (
+        collections.Counter() if count_dependence else None
+    )
     if progress is not None and not callable(progress):
         raise TypeError(f"progress must be a function of (runs, exploration), not {progress!r}")
     # As actors.run checks it (TypeError, ValueError), before anything runs.
@@ -231,11 +247,14 @@ def explore(
             latency=latency,
             merged=merged,
             skipped=skipped,
+            dependence=dependence,
         )
 
     if replay is not None:
         schedule = Schedule.parse(replay)
-        only = run_once(_following(schedule, strict=True), kind=schedule.kind)
+        only = run_once(
+            _following(schedule, strict=True), kind=schedule.kind, dependence=dependence
+        )
         if schedule.choices and schedule.choices[-1][0] >= len(only.picks):
             raise ScheduleError(
                 f"the schedule names choice point {schedule.choices[-1][0]}; the run had "
@@ -274,6 +293,7 @@ def explore(
                     states=chosen.cache,
                     footprints=count_traces,
                     stop_at=chosen.stop_at(),
+                    dependence=dependence,
                 )
             except ScheduleError as error:
                 # dfs picks only options an earlier run of the same prefix had.
@@ -499,6 +519,7 @@ def _finish(
     latency: Latency,
     merged: int = 0,
     skipped: int = 0,
+    dependence: collections.Counter[str] | None = None,
 ) -> Exploration:
     return Exploration(
         strategy=strategy,
@@ -518,6 +539,9 @@ def _finish(
         skipped=skipped,
         stopped=runs.stopped,
         traces=len(runs.traces) if runs.runs and runs.traces is not None else None,
+        dependence=None
+        if dependence is None
+        else tuple(sorted(dependence.items(), key=lambda item: (-item[1], item[0]))),
     )
 
 

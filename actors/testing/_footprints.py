@@ -55,7 +55,7 @@ import collections
 import functools
 import inspect
 import types
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from contextlib import contextmanager
 from typing import Any
@@ -121,6 +121,42 @@ def _conflict(
     if kinds and other_kinds:
         return any(other_kinds.get(name, kind) != kind for name, kind in kinds.items())
     return False
+
+
+def _meeting(
+    writes: AbstractSet[int],
+    kinds: dict[int, int] | None,
+    other: AbstractSet[int],
+    other_kinds: dict[int, int] | None,
+) -> set[int]:
+    """The names over which two steps conflict (see _conflict): written by
+    both, written by one and touched in a commuting kind by the other, or
+    touched by both in two different kinds."""
+    meeting = set(writes & other)
+    if kinds:
+        meeting.update(name for name in kinds if name in other)
+        if other_kinds:
+            meeting.update(
+                name for name, kind in kinds.items() if other_kinds.get(name, kind) != kind
+            )
+    if other_kinds:
+        meeting.update(name for name in other_kinds if name in writes)
+    return meeting
+
+
+def _label(obj: object) -> str:
+    """What an object is, for a person: its type."""
+    return type(obj).__qualname__
+
+
+_LAYOUT_LABEL = " layout (its __dict__ and __class__)"
+_LABELS = {
+    _OUTSIDE: "the tasks outside actors",
+    _CREATION: "Trio's creation order",
+    _LIVING: "the living tasks",
+    _DEADLINES: "the deadlines open",
+}
+"""The labels of the names that are no object's (see count_dependence)."""
 
 
 def _kind(form: object) -> int:
@@ -213,6 +249,17 @@ class Recorder(trio.abc.Instrument):
         # and whether Trio's run loop did since the batch began (see quiet).
         self.loud: set[Any] = set()
         self.loop_woke = False
+        # With the dependence counted (explore's count_dependence): what
+        # each name is, for a person (the type of an object, an actor's
+        # name, a table's entry...), and the dependent pairs of steps by it.
+        self.labels: dict[int, str] | None = None
+        self.dependence: collections.Counter[str] | None = None
+
+    def count_dependence(self, into: collections.Counter[str]) -> None:
+        """Count in ``into``, from now on, the dependent pairs of every
+        batch's steps by what made them dependent (see dependent)."""
+        self.labels = dict(_LABELS)
+        self.dependence = into
 
     # The key ----------------------------------------------------------------
 
@@ -297,21 +344,30 @@ class Recorder(trio.abc.Instrument):
         self._fresh += 1
         name = hash((self._current, self._step, self._fresh, "object"))
         self._names[id(obj)] = (obj, name)
+        if self.labels is not None:
+            self.labels[name] = _label(obj)
+        return name
+
+    def _labelled(self, name: int, obj: object, part: str, detail: str = "") -> int:
+        """``name``, a part of ``obj`` (its name given), labelled when the
+        dependence is counted."""
+        if self.labels is not None and name not in self.labels:
+            self.labels[name] = _label(obj) + part + detail
         return name
 
     def touch_item(self, table: object, key: object) -> None:
         """The running step touches the entry ``key`` of ``table`` (a
         :class:`~actors._core._footprint.Table`), and nothing else of it."""
         name = self._name(table)
-        self._access(hash((name, "item", key)))
-        self._access(hash((name, "entries")), ENTRIES)
+        self._access(self._labelled(hash((name, "item", key)), table, " entry"))
+        self._access(self._labelled(hash((name, "entries")), table, " entries"), ENTRIES)
 
     def touch_whole(self, table: object) -> None:
         """The running step touches all of ``table``: its order of keys and
         every entry."""
         name = self._name(table)
         self.touch(table)
-        self._access(hash((name, "entries")))
+        self._access(self._labelled(hash((name, "entries")), table, " entries"))
 
     def set_item(self, table: object, key: object, value: object, held: object) -> None:
         """The running step sets the entry ``key`` of ``table``, which held
@@ -322,7 +378,7 @@ class Recorder(trio.abc.Instrument):
         it, which two such settings would leave to the order they ran in:
         setting one is a write."""
         table_name = self._name(table)
-        item = hash((table_name, "item", key))
+        item = self._labelled(hash((table_name, "item", key)), table, " entry")
         form = _footprint.canon(value)
         if form is not _footprint.NOT_PLAIN:
             self._access(item, _kind(("value", form)))
@@ -356,11 +412,11 @@ class Recorder(trio.abc.Instrument):
             return
         attributes.add(read)
         known = self._name(obj)
-        self._access(hash((known, "attr", name)), READ)
+        self._access(self._labelled(hash((known, "attr", name)), obj, ".", name), READ)
         layout = (key, "", READ)
         if layout not in attributes:
             attributes.add(layout)
-            self._access(hash((known, "layout")), READ)
+            self._access(self._labelled(hash((known, "layout")), obj, _LAYOUT_LABEL), READ)
 
     def rebind(self, obj: object, name: str, alone: bool = True) -> None:
         """The running step binds attribute ``name`` of ``obj`` (a watched
@@ -375,9 +431,9 @@ class Recorder(trio.abc.Instrument):
             return
         self._attributes.add(written)
         known = self._name(obj)
-        self._access(hash((known, "attr", name)))
+        self._access(self._labelled(hash((known, "attr", name)), obj, ".", name))
         if name in _LAYOUT:
-            self._access(hash((known, "layout")))
+            self._access(self._labelled(hash((known, "layout")), obj, _LAYOUT_LABEL))
 
     def created(self, obj: object) -> None:
         """``obj`` (a Table) is made in the running step, which names it."""
@@ -387,6 +443,8 @@ class Recorder(trio.abc.Instrument):
         name = self._actors.get(address)
         if name is None:
             name = self._actors[address] = hash(("actor", address))
+            if self.labels is not None:
+                self.labels[name] = f"actor {address.name}"
         self._access(name)
 
     def _touch_owner(self, task: Any) -> None:
@@ -512,7 +570,23 @@ class Recorder(trio.abc.Instrument):
                     (kinds[i] or kinds[j]) and _conflict(writes[i], kinds[i], writes[j], kinds[j])
                 ):
                     pairs.append((i, j))
+        if self.dependence is not None:
+            self._count(pairs, writes, kinds)
         return pairs
+
+    def _count(
+        self,
+        pairs: list[tuple[int, int]],
+        writes: Sequence[AbstractSet[int]],
+        kinds: Sequence[dict[int, int] | None],
+    ) -> None:
+        """Count each dependent pair under every name that made it so (a
+        pair that met on several counts under each)."""
+        assert self.dependence is not None
+        assert self.labels is not None
+        for i, j in pairs:
+            for name in _meeting(writes[i], kinds[i], writes[j], kinds[j]):
+                self.dependence[self.labels.get(name, "other")] += 1
 
     def quiet(self, ran: tuple[Any, ...]) -> list[int]:
         """The indices of the steps of ``ran`` (the batch just run) that

@@ -4,6 +4,7 @@ scheduler random source for a run (see :mod:`actors.testing._explore`)."""
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import gc
 import hashlib
@@ -237,6 +238,10 @@ class Exploration:
     # recorded only up to a state explored before (the rest of the run is
     # one run before: see _Dfs.stop_at).
     stopped: int = 0
+    # With count_dependence: the dependent pairs of steps run in one batch,
+    # by what both touched (a pair that met on several objects counts for
+    # each), most first; None when not counted.
+    dependence: tuple[tuple[str, int], ...] | None = None
 
     def summary(self) -> str:
         if not self.complete:
@@ -631,6 +636,7 @@ def _run_once(
     footprints: bool = False,
     shared: tuple[type, ...] = (),
     stop_at: StopAt = None,
+    dependence: collections.Counter[str] | None = None,
 ) -> _Run:
     chooser = _Chooser(decide, max_steps, kind, states=states, stop_at=stop_at)
 
@@ -659,8 +665,12 @@ def _run_once(
     broken = False
     try:
         with (
-            recording(shared) if footprints or states == "traces" else contextlib.nullcontext()
+            recording(shared)
+            if footprints or states == "traces" or dependence is not None
+            else contextlib.nullcontext()
         ) as recorder:
+            if recorder is not None and dependence is not None:
+                recorder.count_dependence(dependence)
             chooser.recorder = recorder
             _run_seeded(
                 bounded,

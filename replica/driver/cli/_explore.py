@@ -126,6 +126,13 @@ def add_arguments(commands: Commands) -> None:
         "runs up to the order of independent steps: what a reduction must keep)",
     )
     explore.add_argument(
+        "--dependence",
+        action="store_true",
+        help="record every run's footprints and report the pairs of steps run in one batch "
+        "that were dependent, by what both touched, most first (what keeps the reduction "
+        "from merging orders)",
+    )
+    explore.add_argument(
         "--timeline",
         metavar="FILE",
         help="draw the failing run (replayed once more with a trace) as SVG",
@@ -239,6 +246,7 @@ def execute(args: argparse.Namespace) -> int:
         timeline=args.timeline,
         reduction=args.reduction,
         count_traces=args.count_traces,
+        count_dependence=args.dependence,
     )
     try:
         return explore_command(specs, topology, how, sys.stdout)

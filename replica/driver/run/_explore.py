@@ -72,6 +72,8 @@ class ExploreOptions:
     # dfs's reduction: traces, states or none (docs/actors.md, "Reduction").
     reduction: Literal["traces", "states", "none"] = "traces"
     count_traces: bool = False
+    # Report the dependent pairs of steps by what both touched.
+    count_dependence: bool = False
 
 
 def explore_command(
@@ -118,6 +120,7 @@ def _explore_one(spec: Spec, topology: Topology, how: ExploreOptions, out: TextI
             reduction=_REDUCTION[how.reduction],
             count_traces=how.count_traces,
             shared=SHARED,
+            count_dependence=how.count_dependence,
         )
     except NondeterminismError as error:
         # The replica is meant to be deterministic for a schedule: a finding.
@@ -126,6 +129,7 @@ def _explore_one(spec: Spec, topology: Topology, how: ExploreOptions, out: TextI
     failure = exploration.failure
     if failure is None:
         print(f"ok {name}: {what}: {_counts(exploration)} ({topology})", file=out)
+        _print_dependence(exploration, out)
         return False
     if isinstance(failure.error, SpecFailedError):
         report(spec, failure.error.run.outcomes, topology, out)
@@ -150,9 +154,31 @@ def _explore_one(spec: Spec, topology: Topology, how: ExploreOptions, out: TextI
     command = ["trio-reconcile", "explore", spec.path, *how.options]
     command += ["--replay", str(failure.schedule)]
     print(f"  replay: {escaped(shlex.join(command))}", file=out)
+    _print_dependence(exploration, out)
     if how.timeline is not None:
         _draw(spec, topology, how, failure.schedule, out)
     return True
+
+
+def _print_dependence(exploration: Exploration, out: TextIO) -> None:
+    """With --dependence: the dependent pairs of steps by what both touched,
+    most first."""
+    if exploration.dependence is None:
+        return
+    print(
+        "  dependent pairs of steps in one batch, by what both touched (a pair counts "
+        "under each thing it met on):",
+        file=out,
+    )
+    for label, count in exploration.dependence[:DEPENDENCE_SHOWN]:
+        print(f"  {count:10d}  {escaped(label)}", file=out)
+    if len(exploration.dependence) > DEPENDENCE_SHOWN:
+        rest = sum(count for _, count in exploration.dependence[DEPENDENCE_SHOWN:])
+        print(f"  {rest:10d}  ({len(exploration.dependence) - DEPENDENCE_SHOWN} more)", file=out)
+
+
+# The most frequent causes of dependence --dependence prints.
+DEPENDENCE_SHOWN = 15
 
 
 def _draw(

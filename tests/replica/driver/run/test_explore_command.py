@@ -279,3 +279,26 @@ def test_the_replay_line_carries_the_latency_exactly(capsys: pytest.CaptureFixtu
     out = capsys.readouterr().out
     (replay,) = re.findall(r"^  replay: (trio-reconcile explore .*)$", out, re.M)
     assert "--latency=0.00123456789,0.0020000001" in shlex.split(replay)
+
+
+def test_dependence_prints_what_made_steps_dependent_most_first(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    command = ["explore", RECREATE, "--strategy", "dfs", "--bound", "0", "--dependence"]
+    assert main(command) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    header = lines.index(
+        "  dependent pairs of steps in one batch, by what both touched (a pair counts "
+        "under each thing it met on):"
+    )
+    assert lines[header - 1].startswith(f"ok {RECREATE}: dfs bound 0: "), out
+    shown = [re.fullmatch(r"  +(\d+)  (.+)", line) for line in lines[header + 1 :]]
+    assert shown, out
+    assert all(shown), out
+    counts = [int(found[1]) for found in shown if found]
+    assert counts[:-1] == sorted(counts[:-1], reverse=True), out
+    # The index both runtimes' workers bind is among what orders their steps.
+    assert any(found[2] == "IndexPart" for found in shown if found), out
+    assert main(command[:-1]) == 0
+    assert "dependent pairs" not in capsys.readouterr().out
