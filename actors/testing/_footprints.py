@@ -204,14 +204,17 @@ class Recorder(trio.abc.Instrument):
 
     def __init__(self) -> None:
         self._tasks: dict[Any, _Task] = {}
-        # Watched class -> the names of its attributes read alone so far in
-        # this run. Binding another attribute to anything but a table changes
-        # no read alone: such a read of it, before, would have put its name
-        # here; after, it reads what the binding gave, which is not read
-        # alone (or is the class's method again), so it touches the instance.
-        # (The run's own: kept for the process, what a rebinding recorded
-        # hung on which runs and programs came before, and so did the key.)
-        self.alone: dict[type, set[str]] = {}
+        # (Id of a watched instance, name) for each of its attributes read
+        # alone so far in this run. Binding another attribute to anything
+        # but a table changes no read alone: such a read of it, before,
+        # would have put it here; after, it reads what the binding gave,
+        # which is not read alone (or is the class's method again), so it
+        # touches the instance. By instance: by class, whether a binding
+        # recorded the attribute hung on whether another instance's was
+        # read first, which independent steps may do in either order. (The
+        # run's own: kept for the process, what a binding recorded hung on
+        # which runs and programs came before, and so did the key.)
+        self.alone: set[tuple[int, str]] = set()
         # Spawn order is creation order: the live tasks, in it.
         self._live: dict[Any, int] = {}
         self._live_hash: int | None = 0
@@ -870,7 +873,7 @@ def _touching_getattribute(original: Callable[[Any, str], Any]) -> Callable[[Any
             return value  # written whole in this step already (see touch_attribute)
         kind = type(value)
         if plain and (kind is Table or kind is types.MethodType) and _apart(self, name, value):
-            sink.alone.setdefault(type(self), set()).add(name)
+            sink.alone.add((key, name))
             sink.touch_attribute(self, name)
         else:
             touched[key] = 0  # sink.touch(self), inline: this wrapper is the hottest caller
@@ -889,7 +892,8 @@ def _rebinding(obj: object, name: str, value: object = Table) -> None:
             value is Table
             or type(value) is Table
             or name in _LAYOUT
-            or name in sink.alone.get(type(obj), ())
+            or (id(obj), name) in sink.alone
+            or (type(value) is types.MethodType and _apart(obj, name, value))
         )
         # Nothing at all where the step wrote the instance whole already
         # and no read alone can see the binding.

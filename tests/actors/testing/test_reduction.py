@@ -1714,3 +1714,43 @@ def test_what_a_rebinding_records_does_not_hang_on_the_runs_before() -> None:
         assert found[True][1] == {("Table",), ("int",)}
         counts.append({mode: (found[mode][0].runs, found[mode][0].traces) for mode in found})
     assert counts[0] == counts[1]
+
+
+def two_holders(finals: set[object]) -> Program:
+    """One actor reads the table of one instance of a shared class, alone;
+    another binds the same attribute of another instance to a plain value;
+    a third reads that attribute, whole."""
+
+    async def main() -> None:
+        first, second = Holder(), Holder()
+        seen: list[object] = []
+
+        async def user(inbox: Inbox[None], role: str) -> None:
+            async for _ in inbox:
+                if role == "read":
+                    seen.append(first.table.get("a"))
+                elif role == "bind":
+                    second.table = 5  # type: ignore[assignment]
+                else:
+                    seen.append(type(second.table).__name__)
+
+        async with actors.open_system() as system:
+            refs = [await system.spawn(user, role) for role in ("read", "bind", "look")]
+            await trio.testing.wait_all_tasks_blocked()
+            for ref in refs:
+                ref.tell_nowait(None)
+            await trio.testing.wait_all_tasks_blocked()
+            finals.add(tuple(seen))
+            system.cancel()
+
+    return main
+
+
+def test_what_a_binding_records_does_not_hang_on_other_instances_reads() -> None:
+    # (Whether binding the second holder's table recorded the attribute hung
+    # on whether a read alone of the first holder's, another instance of the
+    # class, came first in the run: orders that differ only there had other
+    # traces, and the reduced search counted more than the full one.)
+    found = both_ways(two_holders, bound=1, delays=1, shared=[Holder])
+    assert_same_coverage(found)
+    assert len(found[False][1]) > 1
