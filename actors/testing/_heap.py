@@ -22,6 +22,15 @@ one run's trace then differs from another's by the process's history, not
 the schedule. In a process that has frozen objects itself, each run's own
 garbage is collected at its end for the same reason (only not frozen).
 
+Inside a run, the collector does not run on its own (:func:`paused_collector`):
+a program whose garbage has a finalizer that touches what the program
+shares (a ``__del__``, an unfinished coroutine's ``finally``) would
+otherwise have it run wherever the collector's counts of allocations
+happened to reach its thresholds, which hang on what the process
+allocated before (the first exploration of a ``shared=`` class, say) as
+much as on the schedule: the same program had 3, 4 or 6 traces by the
+thresholds. A run's cyclic garbage waits for the collection at its end.
+
 The dictionaries of the memo are instances of :class:`Memo`, not ``dict``. A full
 collection untracks a plain dict whose keys and values are all untracked
 (tuples of numbers and bytes, as the memo's are, once collected), so it is
@@ -36,6 +45,8 @@ subclass of ``dict``.
 from __future__ import annotations
 
 import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TypeVar
 
 K = TypeVar("K")
@@ -47,6 +58,19 @@ class Memo(dict[K, V]):
     once, it is never traversed again however it grows."""
 
     __slots__ = ()
+
+
+@contextmanager
+def paused_collector() -> Iterator[None]:
+    """No automatic collection inside (see above), where the collector is on."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 class Heap:

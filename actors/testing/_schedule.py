@@ -25,6 +25,7 @@ from .._core._errors import ActorError
 from .._core._transit import Latency
 from .._determinism import run as _run_seeded
 from ._footprints import Recorder, recording
+from ._heap import paused_collector
 
 StrategyName = Literal["random", "pct", "dfs"]
 STRATEGIES: tuple[StrategyName, ...] = ("random", "pct", "dfs")
@@ -665,10 +666,13 @@ def _run_once(
     broken = False
     try:
         with (
-            recording(shared)
-            if footprints or states == "traces" or dependence is not None
-            else contextlib.nullcontext()
-        ) as recorder:
+            paused_collector(),
+            (
+                recording(shared)
+                if footprints or states == "traces" or dependence is not None
+                else contextlib.nullcontext()
+            ) as recorder,
+        ):
             if recorder is not None and dependence is not None:
                 recorder.count_dependence(dependence)
             chooser.recorder = recorder

@@ -198,3 +198,68 @@ def test_a_memo_stays_tracked_where_a_dict_is_untracked() -> None:
         assert id(memo) not in young
     finally:
         gc.unfreeze()
+
+
+class _Box:
+    pass
+
+
+class _Junk:
+    """Cyclic garbage whose finalizer touches a box a run shares."""
+
+    def __init__(self, box: _Box) -> None:
+        self.me = self
+        self.box = box
+
+    def __del__(self) -> None:
+        touch(self.box)
+
+
+def _making_garbage(size: int) -> Callable[[], Awaitable[None]]:
+    """Two tasks, each touching a box of its own three times, after making
+    ``size`` pieces of garbage that touch it when collected: the two boxes
+    are independent whenever their garbage is collected."""
+
+    async def main() -> None:
+        boxes = [_Box(), _Box()]
+
+        async def worker(index: int) -> None:
+            belong(f"w{index}")
+            for _ in range(3):
+                await trio.lowlevel.checkpoint()
+                for _ in range(size):
+                    _Junk(boxes[index])
+                touch(boxes[index])
+
+        async with trio.open_nursery() as nursery:
+            for index in range(2):
+                nursery.start_soon(worker, index)
+
+    return main
+
+
+@pytest.mark.parametrize("size", [5, 60])
+def test_the_collector_does_not_run_on_its_own_inside_a_run(size: int) -> None:
+    # Where it did, a finalizer of the run's garbage ran in the step of
+    # whichever task allocated past the collector's threshold, and the
+    # counts hung on the thresholds (3, 4 or 6 traces; the reduced search
+    # and the full one apart at a threshold of 50).
+    saved = gc.get_threshold()
+    found = set()
+    try:
+        for threshold in (700, 50, 7):
+            gc.set_threshold(threshold, 10, 10)
+            for reduction in (True, False):
+                exploration = explore(
+                    _making_garbage(size),
+                    strategy="dfs",
+                    bound=1,
+                    reduction=reduction,
+                    count_traces=True,
+                )
+                assert exploration.complete
+                found.add(exploration.traces)
+            assert gc.isenabled()
+    finally:
+        gc.set_threshold(*saved)
+    assert found == {3}
