@@ -1018,7 +1018,35 @@ def _plan(shared: tuple[type, ...]) -> list[tuple[type, str, object, object]]:
     return plan
 
 
-_PLANS: dict[tuple[type, ...], list[tuple[type, str, object, object]]] = {}
+# ``shared`` -> its plan, and what each (class, name) of it held and found
+# when it was made: a plan is made again when any differs (the program
+# changed a class between explorations: the old plan would run its old
+# code, and put the old code back after).
+_PLANS: dict[
+    tuple[type, ...],
+    tuple[list[tuple[type, str, object, object]], list[tuple[object, object]]],
+] = {}
+
+
+def _lookups(plan: list[tuple[type, str, object, object]]) -> list[tuple[object, object]]:
+    return [
+        (cls.__dict__.get(name, _ABSENT), getattr(cls, name, _ABSENT)) for cls, name, _, _ in plan
+    ]
+
+
+def _current_plan(shared: tuple[type, ...]) -> list[tuple[type, str, object, object]]:
+    kept = _PLANS.get(shared)
+    if kept is not None:
+        plan, seen = kept
+        now = _lookups(plan)
+        if len(now) == len(seen) and all(
+            held is was_held and found is was_found
+            for (held, found), (was_held, was_found) in zip(now, seen, strict=True)
+        ):
+            return plan
+    plan = _plan(shared)
+    _PLANS[shared] = (plan, _lookups(plan))
+    return plan
 
 
 @contextmanager
@@ -1030,9 +1058,7 @@ def recording(shared: tuple[type, ...] = ()) -> Iterator[Recorder]:
     recorder to the run as an instrument."""
     if _footprint.sink is not None:
         raise RuntimeError("footprints are already being recorded (one run at a time)")
-    plan = _PLANS.get(shared)
-    if plan is None:
-        plan = _PLANS[shared] = _plan(shared)
+    plan = _current_plan(shared)
     recorder = Recorder()
     done = 0
     try:

@@ -354,6 +354,58 @@ def test_the_primitives_and_the_declared_classes_are_restored_after_an_explorati
     assert box.items == ["x"]
 
 
+class Changing:
+    """A shared class whose ``__setattr__`` a test changes between
+    explorations."""
+
+    value = 0
+
+
+def _setting_changing(finals: set[object]) -> Program:
+    async def main() -> None:
+        changing = Changing()
+
+        async def setter(value: int) -> None:
+            await trio.lowlevel.checkpoint()
+            changing.value = value
+
+        async with trio.open_nursery() as nursery:
+            for value in (1, 2):
+                nursery.start_soon(setter, value)
+        finals.add(changing.value)
+
+    return main
+
+
+def test_a_class_changed_between_explorations_runs_its_new_code_and_keeps_it() -> None:
+    # (The recording kept the first exploration's originals: the second ran
+    # the old __setattr__, and left the class without the new one.)
+    first: set[object] = set()
+    explore(_setting_changing(first), strategy="dfs", bound=1, shared=[Changing])
+    assert first == {1, 2}
+    called: list[object] = []
+
+    def __setattr__(self: Changing, name: str, value: object) -> None:
+        called.append(value)
+        object.__setattr__(self, name, -value)  # type: ignore[operator]
+
+    Changing.__setattr__ = __setattr__  # type: ignore[assignment]
+    try:
+        second: set[object] = set()
+        explore(_setting_changing(second), strategy="dfs", bound=1, shared=[Changing])
+        assert second == {-1, -2}
+        assert called
+        assert Changing.__dict__["__setattr__"] is __setattr__
+        del Changing.__setattr__
+        third: set[object] = set()
+        explore(_setting_changing(third), strategy="dfs", bound=1, shared=[Changing])
+        assert third == {1, 2}
+        assert "__setattr__" not in Changing.__dict__
+    finally:
+        if "__setattr__" in Changing.__dict__:
+            del Changing.__setattr__
+
+
 def test_a_container_subclass_is_refused_in_shared() -> None:
     class Table(dict[str, int]):
         pass
