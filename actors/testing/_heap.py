@@ -45,6 +45,8 @@ subclass of ``dict``.
 from __future__ import annotations
 
 import gc
+import signal
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TypeVar
@@ -73,6 +75,31 @@ def paused_collector() -> Iterator[None]:
         gc.enable()
 
 
+def collect() -> None:
+    """:func:`gc.collect`, with an interrupt (SIGINT, under Python's own
+    handler) that arrives meanwhile raised after it: raised in a finalizer
+    the collector runs, it would be printed as ignored and lost."""
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    ):
+        gc.collect()
+        return
+    interrupted = False
+
+    def note(signum: int, frame: object) -> None:
+        nonlocal interrupted
+        interrupted = True
+
+    signal.signal(signal.SIGINT, note)
+    try:
+        gc.collect()
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    if interrupted:
+        raise KeyboardInterrupt
+
+
 class Heap:
     """Collect what the process left before the first run, and each run's
     garbage at its end, and freeze what survives each time; :meth:`close`
@@ -88,13 +115,13 @@ class Heap:
         # Unfreezing would thaw what someone else froze: then nothing is frozen.
         self._freezing = self._collecting and gc.get_freeze_count() == 0
         if self._collecting:
-            gc.collect()  # what was left before the exploration (see above)
+            collect()  # what was left before the exploration (see above)
         if self._freezing:
             gc.freeze()  # so that the first run's collection is as short as the others
 
     def after_run(self) -> None:
         if self._collecting:
-            gc.collect()
+            collect()
         if self._freezing:
             gc.freeze()
 

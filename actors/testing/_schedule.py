@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import gc
 import hashlib
 import inspect
 import random
@@ -25,7 +24,7 @@ from .._core._errors import ActorError
 from .._core._transit import Latency
 from .._determinism import run as _run_seeded
 from ._footprints import Recorder, recording
-from ._heap import paused_collector
+from ._heap import collect, paused_collector
 
 StrategyName = Literal["random", "pct", "dfs"]
 STRATEGIES: tuple[StrategyName, ...] = ("random", "pct", "dfs")
@@ -699,7 +698,10 @@ def _run_once(
         )
     except BaseException as caught:
         if _passes_on(caught):
-            raise
+            passed = _passed_on(caught)
+            if passed is caught:
+                raise
+            raise passed from None  # an interrupt, not a group of one
         error = caught  # a failure of the program under test
     finally:
         _trio_run._r = saved
@@ -759,7 +761,7 @@ def _collect_quietly() -> None:
     saved = sys.unraisablehook
     sys.unraisablehook = lambda unraisable: None
     try:
-        gc.collect()
+        collect()
     finally:
         sys.unraisablehook = saved
 
@@ -776,6 +778,17 @@ def _passes_on(error: BaseException) -> bool:
     if isinstance(error, BaseExceptionGroup):
         return error.split(_PASSED_ON)[0] is not None
     return isinstance(error, _PASSED_ON)
+
+
+def _passed_on(error: BaseException) -> BaseException:
+    """The interrupt or exit that ends the exploration, from ``error`` (one
+    that passes on): itself, or a group's first (what else the group held,
+    the run's tasks cancelled by it, is dropped)."""
+    if isinstance(error, BaseExceptionGroup):
+        for inner in error.exceptions:
+            if _passes_on(inner):
+                return _passed_on(inner)
+    return error
 
 
 _NONDETERMINISTIC = (
