@@ -52,14 +52,17 @@ runs need not share; objects by the step that touched them first.
 from __future__ import annotations
 
 import collections
+import dataclasses
+import enum
 import functools
 import inspect
 import types
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from contextlib import contextmanager
 from typing import Any
 
+import attrs
 import trio
 from trio._core._run import GLOBAL_RUN_CONTEXT, Deadlines, Runner, _TaskStatus
 
@@ -215,6 +218,11 @@ class Recorder(trio.abc.Instrument):
         # run's own: kept for the process, what a binding recorded hung on
         # which runs and programs came before, and so did the key.)
         self.alone: set[tuple[int, str]] = set()
+        # Id -> (value, whether nothing can be changed through it) for the
+        # values read from watched instances (see _immutable), kept alive.
+        self.immutable: dict[int, tuple[object, bool]] = {}
+        # The classes whose instances' attributes are recorded in this run.
+        self.watched: frozenset[type] = frozenset()
         # Spawn order is creation order: the live tasks, in it.
         self._live: dict[Any, int] = {}
         self._live_hash: int | None = 0
@@ -865,7 +873,10 @@ def _touching_getattribute(original: Callable[[Any, str], Any]) -> Callable[[Any
             sink.rebind(self, name)  # an attribute found absent was read too
             raise
         if name in _LAYOUT:
-            sink.rebind(self, name)  # the dict, which may be changed through
+            if name == "__class__":
+                sink.touch_attribute(self, name)  # a class: what assigning one changes
+            else:
+                sink.rebind(self, name)  # the dict, which may be changed through
             return value
         touched = sink._touched
         key = id(self)
@@ -875,12 +886,89 @@ def _touching_getattribute(original: Callable[[Any, str], Any]) -> Callable[[Any
         if plain and (kind is Table or kind is types.MethodType) and _apart(self, name, value):
             sink.alone.add((key, name))
             sink.touch_attribute(self, name)
-        else:
-            touched[key] = 0  # sink.touch(self), inline: this wrapper is the hottest caller
-            sink._access(sink._name(self))
+            return value
+        if plain:
+            read = _KINDS.get(kind)
+            if read is None:
+                read = _kind_of(kind)
+            if (
+                read == _SCALAR
+                or kind in sink.watched
+                or (read == _PARTS and _immutable(sink, value))
+            ):
+                # Nothing the instance holds changes through what the read
+                # gave (a watched instance records its own changes): a read.
+                sink.touch(self, READ)
+                return value
+        touched[key] = 0  # sink.touch(self), inline: this wrapper is the hottest caller
+        sink._access(sink._name(self))
         return value
 
     return __getattribute__
+
+
+# What a read that gave a value of a type is: of the instance, by the type
+# alone (_SCALAR: nothing can be changed through such a value), by the
+# value's parts (_PARTS: a tuple, a frozenset, an attrs frozen instance or
+# a frozen dataclass's), or a write (_WRITE: anything else may be changed in
+# place through it). Kept for the process by type (see _kind_of).
+_WRITE, _SCALAR, _PARTS = 0, 1, 2
+_KINDS: dict[type, int] = dict.fromkeys(
+    (int, bool, float, complex, str, bytes, type(None)), _SCALAR
+)
+# A frozen class -> the names of its fields (kept with _KINDS).
+_FIELDS: dict[type, tuple[str, ...]] = {}
+_DEPTH = 16
+
+
+@attrs.frozen
+class _FrozenProbe:
+    """An attrs frozen class: what every such class's ``__setattr__`` is."""
+
+
+def _kind_of(cls: type) -> int:
+    """What a read of a value of ``cls`` is (see _KINDS), found and kept."""
+    kind = _WRITE
+    if isinstance(cls, enum.EnumMeta):
+        kind = _SCALAR  # its members, one of each, are not changed
+    elif cls is tuple or cls is frozenset:
+        kind = _PARTS
+    elif attrs.has(cls) and cls.__setattr__ is _FrozenProbe.__setattr__:
+        _FIELDS[cls] = tuple(field.name for field in attrs.fields(cls))
+        kind = _PARTS
+    elif dataclasses.is_dataclass(cls) and getattr(cls, "__dataclass_params__").frozen:  # noqa: B009
+        _FIELDS[cls] = tuple(field.name for field in dataclasses.fields(cls))
+        kind = _PARTS
+    _KINDS[cls] = kind
+    return kind
+
+
+def _immutable(sink: Recorder, value: object, depth: int = 0) -> bool:
+    """Whether nothing can be changed through ``value``, a value of a
+    _PARTS kind: all its parts are of a _SCALAR kind, or of a _PARTS kind
+    and so, nested at most _DEPTH deep (kept for the run by object, which
+    the run keeps alive)."""
+    known = sink.immutable.get(id(value))
+    if known is not None:
+        return known[1]
+    if depth >= _DEPTH:
+        return False
+    cls = type(value)
+    parts: Iterable[object] = (
+        value  # type: ignore[assignment]
+        if cls is tuple or cls is frozenset
+        else (object.__getattribute__(value, name) for name in _FIELDS[cls])
+    )
+    verdict = True
+    for part in parts:
+        kind = _KINDS.get(type(part))
+        if kind is None:
+            kind = _kind_of(type(part))
+        if kind == _WRITE or (kind == _PARTS and not _immutable(sink, part, depth + 1)):
+            verdict = False
+            break
+    sink.immutable[id(value)] = (value, verdict)
+    return verdict
 
 
 def _rebinding(obj: object, name: str, value: object = Table) -> None:
@@ -1060,6 +1148,7 @@ def recording(shared: tuple[type, ...] = ()) -> Iterator[Recorder]:
         raise RuntimeError("footprints are already being recorded (one run at a time)")
     plan = _current_plan(shared)
     recorder = Recorder()
+    recorder.watched = frozenset(cls for cls, name, _, _ in plan if name == "__getattribute__")
     done = 0
     try:
         for cls, name, _, replacement in plan:

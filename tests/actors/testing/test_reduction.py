@@ -4,10 +4,13 @@ full one does, in fewer runs; what it needs declared, it says."""
 
 from __future__ import annotations
 
+import dataclasses
+import enum
 import math
 from collections.abc import Awaitable, Callable
 from typing import Any, cast
 
+import attrs
 import pytest
 import trio
 import trio.testing
@@ -1806,3 +1809,123 @@ def test_what_a_binding_records_does_not_hang_on_other_instances_reads() -> None
     found = both_ways(two_holders, bound=1, delays=1, shared=[Holder])
     assert_same_coverage(found)
     assert len(found[False][1]) > 1
+
+
+@attrs.frozen
+class Settings:
+    """A frozen value: immutable when what it holds is."""
+
+    limit: int
+    names: tuple[str, ...]
+    items: list[int] | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Point:
+    x: float
+    kind: Color
+
+
+class Color(enum.Enum):
+    RED = 1
+
+
+class Child:
+    def __init__(self) -> None:
+        self.value = 0
+
+
+class Keeper:
+    def __init__(self) -> None:
+        self.count = 3
+        self.settings = Settings(2, ("a", "b"))
+        self.mutable = Settings(2, ("a",), [])
+        self.point = Point(1.5, Color.RED)
+        self.child = Child()
+        self.items: list[int] = []
+
+
+def keepers(operations: tuple[Callable[[Keeper], object], ...]) -> Callable[[set[object]], Program]:
+    """One actor per operation on one shared Keeper, told in one batch: the
+    final state is what each saw and what the keeper holds after."""
+
+    def program(finals: set[object]) -> Program:
+        async def main() -> None:
+            keeper = Keeper()
+            seen: dict[int, object] = {}
+
+            async def user(inbox: Inbox[None], i: int) -> None:
+                async for _ in inbox:
+                    seen[i] = operations[i](keeper)
+
+            async with actors.open_system() as system:
+                refs = [await system.spawn(user, i) for i in range(len(operations))]
+                await trio.testing.wait_all_tasks_blocked()
+                for ref in refs:
+                    ref.tell_nowait(None)
+                await trio.testing.wait_all_tasks_blocked()
+                state = (keeper.count, keeper.mutable.items, keeper.child.value, keeper.items)
+                finals.add(repr((state, tuple(sorted(seen.items())))))
+                system.cancel()
+
+        return main
+
+    return program
+
+
+def _reads(keeper: Keeper) -> object:
+    return (keeper.count, keeper.settings, keeper.point, type(keeper.child).__name__)
+
+
+def _appends_through_a_frozen_value(keeper: Keeper) -> object:
+    assert keeper.mutable.items is not None
+    keeper.mutable.items.append(1)
+    return None
+
+
+def _reads_through_a_frozen_value(keeper: Keeper) -> object:
+    assert keeper.mutable.items is not None
+    return len(keeper.mutable.items)
+
+
+def _sets_the_child(keeper: Keeper) -> object:
+    keeper.child.value = 1
+    return None
+
+
+def _reads_the_child(keeper: Keeper) -> object:
+    return keeper.child.value
+
+
+def _binds_the_count(keeper: Keeper) -> object:
+    keeper.count = 4
+    return None
+
+
+def test_reading_what_nothing_can_be_changed_through_is_a_read_of_the_instance() -> None:
+    # An integer, an attrs frozen instance of a tuple of strings, a frozen
+    # dataclass's of a float and an enum's member, an instance of a shared
+    # class (which records its own changes): two steps that read only such
+    # commute, as two steps that do nothing.
+    readers = both_ways(keepers((_reads, _reads)), bound=1, shared=[Keeper, Child])
+    assert_same_coverage(readers)
+    nothing = both_ways(keepers((lambda keeper: None, lambda keeper: None)), bound=1)
+    assert readers[True][0].traces == nothing[True][0].traces
+    assert readers[True][0].runs < readers[False][0].runs
+
+
+@pytest.mark.parametrize(
+    "operations",
+    [
+        (_appends_through_a_frozen_value, _reads_through_a_frozen_value),
+        (_sets_the_child, _reads_the_child),
+        (_binds_the_count, _reads),
+    ],
+    ids=["a-list-in-a-frozen-value", "a-shared-child", "a-binding"],
+)
+def test_what_changes_what_a_read_gave_is_ordered_with_it(
+    operations: tuple[Callable[[Keeper], object], ...],
+) -> None:
+    found = both_ways(keepers(operations), bound=1, shared=[Keeper, Child])
+    assert_same_coverage(found)
+    assert len(found[False][1]) == 2  # both orders seen, and told apart
