@@ -170,7 +170,8 @@ def explore(
     ``count_dependence`` does too, and counts in ``exploration.dependence``
     the pairs of steps run in one batch that the reduction found dependent,
     by what they both touched (the strategy's runs, not minimising's): what
-    makes the reduction keep orders apart.
+    makes the reduction keep orders apart (none with ``pct``, whose runs
+    choose one task at each step, not a batch's order).
 
     ``progress(runs, exploration so far)`` is called after each run of the
     strategy, the failing one too (not the runs minimising takes, nor a

@@ -70,6 +70,7 @@ from .._core import _footprint
 from .._core._envelope import Address, current_address
 from .._core._footprint import REWRITE, Table
 from .._spawning import Spawner
+from ._heap import interrupts_held
 
 _MASK = (1 << 64) - 1
 # The pseudo-task of Trio's run loop (deadlines, the first spawns).
@@ -221,6 +222,9 @@ class Recorder(trio.abc.Instrument):
         # Id -> (value, whether nothing can be changed through it) for the
         # values read from watched instances (see _immutable), kept alive.
         self.immutable: dict[int, tuple[object, bool]] = {}
+        # (Class, name) -> whether binding it goes through a data
+        # descriptor (see _through_descriptor).
+        self.descriptors: dict[tuple[type, str], bool] = {}
         # The classes whose instances' attributes are recorded in this run.
         self.watched: frozenset[type] = frozenset()
         # Spawn order is creation order: the live tasks, in it.
@@ -971,9 +975,10 @@ def _immutable(sink: Recorder, value: object, depth: int = 0) -> bool:
     return verdict
 
 
-def _rebinding(obj: object, name: str, value: object = Table) -> None:
+def _rebinding(obj: object, name: str, value: object = Table, own: bool = False) -> None:
     """``obj``'s attribute ``name`` is bound again to ``value`` or deleted
-    (no value: a deletion may uncover a table of the class, read alone)."""
+    (no value: a deletion may uncover a table of the class, read alone), by
+    a ``__setattr__`` of the class's ``own`` or object's."""
     sink = _footprint.sink
     if isinstance(sink, Recorder):
         alone = (
@@ -982,6 +987,12 @@ def _rebinding(obj: object, name: str, value: object = Table) -> None:
             or name in _LAYOUT
             or (id(obj), name) in sink.alone
             or (type(value) is types.MethodType and _apart(obj, name, value))
+            # A binding that may not bind the attribute in the instance (a
+            # __setattr__ of the class's own, a property): a read alone of
+            # it after would not read what it gave, so sink.alone may not
+            # have it by then (whether it had hung on the order).
+            or own
+            or _through_descriptor(sink, type(obj), name)
         )
         # Nothing at all where the step wrote the instance whole already
         # and no read alone can see the binding.
@@ -990,11 +1001,33 @@ def _rebinding(obj: object, name: str, value: object = Table) -> None:
 
 
 def _touching_setattr(original: Callable[[Any, str, Any], None]) -> Callable[[Any, str, Any], None]:
+    own = original is not object.__setattr__
+
     def __setattr__(self: Any, name: str, value: Any) -> None:
-        _rebinding(self, name, value)
+        _rebinding(self, name, value, own)
         original(self, name, value)
 
     return __setattr__
+
+
+def _through_descriptor(sink: Recorder, cls: type, name: str) -> bool:
+    """Whether binding ``name`` on an instance of ``cls`` goes through a data
+    descriptor of the class other than a slot (a property, say), kept for
+    the run."""
+    key = (cls, name)
+    known = sink.descriptors.get(key)
+    if known is None:
+        known = False
+        for klass in cls.__mro__:
+            found = klass.__dict__.get(name, _ABSENT)
+            if found is not _ABSENT:
+                kind = type(found)
+                known = kind is not types.MemberDescriptorType and (
+                    hasattr(kind, "__set__") or hasattr(kind, "__delete__")
+                )
+                break
+        sink.descriptors[key] = known
+    return known
 
 
 def _touching_delattr(original: Callable[[Any, str], None]) -> Callable[[Any, str], None]:
@@ -1158,11 +1191,18 @@ def recording(shared: tuple[type, ...] = ()) -> Iterator[Recorder]:
         yield recorder
     finally:
         _footprint.sink = None
-        for cls, name, original, _ in reversed(plan[:done]):
-            if original is _ABSENT:
-                delattr(cls, name)
-            else:
-                setattr(cls, name, original)
+        with interrupts_held():
+            _restore(plan[:done])
+
+
+def _restore(plan: list[tuple[type, str, object, object]]) -> None:
+    """Put back what ``plan`` replaced, each one whatever the others do (a
+    program that deleted a replacement itself leaves it deleted)."""
+    for cls, name, original, _ in reversed(plan):
+        if original is not _ABSENT:
+            setattr(cls, name, original)
+        elif name in cls.__dict__:
+            delattr(cls, name)
 
 
 _ABSENT = object()

@@ -22,14 +22,15 @@ one run's trace then differs from another's by the process's history, not
 the schedule. In a process that has frozen objects itself, each run's own
 garbage is collected at its end for the same reason (only not frozen).
 
-Inside a run, the collector does not run on its own (:func:`paused_collector`):
+Inside a run, the collector does not run on its own (``_schedule._run_once``):
 a program whose garbage has a finalizer that touches what the program
 shares (a ``__del__``, an unfinished coroutine's ``finally``) would
 otherwise have it run wherever the collector's counts of allocations
 happened to reach its thresholds, which hang on what the process
 allocated before (the first exploration of a ``shared=`` class, say) as
 much as on the schedule: the same program had 3, 4 or 6 traces by the
-thresholds. A run's cyclic garbage waits for the collection at its end.
+thresholds. A run's cyclic garbage waits for the collection at its end
+(a run that leaves millions of cycles holds them until then: memory).
 
 The dictionaries of the memo are instances of :class:`Memo`, not ``dict``. A full
 collection untracks a plain dict whose keys and values are all untracked
@@ -63,41 +64,40 @@ class Memo(dict[K, V]):
 
 
 @contextmanager
-def paused_collector() -> Iterator[None]:
-    """No automatic collection inside (see above), where the collector is on."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
-
-
-def collect() -> None:
-    """:func:`gc.collect`, with an interrupt (SIGINT, under Python's own
-    handler) that arrives meanwhile raised after it: raised in a finalizer
-    the collector runs, it would be printed as ignored and lost."""
+def interrupts_held() -> Iterator[None]:
+    """An interrupt (SIGINT, under Python's own handler, in the main thread)
+    that arrives inside is raised when the block ends: raised in a
+    finalizer the collector runs, it would be printed as ignored and lost,
+    and in the middle of putting classes back, leave some wrapped. A second
+    one is raised at once (in whatever runs, a finalizer that hangs, say)."""
     if (
         threading.current_thread() is not threading.main_thread()
         or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
     ):
-        gc.collect()
+        yield
         return
     interrupted = False
 
     def note(signum: int, frame: object) -> None:
         nonlocal interrupted
+        if interrupted:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            raise KeyboardInterrupt
         interrupted = True
 
     signal.signal(signal.SIGINT, note)
     try:
-        gc.collect()
+        yield
     finally:
         signal.signal(signal.SIGINT, signal.default_int_handler)
     if interrupted:
         raise KeyboardInterrupt
+
+
+def collect() -> None:
+    """:func:`gc.collect`, interrupts held (see interrupts_held)."""
+    with interrupts_held():
+        gc.collect()
 
 
 class Heap:

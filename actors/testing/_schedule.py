@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import gc
 import hashlib
 import inspect
 import random
@@ -24,7 +25,7 @@ from .._core._errors import ActorError
 from .._core._transit import Latency
 from .._determinism import run as _run_seeded
 from ._footprints import Recorder, recording
-from ._heap import collect, paused_collector
+from ._heap import collect
 
 StrategyName = Literal["random", "pct", "dfs"]
 STRATEGIES: tuple[StrategyName, ...] = ("random", "pct", "dfs")
@@ -638,6 +639,49 @@ def _run_once(
     stop_at: StopAt = None,
     dependence: collections.Counter[str] | None = None,
 ) -> _Run:
+    """Run ``main`` once, ``decide`` choosing at each choice point, with the
+    collector paused (see actors/testing/_heap.py): what the run left is
+    collected when it is over and Trio's scheduler is restored, before the
+    collector runs on its own again (else the first allocation after could
+    start a collection, in which an interrupt is lost)."""
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        return _run(
+            main,
+            decide,
+            seed=seed,
+            max_steps=max_steps,
+            kind=kind,
+            latency=latency,
+            states=states,
+            footprints=footprints,
+            shared=shared,
+            stop_at=stop_at,
+            dependence=dependence,
+        )
+    finally:
+        if paused:
+            try:
+                collect()
+            finally:
+                gc.enable()
+
+
+def _run(
+    main: Callable[[], Awaitable[object]],
+    decide: Decide,
+    *,
+    seed: int,
+    max_steps: int,
+    kind: int,
+    latency: Latency,
+    states: Keying,
+    footprints: bool,
+    shared: tuple[type, ...],
+    stop_at: StopAt,
+    dependence: collections.Counter[str] | None,
+) -> _Run:
     chooser = _Chooser(decide, max_steps, kind, states=states, stop_at=stop_at)
 
     async def bounded() -> None:
@@ -665,13 +709,10 @@ def _run_once(
     broken = False
     try:
         with (
-            paused_collector(),
-            (
-                recording(shared)
-                if footprints or states == "traces" or dependence is not None
-                else contextlib.nullcontext()
-            ) as recorder,
-        ):
+            recording(shared)
+            if footprints or states == "traces" or dependence is not None
+            else contextlib.nullcontext()
+        ) as recorder:
             if recorder is not None and dependence is not None:
                 recorder.count_dependence(dependence)
             chooser.recorder = recorder

@@ -165,6 +165,13 @@ def _print_dependence(exploration: Exploration, out: TextIO) -> None:
     most first."""
     if exploration.dependence is None:
         return
+    if not exploration.dependence:
+        print(
+            "  no dependent pairs of steps in one batch counted (pct's runs, and their "
+            "replays, choose one task at each step: no batch)",
+            file=out,
+        )
+        return
     print(
         "  dependent pairs of steps in one batch, by what both touched (a pair counts "
         "under each thing it met on):",

@@ -292,9 +292,15 @@ class _Interrupting:
         signal.raise_signal(signal.SIGINT)
 
 
-def test_an_interrupt_while_a_runs_garbage_is_collected_is_not_lost() -> None:
+@pytest.mark.parametrize("cycles", [0, 1000])
+@pytest.mark.parametrize("reduction", [True, False])
+def test_an_interrupt_while_a_runs_garbage_is_collected_is_not_lost(
+    cycles: int, reduction: bool
+) -> None:
     # (Raised inside the finalizer the collector was running, it was printed
-    # as ignored and the exploration went on.)
+    # as ignored and the exploration went on; and where the run left enough
+    # to collect, so it was again: the collector, on again, ran on its own
+    # at the next allocation, before the collection that holds interrupts.)
     if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
         pytest.skip("SIGINT is not under Python's own handler in this process")
     runs = 0
@@ -302,6 +308,9 @@ def test_an_interrupt_while_a_runs_garbage_is_collected_is_not_lost() -> None:
     async def main() -> None:
         nonlocal runs
         runs += 1
+        for _ in range(cycles):
+            loop: dict[str, object] = {}
+            loop["loop"] = loop
         if runs == 2:
             _Interrupting()
         async with trio.open_nursery() as nursery:
@@ -309,7 +318,35 @@ def test_an_interrupt_while_a_runs_garbage_is_collected_is_not_lost() -> None:
                 nursery.start_soon(trio.lowlevel.checkpoint)
 
     with pytest.raises(KeyboardInterrupt):
-        explore(main, strategy="dfs", bound=1, reduction=False)
+        explore(main, strategy="dfs", bound=1, reduction=reduction)
     assert runs == 2
     assert gc.get_freeze_count() == 0
+    assert gc.isenabled()
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_a_second_interrupt_stops_a_finalizer_that_hangs() -> None:
+    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        pytest.skip("SIGINT is not under Python's own handler in this process")
+    reached: list[str] = []
+
+    class Hanging:
+        def __init__(self) -> None:
+            self.me = self
+
+        def __del__(self) -> None:
+            signal.raise_signal(signal.SIGINT)
+            reached.append("held")
+            signal.raise_signal(signal.SIGINT)  # a person's second Ctrl-C
+            reached.append("went on")
+
+    async def main() -> None:
+        Hanging()
+        await trio.lowlevel.checkpoint()
+
+    with pytest.raises(KeyboardInterrupt):
+        explore(main, strategy="dfs", bound=1)
+    assert reached == ["held"]
+    assert gc.isenabled()
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler

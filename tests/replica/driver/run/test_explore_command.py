@@ -302,3 +302,13 @@ def test_dependence_prints_what_made_steps_dependent_most_first(
     assert any(found[2] == "IndexPart" for found in shown if found), out
     assert main(command[:-1]) == 0
     assert "dependent pairs" not in capsys.readouterr().out
+
+
+def test_dependence_under_pct_says_there_is_nothing_to_count(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    command = ["explore", RECREATE, "--strategy", "pct", "--budget", "2", "--dependence"]
+    assert main(command) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-1].startswith("  no dependent pairs of steps in one batch counted (pct"), lines
+    assert not any(line.startswith("  dependent pairs") for line in lines)
