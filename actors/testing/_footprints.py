@@ -57,6 +57,7 @@ import enum
 import functools
 import inspect
 import types
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from contextlib import contextmanager
@@ -219,8 +220,9 @@ class Recorder(trio.abc.Instrument):
         # run's own: kept for the process, what a binding recorded hung on
         # which runs and programs came before, and so did the key.)
         self.alone: set[tuple[int, str]] = set()
-        # Id -> (value, whether nothing can be changed through it) for the
-        # values read from watched instances (see _immutable), kept alive.
+        # Id -> whether nothing can be changed through it, for the frozen
+        # instances read from watched ones (see _immutable) that can be
+        # referred to weakly (forgotten with them, see _forget).
         self.immutable: dict[int, tuple[object, bool]] = {}
         # (Class, name) -> whether binding it goes through a data
         # descriptor (see _through_descriptor).
@@ -234,7 +236,12 @@ class Recorder(trio.abc.Instrument):
         self._current = _LOOP
         self._step = 0
         self._fresh = 0
-        # Object -> its canonical name (kept alive, so that ids stay unique).
+        # Id of an object -> (a weak reference to it, or the object where it
+        # cannot be referred to weakly, and its canonical name). Held
+        # weakly, the object dies when the program lets it (its __del__ runs
+        # as in a plain run), and what was kept by its id is forgotten then,
+        # before another object can have it (see _forget); else kept alive,
+        # so that ids stay unique.
         self._names: dict[int, tuple[object, int]] = {}
         # Canonical name -> (hash of its accesses, the last access).
         self._seq: dict[int, tuple[int, ...]] = {}
@@ -358,10 +365,33 @@ class Recorder(trio.abc.Instrument):
             return known[1]
         self._fresh += 1
         name = hash((self._current, self._step, self._fresh, "object"))
-        self._names[id(obj)] = (obj, name)
+        key = id(obj)
+        self._names[key] = (self._held(obj, key), name)
         if self.labels is not None:
             self.labels[name] = _label(obj)
         return name
+
+    def _held(self, obj: object, key: int) -> object:
+        """A weak reference to ``obj`` (whose id is ``key``) that forgets
+        it when it dies, or ``obj`` itself if it cannot be referred to
+        weakly."""
+        try:
+            return weakref.ref(obj, lambda _: self._forget(key))
+        except TypeError:
+            return obj
+
+    def _forget(self, key: int) -> None:
+        """The object whose id was ``key`` died: nothing kept by its id may
+        be taken for another object's, which may get the id next. (Run from
+        inside whatever step dropped it: each container is replaced, not
+        changed, where a caller may be iterating it.)"""
+        self._names.pop(key, None)
+        self.immutable.pop(key, None)
+        self._touched.pop(key, None)
+        if any(entry[0] == key for entry in self._attributes):
+            self._attributes = {entry for entry in self._attributes if entry[0] != key}
+        if any(entry[0] == key for entry in self.alone):
+            self.alone = {entry for entry in self.alone if entry[0] != key}
 
     def _labelled(self, name: int, obj: object, part: str, detail: str = "") -> int:
         """``name``, a part of ``obj`` (its name given), labelled when the
@@ -950,8 +980,8 @@ def _kind_of(cls: type) -> int:
 def _immutable(sink: Recorder, value: object, depth: int = 0) -> bool:
     """Whether nothing can be changed through ``value``, a value of a
     _PARTS kind: all its parts are of a _SCALAR kind, or of a _PARTS kind
-    and so, nested at most _DEPTH deep (kept for the run by object, which
-    the run keeps alive)."""
+    and so, nested at most _DEPTH deep (kept for the run by object, held
+    weakly)."""
     known = sink.immutable.get(id(value))
     if known is not None:
         return known[1]
@@ -971,7 +1001,11 @@ def _immutable(sink: Recorder, value: object, depth: int = 0) -> bool:
         if kind == _WRITE or (kind == _PARTS and not _immutable(sink, part, depth + 1)):
             verdict = False
             break
-    sink.immutable[id(value)] = (value, verdict)
+    if cls is not tuple and cls is not frozenset:
+        key = id(value)
+        held = sink._held(value, key)
+        if held is not value:  # (tuples, and what would be kept alive, are not kept)
+            sink.immutable[key] = (held, verdict)
     return verdict
 
 

@@ -7,8 +7,9 @@ from __future__ import annotations
 import dataclasses
 import enum
 import math
+import weakref
 from collections.abc import Awaitable, Callable
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 import attrs
 import pytest
@@ -2033,3 +2034,58 @@ def test_a_binding_that_does_not_bind_records_the_same_in_either_order(cls: type
     found = both_ways(binding_that_binds_nothing(cls), bound=1, shared=[cls])
     assert_same_coverage(found)
     assert len(found[False][1]) == 2
+
+
+class Resource:
+    """A shared instance whose finalizer the program sees, in the run that
+    drops it."""
+
+    closed: ClassVar[list[str]] = []
+
+    def __init__(self) -> None:
+        self.uses = 0
+
+    def __del__(self) -> None:
+        Resource.closed.append("closed")
+
+
+def dropping(finals: set[object]) -> Program:
+    async def main() -> None:
+        Resource.closed.clear()
+        listeners: weakref.WeakSet[Resource] = weakref.WeakSet()
+        held = [Resource()]
+        listeners.add(held[0])
+
+        async def user() -> None:
+            held[0].uses += 1  # recorded: the recorder names the resource
+            await trio.lowlevel.checkpoint()
+
+        async with trio.open_nursery() as nursery:
+            for _ in range(2):
+                nursery.start_soon(user)
+        held.clear()  # its last reference: it dies here, as in a plain run
+        await trio.lowlevel.checkpoint()
+        finals.add((tuple(Resource.closed), len(listeners)))
+
+    return main
+
+
+@pytest.mark.parametrize("reduction", [True, "states", False])
+def test_what_the_recorder_named_dies_when_the_program_drops_it(reduction: Reduction) -> None:
+    # (The recorder kept every object it named alive for the run: a
+    # finalizer did not run, a weak reference did not die, the program
+    # failed where a plain run passes, and the replay, which records
+    # nothing, passed: reported as nondeterminism.)
+    finals: set[object] = set()
+    actors.run(dropping(finals))
+    assert finals == {(("closed",), 0)}
+    explored: set[object] = set()
+    explore(
+        dropping(explored),
+        strategy="dfs",
+        bound=1,
+        reduction=reduction,
+        count_traces=True,
+        shared=[Resource],
+    )
+    assert explored == finals
