@@ -24,6 +24,12 @@ Figures, printed by ``.venv/bin/python bench/explore_bench.py [--proofs]``:
 * with ``--cross --bound B --delays D [--small]``, the proofs with the
   reduction and without it, each counting its distinct traces (the same
   both ways, if the reduction loses nothing);
+* with ``--ablation --bound B --delays D [--small]``, on the recreate
+  scenario (P=2 W=2, or P=1 W=1 with ``--small``): the traces, and again
+  with the accesses of each of the things the steps were most often
+  dependent on left out, one thing at a time (``--dependence``'s labels):
+  an unsound search, run only to measure how much each thing keeps orders
+  apart (fewer traces, a finer relation could gain as much);
 * with ``--full-count --bound B --delays D [--small]``, the schedules the
   full enumeration (no reduction) runs on the recreate scenario, its last
   level counted from the runs of the level before (``full_count``), at
@@ -343,6 +349,47 @@ def full_count(
     return ran + last
 
 
+def ablation(bound: int, delays: int, topology: Topology, shown: int = 14) -> None:
+    """The recreate scenario's traces with the accesses of each of the
+    ``shown`` most dependent things left out in turn (see the module)."""
+    from actors.testing import _footprints
+
+    main = spec_main(bundled(RECREATE), topology)
+    whole = explore(
+        main, strategy="dfs", bound=bound, delays=delays, budget=10**9, count_dependence=True
+    )
+    assert whole.complete
+    assert whole.failure is None
+    assert whole.dependence is not None
+    print(f"  all recorded: {whole.runs} runs, {whole.traces} traces")
+    kept = _footprints.Recorder._access
+    for label, pairs in whole.dependence[:shown]:
+
+        def left_out(
+            recorder: _footprints.Recorder, name: int, kind: int = 0, *, label: str = label
+        ) -> None:
+            labels = recorder.labels
+            if labels is None or labels.get(name) != label:
+                kept(recorder, name, kind)
+
+        _footprints.Recorder._access = left_out  # type: ignore[method-assign,assignment]
+        try:
+            without = explore(
+                main,
+                strategy="dfs",
+                bound=bound,
+                delays=delays,
+                budget=10**9,
+                count_dependence=True,
+            )
+        finally:
+            _footprints.Recorder._access = kept  # type: ignore[method-assign]
+        print(
+            f"  without {label} ({pairs} dependent pairs): {without.runs} runs, "
+            f"{without.traces} traces"
+        )
+
+
 def _option(name: str, default: int) -> int:
     if name not in sys.argv or sys.argv.index(name) + 1 >= len(sys.argv):
         return default
@@ -351,7 +398,7 @@ def _option(name: str, default: int) -> int:
 
 
 if __name__ == "__main__":
-    modes = ("--proofs", "--found", "--reduction", "--full-count", "--cross")
+    modes = ("--proofs", "--found", "--reduction", "--full-count", "--cross", "--ablation")
     if not any(mode in sys.argv for mode in modes) or "--with-race" in sys.argv:
         print("runs until the race is found without the barrier (two_runtime_recreate_race.spec):")
         for topology in (Topology(1, 1, barrier=False), Topology(2, 2, barrier=False)):
@@ -370,6 +417,14 @@ if __name__ == "__main__":
     if "--found" in sys.argv:
         print("without the barrier, dfs bound 0 delays 1 until the frozen read:")
         found_with_delays()
+    if "--ablation" in sys.argv:
+        bound, delays = _option("--bound", 0), _option("--delays", 1)
+        topology = Topology(1, 1) if "--small" in sys.argv else Topology(2, 2)
+        print(
+            f"dfs bound {bound} delays {delays}, recreate P={topology.processes} "
+            f"W={topology.workers}, each thing's accesses left out in turn (unsound):"
+        )
+        ablation(bound, delays, topology)
     if "--full-count" in sys.argv:
         bound, delays = _option("--bound", 1), _option("--delays", 1)
         upto = _option("--upto", bound + delays)
