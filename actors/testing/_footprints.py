@@ -52,18 +52,15 @@ runs need not share; objects by the step that touched them first.
 from __future__ import annotations
 
 import collections
-import dataclasses
-import enum
 import functools
 import inspect
 import types
 import weakref
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from contextlib import contextmanager
 from typing import Any
 
-import attrs
 import trio
 from trio._core._run import GLOBAL_RUN_CONTEXT, Deadlines, Runner, _TaskStatus
 
@@ -220,15 +217,9 @@ class Recorder(trio.abc.Instrument):
         # run's own: kept for the process, what a binding recorded hung on
         # which runs and programs came before, and so did the key.)
         self.alone: set[tuple[int, str]] = set()
-        # Id -> whether nothing can be changed through it, for the frozen
-        # instances read from watched ones (see _immutable) that can be
-        # referred to weakly (forgotten with them, see _forget).
-        self.immutable: dict[int, tuple[object, bool]] = {}
         # (Class, name) -> whether binding it goes through a data
         # descriptor (see _through_descriptor).
         self.descriptors: dict[tuple[type, str], bool] = {}
-        # The classes whose instances' attributes are recorded in this run.
-        self.watched: frozenset[type] = frozenset()
         # Spawn order is creation order: the live tasks, in it.
         self._live: dict[Any, int] = {}
         self._live_hash: int | None = 0
@@ -381,12 +372,15 @@ class Recorder(trio.abc.Instrument):
             return obj
 
     def _forget(self, key: int) -> None:
-        """The object whose id was ``key`` died: nothing kept by its id may
-        be taken for another object's, which may get the id next. (Run from
+        """The object whose id was ``key`` died: the step that dropped its
+        last reference writes it (its finalizer ran there, and may have
+        read or written anything of it), and nothing kept by its id may be
+        taken for another object's, which may get the id next. (Run from
         inside whatever step dropped it: each container is replaced, not
         changed, where a caller may be iterating it.)"""
-        self._names.pop(key, None)
-        self.immutable.pop(key, None)
+        known = self._names.pop(key, None)
+        if known is not None:
+            self._access(known[1])
         self._touched.pop(key, None)
         if any(entry[0] == key for entry in self._attributes):
             self._attributes = {entry for entry in self._attributes if entry[0] != key}
@@ -907,10 +901,7 @@ def _touching_getattribute(original: Callable[[Any, str], Any]) -> Callable[[Any
             sink.rebind(self, name)  # an attribute found absent was read too
             raise
         if name in _LAYOUT:
-            if name == "__class__":
-                sink.touch_attribute(self, name)  # a class: what assigning one changes
-            else:
-                sink.rebind(self, name)  # the dict, which may be changed through
+            sink.rebind(self, name)  # the dict, which may be changed through
             return value
         touched = sink._touched
         key = id(self)
@@ -921,92 +912,11 @@ def _touching_getattribute(original: Callable[[Any, str], Any]) -> Callable[[Any
             sink.alone.add((key, name))
             sink.touch_attribute(self, name)
             return value
-        if plain:
-            read = _KINDS.get(kind)
-            if read is None:
-                read = _kind_of(kind)
-            if (
-                read == _SCALAR
-                or kind in sink.watched
-                or (read == _PARTS and _immutable(sink, value))
-            ):
-                # Nothing the instance holds changes through what the read
-                # gave (a watched instance records its own changes): a read.
-                sink.touch(self, READ)
-                return value
         touched[key] = 0  # sink.touch(self), inline: this wrapper is the hottest caller
         sink._access(sink._name(self))
         return value
 
     return __getattribute__
-
-
-# What a read that gave a value of a type is: of the instance, by the type
-# alone (_SCALAR: nothing can be changed through such a value), by the
-# value's parts (_PARTS: a tuple, a frozenset, an attrs frozen instance or
-# a frozen dataclass's), or a write (_WRITE: anything else may be changed in
-# place through it). Kept for the process by type (see _kind_of).
-_WRITE, _SCALAR, _PARTS = 0, 1, 2
-_KINDS: dict[type, int] = dict.fromkeys(
-    (int, bool, float, complex, str, bytes, type(None)), _SCALAR
-)
-# A frozen class -> the names of its fields (kept with _KINDS).
-_FIELDS: dict[type, tuple[str, ...]] = {}
-_DEPTH = 16
-
-
-@attrs.frozen
-class _FrozenProbe:
-    """An attrs frozen class: what every such class's ``__setattr__`` is."""
-
-
-def _kind_of(cls: type) -> int:
-    """What a read of a value of ``cls`` is (see _KINDS), found and kept."""
-    kind = _WRITE
-    if isinstance(cls, enum.EnumMeta):
-        kind = _SCALAR  # its members, one of each, are not changed
-    elif cls is tuple or cls is frozenset:
-        kind = _PARTS
-    elif attrs.has(cls) and cls.__setattr__ is _FrozenProbe.__setattr__:
-        _FIELDS[cls] = tuple(field.name for field in attrs.fields(cls))
-        kind = _PARTS
-    elif dataclasses.is_dataclass(cls) and getattr(cls, "__dataclass_params__").frozen:  # noqa: B009
-        _FIELDS[cls] = tuple(field.name for field in dataclasses.fields(cls))
-        kind = _PARTS
-    _KINDS[cls] = kind
-    return kind
-
-
-def _immutable(sink: Recorder, value: object, depth: int = 0) -> bool:
-    """Whether nothing can be changed through ``value``, a value of a
-    _PARTS kind: all its parts are of a _SCALAR kind, or of a _PARTS kind
-    and so, nested at most _DEPTH deep (kept for the run by object, held
-    weakly)."""
-    known = sink.immutable.get(id(value))
-    if known is not None:
-        return known[1]
-    if depth >= _DEPTH:
-        return False
-    cls = type(value)
-    parts: Iterable[object] = (
-        value  # type: ignore[assignment]
-        if cls is tuple or cls is frozenset
-        else (object.__getattribute__(value, name) for name in _FIELDS[cls])
-    )
-    verdict = True
-    for part in parts:
-        kind = _KINDS.get(type(part))
-        if kind is None:
-            kind = _kind_of(type(part))
-        if kind == _WRITE or (kind == _PARTS and not _immutable(sink, part, depth + 1)):
-            verdict = False
-            break
-    if cls is not tuple and cls is not frozenset:
-        key = id(value)
-        held = sink._held(value, key)
-        if held is not value:  # (tuples, and what would be kept alive, are not kept)
-            sink.immutable[key] = (held, verdict)
-    return verdict
 
 
 def _rebinding(obj: object, name: str, value: object = Table, own: bool = False) -> None:
@@ -1215,7 +1125,6 @@ def recording(shared: tuple[type, ...] = ()) -> Iterator[Recorder]:
         raise RuntimeError("footprints are already being recorded (one run at a time)")
     plan = _current_plan(shared)
     recorder = Recorder()
-    recorder.watched = frozenset(cls for cls, name, _, _ in plan if name == "__getattribute__")
     done = 0
     try:
         for cls, name, _, replacement in plan:
