@@ -217,6 +217,8 @@ class Recorder(trio.abc.Instrument):
         # run's own: kept for the process, what a binding recorded hung on
         # which runs and programs came before, and so did the key.)
         self.alone: set[tuple[int, str]] = set()
+        # The classes whose instances' attributes are recorded in this run.
+        self.watched: frozenset[type] = frozenset()
         # (Class, name) -> whether binding it goes through a data
         # descriptor (see _through_descriptor).
         self.descriptors: dict[tuple[type, str], bool] = {}
@@ -366,20 +368,26 @@ class Recorder(trio.abc.Instrument):
         """A weak reference to ``obj`` (whose id is ``key``) that forgets
         it when it dies, or ``obj`` itself if it cannot be referred to
         weakly."""
+        cls = type(obj)
+        finalized = cls in self.watched and getattr(cls, "__del__", None) is not None
         try:
-            return weakref.ref(obj, lambda _: self._forget(key))
+            return weakref.ref(obj, lambda _: self._forget(key, finalized))
         except TypeError:
             return obj
 
-    def _forget(self, key: int) -> None:
-        """The object whose id was ``key`` died: the step that dropped its
-        last reference writes it (its finalizer ran there, and may have
-        read or written anything of it), and nothing kept by its id may be
-        taken for another object's, which may get the id next. (Run from
-        inside whatever step dropped it: each container is replaced, not
-        changed, where a caller may be iterating it.)"""
+    def _forget(self, key: int, finalized: bool) -> None:
+        """The object whose id was ``key`` died: if ``finalized`` (an
+        instance of a watched class with a ``__del__``), the step that
+        dropped its last reference writes it (the finalizer ran there, and
+        may have read or written anything of it; other objects' deaths,
+        Trio's among them, change nothing a step can see, and which step
+        is last to drop one may differ between equivalent orders); and
+        nothing kept by its id may be taken for another object's, which may
+        get the id next. (Run from inside whatever step dropped it: each
+        container is replaced, not changed, where a caller may be
+        iterating it.)"""
         known = self._names.pop(key, None)
-        if known is not None:
+        if finalized and known is not None:
             self._access(known[1])
         self._touched.pop(key, None)
         if any(entry[0] == key for entry in self._attributes):
@@ -1125,6 +1133,7 @@ def recording(shared: tuple[type, ...] = ()) -> Iterator[Recorder]:
         raise RuntimeError("footprints are already being recorded (one run at a time)")
     plan = _current_plan(shared)
     recorder = Recorder()
+    recorder.watched = frozenset(cls for cls, name, _, _ in plan if name == "__getattribute__")
     done = 0
     try:
         for cls, name, _, replacement in plan:
