@@ -94,10 +94,11 @@ def interrupts_held() -> Iterator[None]:
         raise KeyboardInterrupt
 
 
-def collect() -> None:
-    """:func:`gc.collect`, interrupts held (see interrupts_held)."""
+def collect(generation: int = 2) -> None:
+    """:func:`gc.collect` of ``generation`` and those younger, interrupts
+    held (see interrupts_held)."""
     with interrupts_held():
-        gc.collect()
+        gc.collect(generation)
 
 
 class Heap:

@@ -643,7 +643,11 @@ def _run_once(
     collector paused (see actors/testing/_heap.py): what the run left is
     collected when it is over and Trio's scheduler is restored, before the
     collector runs on its own again (else the first allocation after could
-    start a collection, in which an interrupt is lost)."""
+    start a collection, in which an interrupt is lost). Only the youngest
+    generation: with the collector paused, all the run made is in it (a
+    full collection here scanned the whole process at every run, nine
+    times the run's own time where no exploration freezes what it keeps:
+    a replay, minimising)."""
     paused = gc.isenabled()
     gc.disable()
     try:
@@ -663,7 +667,7 @@ def _run_once(
     finally:
         if paused:
             try:
-                collect()
+                collect(0)
             finally:
                 gc.enable()
 
