@@ -98,6 +98,7 @@ def exhaust(
     *,
     reduction: bool = True,
     count_traces: bool = False,
+    count_dependence: bool = False,
     progress: Callable[[int, Exploration], None] | None = None,
 ) -> Exploration:
     """``dfs`` of ``main`` until every schedule within ``bound`` and
@@ -112,6 +113,7 @@ def exhaust(
         reduction=reduction,
         raise_on_failure=False,
         count_traces=count_traces,
+        count_dependence=count_dependence,
         progress=progress,
     )
 
@@ -355,9 +357,7 @@ def ablation(bound: int, delays: int, topology: Topology, shown: int = 14) -> No
     from actors.testing import _footprints
 
     main = spec_main(bundled(RECREATE), topology)
-    whole = explore(
-        main, strategy="dfs", bound=bound, delays=delays, budget=10**9, count_dependence=True
-    )
+    whole = exhaust(main, bound, delays, count_dependence=True)
     assert whole.complete
     assert whole.failure is None
     assert whole.dependence is not None
@@ -374,14 +374,7 @@ def ablation(bound: int, delays: int, topology: Topology, shown: int = 14) -> No
 
         _footprints.Recorder._access = left_out  # type: ignore[method-assign,assignment]
         try:
-            without = explore(
-                main,
-                strategy="dfs",
-                bound=bound,
-                delays=delays,
-                budget=10**9,
-                count_dependence=True,
-            )
+            without = exhaust(main, bound, delays, count_dependence=True)
         finally:
             _footprints.Recorder._access = kept  # type: ignore[method-assign]
         print(

@@ -92,3 +92,34 @@ def test_the_failure_detector_figures_run(tmp_path: Path) -> None:
     (freeze,) = doc["freeze"]
     assert freeze["node_down"]
     assert 0.7 <= freeze["down_s"] <= 5.0, freeze
+
+
+def test_the_ablation_leaves_out_one_thing_at_a_time() -> None:
+    # At its smallest: the recreate scenario at P=1 W=1, no reordering,
+    # one delay (88 schedules a search).
+    result = subprocess.run(
+        [
+            sys.executable,
+            "bench/explore_bench.py",
+            "--ablation",
+            "--bound",
+            "0",
+            "--delays",
+            "1",
+            "--small",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[1] == "  all recorded: 88 runs, 48 traces", result.stdout
+    left_out = [line for line in lines if line.startswith("  without ")]
+    assert len(left_out) == 14, result.stdout
+    # Each search drops what one thing recorded: no more traces than all.
+    for line in left_out:
+        traces = int(line.rsplit(", ", 1)[1].split()[0])
+        assert traces <= 48, line
