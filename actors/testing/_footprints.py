@@ -51,6 +51,7 @@ runs need not share; objects by the step that touched them first.
 
 from __future__ import annotations
 
+import array
 import collections
 import functools
 import inspect
@@ -1005,15 +1006,17 @@ def check_shared(shared: object) -> tuple[type, ...]:
             )
         container = next((base for base in _CONTAINERS if issubclass(cls, base)), None)
         if container is not None:
+            kind = container.__name__
+            article = "an" if kind[0] in "aeiou" else "a"
             raise TypeError(
-                f"shared cannot watch {cls.__name__!r}, a {container.__name__}: its items are "
+                f"shared cannot watch {cls.__name__!r}, {article} {kind}: its items are "
                 "not attributes (t[k] = v is not recorded); hold the container in an "
                 "attribute of a class of your own"
             )
     return classes
 
 
-_CONTAINERS = (dict, list, set, bytearray, collections.deque)
+_CONTAINERS = (dict, list, set, bytearray, collections.deque, array.array)
 """Built-in containers whose items ``shared`` would not see."""
 
 

@@ -4,6 +4,7 @@ full one does, in fewer runs; what it needs declared, it says."""
 
 from __future__ import annotations
 
+import array
 import dataclasses
 import enum
 import math
@@ -419,6 +420,12 @@ def test_a_container_subclass_is_refused_in_shared() -> None:
 
     with pytest.raises(TypeError, match=r"^shared cannot watch 'Table', a dict: its items"):
         explore(main, strategy="dfs", shared=[Table])
+
+    class Buffer(array.array):  # type: ignore[type-arg]
+        pass
+
+    with pytest.raises(TypeError, match=r"^shared cannot watch 'Buffer', an array: its items"):
+        explore(main, strategy="dfs", shared=[Buffer])
 
 
 async def starting_recorder(inbox: Inbox[str], seen: list[str]) -> None:
