@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -18,3 +20,16 @@ NEWEST_DRIVER_SCRIPTS = SHARED / "external" / "driver-scripts-newest"
 """The newest versions of some of them (``join.spec``)."""
 BASELINE = SHARED / "bench" / "baseline.py"
 """The shared baseline benchmark."""
+
+
+def run_python(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    """``python args...`` (the tests' interpreter) in the project's root, its
+    output captured as text, every wait bounded."""
+    return subprocess.run(
+        [sys.executable, *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=timeout,
+    )

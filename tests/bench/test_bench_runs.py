@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from ..paths import run_python
+
 ROOT = Path(__file__).resolve().parents[2]
 BASELINE = ROOT.parent / "shared" / "bench" / "baseline.py"
 
@@ -97,22 +99,8 @@ def test_the_failure_detector_figures_run(tmp_path: Path) -> None:
 def test_the_ablation_leaves_out_one_thing_at_a_time() -> None:
     # At its smallest: the recreate scenario at P=1 W=1, no reordering,
     # one delay (88 schedules a search).
-    result = subprocess.run(
-        [
-            sys.executable,
-            "bench/explore_bench.py",
-            "--ablation",
-            "--bound",
-            "0",
-            "--delays",
-            "1",
-            "--small",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=600,
+    result = run_python(
+        "bench/explore_bench.py", "--ablation", "--bound", "0", "--delays", "1", "--small"
     )
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()

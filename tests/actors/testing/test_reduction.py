@@ -9,8 +9,8 @@ import dataclasses
 import enum
 import math
 import weakref
-from collections.abc import Awaitable, Callable
-from typing import Any, ClassVar, cast
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any, ClassVar, TypeVar, cast
 
 import attrs
 import pytest
@@ -24,6 +24,7 @@ from actors.testing import Exploration, belong, explore, share, touch
 from actors.testing._explore import Reduction
 
 Program = Callable[[], Awaitable[None]]
+T = TypeVar("T")
 
 
 def both_ways(
@@ -1779,6 +1780,20 @@ def test_what_a_rebinding_records_does_not_hang_on_the_runs_before() -> None:
     assert counts[0] == counts[1]
 
 
+async def told_once(
+    user: Callable[[Inbox[None], T], Awaitable[None]], arguments: Iterable[T]
+) -> None:
+    """One actor running ``user`` for each of ``arguments``, all told once
+    in one step (so their steps run in one batch), until each is done."""
+    async with actors.open_system() as system:
+        refs = [await system.spawn(user, argument) for argument in arguments]
+        await trio.testing.wait_all_tasks_blocked()
+        for ref in refs:
+            ref.tell_nowait(None)
+        await trio.testing.wait_all_tasks_blocked()
+        system.cancel()
+
+
 def two_holders(finals: set[object]) -> Program:
     """One actor reads the table of one instance of a shared class, alone;
     another binds the same attribute of another instance to a plain value;
@@ -1797,14 +1812,8 @@ def two_holders(finals: set[object]) -> Program:
                 else:
                     seen.append(type(second.table).__name__)
 
-        async with actors.open_system() as system:
-            refs = [await system.spawn(user, role) for role in ("read", "bind", "look")]
-            await trio.testing.wait_all_tasks_blocked()
-            for ref in refs:
-                ref.tell_nowait(None)
-            await trio.testing.wait_all_tasks_blocked()
-            finals.add(tuple(seen))
-            system.cancel()
+        await told_once(user, ("read", "bind", "look"))
+        finals.add(tuple(seen))
 
     return main
 
@@ -1875,21 +1884,15 @@ def keepers(operations: tuple[Callable[[Keeper], object], ...]) -> Callable[[set
                 async for _ in inbox:
                     seen[i] = operations[i](keeper)
 
-            async with actors.open_system() as system:
-                refs = [await system.spawn(user, i) for i in range(len(operations))]
-                await trio.testing.wait_all_tasks_blocked()
-                for ref in refs:
-                    ref.tell_nowait(None)
-                await trio.testing.wait_all_tasks_blocked()
-                state = (
-                    keeper.count,
-                    keeper.mutable.items,
-                    keeper.child.value,
-                    keeper.items,
-                    keeper.settings,
-                )
-                finals.add(repr((state, tuple(sorted(seen.items())))))
-                system.cancel()
+            await told_once(user, range(len(operations)))
+            state = (
+                keeper.count,
+                keeper.mutable.items,
+                keeper.child.value,
+                keeper.items,
+                keeper.settings,
+            )
+            finals.add(repr((state, tuple(sorted(seen.items())))))
 
         return main
 
