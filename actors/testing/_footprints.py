@@ -920,9 +920,9 @@ def _touching_getattribute(original: Callable[[Any, str], Any]) -> Callable[[Any
         if plain and (kind is Table or kind is types.MethodType) and _apart(self, name, value):
             sink.alone.add((key, name))
             sink.touch_attribute(self, name)
-            return value
-        touched[key] = 0  # sink.touch(self), inline: this wrapper is the hottest caller
-        sink._access(sink._name(self))
+        else:
+            touched[key] = 0  # sink.touch(self), inline: this wrapper is the hottest caller
+            sink._access(sink._name(self))
         return value
 
     return __getattribute__
