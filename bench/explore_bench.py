@@ -24,6 +24,10 @@ Figures, printed by ``.venv/bin/python bench/explore_bench.py [--proofs]``:
 * with ``--cross --bound B --delays D [--small]``, the proofs with the
   reduction and without it, each counting its distinct traces (the same
   both ways, if the reduction loses nothing);
+* with ``--shared --bound B --delays D [--small]``, the recreate scenario's
+  proof (P=2 W=2, or P=1 W=1 with ``--small``) in one process, then with
+  its last level shared by two (``jobs=2``): the runs, traces and times,
+  and their ratio (``--proofs`` takes ``--jobs N`` too);
 * with ``--ablation --bound B --delays D [--small]``, on the recreate
   scenario (P=2 W=2, or P=1 W=1 with ``--small``): the traces, and again
   with the accesses of each of the things the steps were most often
@@ -100,6 +104,7 @@ def exhaust(
     count_traces: bool = False,
     count_dependence: bool = False,
     progress: Callable[[int, Exploration], None] | None = None,
+    jobs: int = 1,
 ) -> Exploration:
     """``dfs`` of ``main`` until every schedule within ``bound`` and
     ``delays`` has run (or ``progress`` raises), a failure reported, not
@@ -115,6 +120,7 @@ def exhaust(
         count_traces=count_traces,
         count_dependence=count_dependence,
         progress=progress,
+        jobs=jobs,
     )
 
 
@@ -199,13 +205,14 @@ def proofs(
     delays: int = 0,
     specs: tuple[str, ...] = PROOF_SPECS,
     topologies: tuple[tuple[int, int], ...] = TOPOLOGIES,
+    jobs: int = 1,
 ) -> None:
     for name in specs:
         spec = bundled(name)
         for processes, workers in topologies:
             topology = Topology(processes, workers)
             start = time.perf_counter()
-            exploration = exhaust(spec_main(spec, topology), bound, delays)
+            exploration = exhaust(spec_main(spec, topology), bound, delays, jobs=jobs)
             print(
                 f"  {name} ({topology}): {exploration.summary()} "
                 f"[{time.perf_counter() - start:.1f}s]",
@@ -247,6 +254,20 @@ def cross_check(
                 flush=True,
             )
     return agreed
+
+
+def shared(bound: int, delays: int, topology: Topology) -> None:
+    """The recreate scenario's proof in one process and with its last level
+    shared by two (``jobs=2``), one after the other: runs, traces and time,
+    and the ratio of the times."""
+    main = spec_main(bundled(RECREATE), topology)
+    times = []
+    for jobs in (1, 2):
+        start = time.perf_counter()
+        exploration = exhaust(main, bound, delays, count_traces=True, jobs=jobs)
+        times.append(time.perf_counter() - start)
+        print(f"  jobs={jobs}: {exploration.summary()} [{times[-1]:.1f}s]", flush=True)
+    print(f"  one process / two: {times[0] / times[1]:.2f}x the time", flush=True)
 
 
 def found_with_delays() -> None:
@@ -391,7 +412,15 @@ def _option(name: str, default: int) -> int:
 
 
 if __name__ == "__main__":
-    modes = ("--proofs", "--found", "--reduction", "--full-count", "--cross", "--ablation")
+    modes = (
+        "--proofs",
+        "--found",
+        "--reduction",
+        "--full-count",
+        "--cross",
+        "--ablation",
+        "--shared",
+    )
     if not any(mode in sys.argv for mode in modes) or "--with-race" in sys.argv:
         print("runs until the race is found without the barrier (two_runtime_recreate_race.spec):")
         for topology in (Topology(1, 1, barrier=False), Topology(2, 2, barrier=False)):
@@ -400,7 +429,12 @@ if __name__ == "__main__":
         bound = _option("--proofs", 1)
         delays = _option("--delays", 0)
         print(f"dfs bound {bound} delays {delays} with the barrier, until complete:")
-        proofs(bound, delays, topologies=TOPOLOGIES[:1] if "--small" in sys.argv else TOPOLOGIES)
+        proofs(
+            bound,
+            delays,
+            topologies=TOPOLOGIES[:1] if "--small" in sys.argv else TOPOLOGIES,
+            jobs=_option("--jobs", 1),
+        )
     if "--cross" in sys.argv:
         bound, delays = _option("--bound", 1), _option("--delays", 0)
         agreed = cross_check(
@@ -410,6 +444,14 @@ if __name__ == "__main__":
     if "--found" in sys.argv:
         print("without the barrier, dfs bound 0 delays 1 until the frozen read:")
         found_with_delays()
+    if "--shared" in sys.argv:
+        bound, delays = _option("--bound", 1), _option("--delays", 1)
+        topology = Topology(1, 1) if "--small" in sys.argv else Topology(2, 2)
+        print(
+            f"dfs bound {bound} delays {delays}, recreate P={topology.processes} "
+            f"W={topology.workers}, in one process and in two (jobs=2):"
+        )
+        shared(bound, delays, topology)
     if "--ablation" in sys.argv:
         bound, delays = _option("--bound", 0), _option("--delays", 1)
         topology = Topology(1, 1) if "--small" in sys.argv else Topology(2, 2)

@@ -69,8 +69,9 @@ from __future__ import annotations
 
 import collections
 import functools
+import os
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 import attrs
 import trio
@@ -99,6 +100,7 @@ from ._schedule import (
     repick,
     unpick,
 )
+from ._split import Split, WorkerError
 from ._strategies import _ddmin, _Dfs, _Pct, _Random, _Strategy
 
 
@@ -143,6 +145,7 @@ def explore(
     count_traces: bool = False,
     shared: Sequence[type] = (),
     count_dependence: bool = False,
+    jobs: int = 1,
 ) -> Exploration:
     """Run ``main`` (an async function of no arguments, a fresh program each
     call) under up to ``budget`` schedules chosen by ``strategy``, each with
@@ -173,6 +176,16 @@ def explore(
     makes the reduction keep orders apart (none with ``pct``, whose runs
     choose one task at each step, not a batch's order).
 
+    ``jobs`` (dfs, where :func:`os.fork` is): that many processes share
+    the search's last level, the bulk of a long one (docs/actors.md,
+    "Both cores"): as it begins, the process forks the others, each
+    explores its share of the level's subtrees and reports back. An
+    exploration with no failure counts the same in every run of it (the
+    jobs together may run more schedules than one process: each merges
+    only into states it explored); the budget left at the fork is split
+    between them; ``progress`` sees this process's runs; with a failure in
+    two shares, the one found first is reported.
+
     ``progress(runs, exploration so far)`` is called after each run of the
     strategy, the failing one too (not the runs minimising takes, nor a
     replay); what it raises ends the exploration and passes on.
@@ -202,6 +215,7 @@ def explore(
         ("max_steps", max_steps, 1),
         ("delays", delays, 0),
         ("seed", seed, None),
+        ("jobs", jobs, 1),
     ):
         if (
             isinstance(value, bool)
@@ -220,6 +234,13 @@ def explore(
     dependence: collections.Counter[str] | None = (
         collections.Counter() if count_dependence else None
     )
+    if jobs > 1 and (strategy != "dfs" or replay is not None):
+        raise ValueError(
+            f"jobs={jobs!r} shares the last level of a dfs search: for strategy "
+            f"'dfs' without replay, not {'a replay' if replay is not None else repr(strategy)}"
+        )
+    if jobs > 1 and not hasattr(os, "fork"):
+        raise ValueError(f"jobs={jobs!r} needs os.fork, which this platform lacks")
     if progress is not None and not callable(progress):
         raise TypeError(f"progress must be a function of (runs, exploration), not {progress!r}")
     # As actors.run checks it (TypeError, ValueError), before anything runs.
@@ -278,14 +299,39 @@ def explore(
     runs = _Tally()
     seen = _SeenRuns()
     failure: Failure | None = None
+    # The runs this process may make (its share of the budget, once split).
+    limit = budget
+    split = Split(jobs) if jobs > 1 else None
+    # A worker's counts of merged and skipped schedules at the fork.
+    forked = (0, 0)
+
+    def divide() -> tuple[int, int]:
+        nonlocal runs, limit, forked
+        assert split is not None
+        assert isinstance(chosen, _Dfs)
+        left = budget - runs.runs
+        index, shares = split.fork()
+        mine = left // shares + (index < left % shares)
+        if split.is_worker:
+            # It reports only its own runs.
+            runs, limit, forked = _Tally(), mine, (chosen.merged, chosen.skipped)
+            if dependence is not None:
+                dependence.clear()
+        else:
+            limit = runs.runs + mine
+        return index, shares
+
+    if split is not None and isinstance(chosen, _Dfs):
+        chosen.split = divide
+    stopped_by = False
     # What was left before the first run and each run's garbage collected, what
     # survives frozen (_heap).
     heap = Heap()
     try:
         heap.start()
-        for index in range(budget):
-            decide = chosen.next_run(index)
-            if decide is None:
+        while runs.runs < limit:
+            decide = chosen.next_run(runs.runs)
+            if decide is None or runs.runs >= limit:  # (a share of none, at the fork)
                 break
             try:
                 run = run_once(
@@ -300,10 +346,16 @@ def explore(
                 # dfs picks only options an earlier run of the same prefix had.
                 raise NondeterminismError(f"{_NONDETERMINISTIC}: {error}") from None
             heap.after_run()
-            seen.check(run, index)
+            seen.check(run, runs.runs)
             runs.add(run)
             chosen.after(run)
-            if progress is not None:
+            if split is not None and split.is_worker:
+                if run.error is not None:
+                    # The first process replays, minimises and confirms it.
+                    split.leave(_report(runs, chosen, forked, dependence, failed=run.schedule))
+                if split.orphaned():
+                    os._exit(1)
+            if progress is not None and not (split is not None and split.is_worker):
                 progress(
                     runs.runs,
                     finish(
@@ -326,23 +378,107 @@ def explore(
                 assert failure is not None, "a run with an error is a failure"
                 _confirm(run_once, failure)
                 break
+            if split is not None and split.poll():
+                stopped_by = True  # a worker's failure (or error) ends this share too
+                break
+        if isinstance(chosen, _Dfs):
+            chosen.split = None  # (a budget spent before the last level: no fork now)
+        # A budget spent on the last schedule within the bound is complete too:
+        # whether another is left is known without running it.
+        complete = (
+            isinstance(chosen, _Dfs)
+            and failure is None
+            and (chosen.exhausted or chosen.next_run(runs.runs) is None)
+        )
+        if split is not None and split.is_worker:
+            split.leave(_report(runs, chosen, forked, dependence, complete=complete))
+        reports = [] if split is None or failure is not None else split.reports(wait=not stopped_by)
+    except BaseException as error:
+        if split is not None and split.is_worker:  # pragma: no cover (in a worker)
+            split.fail(error)
+        raise
     finally:
+        if split is not None:
+            split.close()
         heap.close()
-    # A budget spent on the last schedule within the bound is complete too:
-    # whether another is left is known without running it.
-    complete = (
-        isinstance(chosen, _Dfs)
-        and failure is None
-        and (chosen.exhausted or chosen.next_run(runs.runs) is None)
-    )
-    exploration = finish(
-        runs,
-        complete=complete,
-        failure=failure,
-        merged=getattr(chosen, "merged", 0),
-        skipped=getattr(chosen, "skipped", 0),
-    )
+    merged, skipped = getattr(chosen, "merged", 0), getattr(chosen, "skipped", 0)
+    if reports:
+        added, failing = _absorb(reports, runs, dependence)
+        merged, skipped = merged + added[0], skipped + added[1]
+        complete = complete and not stopped_by and added[2]
+        if failing is not None:
+            failure = _replayed(run_once, failing, minimise, max_steps)
+            complete = False
+    exploration = finish(runs, complete=complete, failure=failure, merged=merged, skipped=skipped)
     return _outcome(exploration, main, seed, raise_on_failure)
+
+
+def _report(
+    runs: _Tally,
+    chosen: _Strategy,
+    forked: tuple[int, int],
+    dependence: collections.Counter[str] | None,
+    *,
+    complete: bool = False,
+    failed: Schedule | None = None,
+) -> dict[str, object]:
+    """What a worker of a shared exploration sends back (see _split)."""
+    return {
+        "runs": runs,
+        "merged": getattr(chosen, "merged", 0) - forked[0],
+        "skipped": getattr(chosen, "skipped", 0) - forked[1],
+        "complete": complete,
+        "dependence": collections.Counter() if dependence is None else dependence,
+        "failed": None if failed is None else str(failed),
+    }
+
+
+def _absorb(
+    reports: list[dict[str, Any]], runs: _Tally, dependence: collections.Counter[str] | None
+) -> tuple[tuple[int, int, bool], Schedule | None]:
+    """Add the workers' ``reports`` to ``runs`` (and ``dependence``): the
+    merged and skipped schedules they add and whether every share was
+    complete, and the first failing schedule found in one, if any. A
+    worker's error is raised here (NondeterminismError as itself)."""
+    merged = skipped = 0
+    complete = True
+    found: Schedule | None = None
+    for report in reports:
+        if "error" in report:
+            if report["error"] == "NondeterminismError":
+                raise NondeterminismError(report["message"])
+            raise WorkerError(
+                f"a worker of the exploration failed: {report['error']}: {report['message']}"
+                + (f"\n{report['traceback']}" if report["traceback"] else "")
+            )
+        runs.absorb(report["runs"])
+        merged += report["merged"]
+        skipped += report["skipped"]
+        complete = complete and report["complete"]
+        if dependence is not None:
+            dependence.update(report["dependence"])
+        if report["failed"] is not None and found is None:
+            found = Schedule.parse(report["failed"])
+    return (merged, skipped, complete), found
+
+
+def _replayed(run_once: _RunOnce, schedule: Schedule, minimise: bool, max_steps: int) -> Failure:
+    """The failure of the schedule a worker found failing, run here (and
+    minimised, unless not ``minimise``, and confirmed) as if found here."""
+    run = run_once(_following(schedule, strict=False), kind=schedule.kind)
+    if run.error is None:
+        raise NondeterminismError(
+            f"{_NONDETERMINISTIC}: schedule {schedule} failed in a worker process and "
+            "passed when replayed"
+        )
+    failure = (
+        _minimised(run_once, run, schedule, max_steps=max_steps)
+        if minimise and not isinstance(run.error, StepLimitError)
+        else _failure(run, schedule, schedule, 0, max_steps)
+    )
+    assert failure is not None, "a run with an error is a failure"
+    _confirm(run_once, failure)
+    return failure
 
 
 # Picks as hashed by _SeenRuns: non-negative, distinct.
@@ -492,6 +628,20 @@ class _Tally:
         for run in runs:
             tally.add(run)
         return tally
+
+    def absorb(self, other: _Tally) -> None:
+        """Add ``other``'s runs (a worker's, see _split) to these."""
+        self.runs += other.runs
+        self.digests |= other.digests
+        if self.traces is not None and other.traces is not None:
+            self.traces |= other.traces
+        elif other.runs:
+            self.traces = None
+        self.choice_points += other.choice_points
+        self.max_choice_points = max(self.max_choice_points, other.max_choice_points)
+        self.max_steps = max(self.max_steps, other.max_steps)
+        self.held += other.held
+        self.stopped += other.stopped
 
     def add(self, run: _Run) -> None:
         self.runs += 1

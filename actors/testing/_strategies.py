@@ -199,6 +199,14 @@ class _Dfs(_Strategy):
         # Whether this level ran or walked a schedule (level 0 runs the
         # default one).
         self._added = True
+        # Shared work (explore's ``jobs``): called as the last level
+        # begins, it gives this process's share of it, (index, workers);
+        # then each deviation from the default run at that level, with its
+        # subtree, is one worker's (see _ours): the rank of each, in the
+        # order the level meets them, modulo the workers.
+        self.split: Callable[[], tuple[int, int]] | None = None
+        self._share: tuple[int, int] | None = None
+        self._ranks: Memo[tuple[int, int], int] = Memo()
 
     @property
     def exhausted(self) -> bool:
@@ -215,6 +223,8 @@ class _Dfs(_Strategy):
                 self._level += 1
                 self._prefix = []
                 self._added = False
+                if self._level == self._cap and self.split is not None:
+                    self._divide(self.split())
                 continue
             choices = Schedule.from_picks(prefix).choices
             known = self._known.get(choices)
@@ -351,6 +361,8 @@ class _Dfs(_Strategy):
         for point in reversed(range(end)):
             least = self._least_hold(run, point) if self.cache is not None else 0
             following = self._following(picks[point], run.options[point], *used[point], least)
+            while following is not None and not self._ours(point, following, used[point]):
+                following = self._following(following, run.options[point], *used[point], least)
             if following is None:
                 continue
             if self.cache == "traces":
@@ -525,6 +537,42 @@ class _Dfs(_Strategy):
             if all(a >= b for a, b in zip(left, had, strict=True)):
                 self._explored[state] = (node, left)
         return len(picks)
+
+    def _divide(self, share: tuple[int, int]) -> None:
+        """Take ``share`` of the last level: rank its first deviations
+        (from the default run, the order _next_of meets them in: the last
+        choice point first, each point's options in order)."""
+        self._share = share
+        if share[1] < 2:
+            return
+        default = self._known[()]
+        for point in reversed(range(len(default.picks))):
+            least = self._least_hold(default, point) if self.cache is not None else 0
+            pick = self._following(0, default.options[point], 0, 0, least)
+            while pick is not None:
+                self._ranks[point, pick] = len(self._ranks)
+                pick = self._following(pick, default.options[point], 0, 0, least)
+
+    def _ours(self, point: int, pick: int, used: tuple[int, int]) -> bool:
+        """Whether this process explores the schedules whose picks up to
+        ``point`` are those run so far, then ``pick`` (with ``used`` before
+        it): all of them, but at the last level shared between workers: a
+        first deviation is the worker's of its rank, and all below it with
+        it (the picks before a first deviation are the default run's, so
+        every worker ranks it the same). The subtrees are disjoint and
+        together the whole level, and a worker merges a schedule only into
+        a state it or the levels before explored on from: a state on the
+        default path was explored on from by every worker, each below the
+        first deviations after it, which come before any deviation that
+        reaches that state again; so what a merge leaves to another worker
+        lies below a later first deviation, and no chain of such merges
+        returns to where it began. A deviation the ranks do not know (none,
+        if the default run is the one kept) is everyone's."""
+        share = self._share
+        if share is None or share[1] < 2 or used != (0, 0):
+            return True
+        rank = self._ranks.get((point, pick))
+        return rank is None or rank % share[1] == share[0]
 
     def _least_hold(self, run: _Run, point: int) -> int | None:
         """With a reduction, the least option a hold at ``point`` may take,

@@ -32,6 +32,8 @@ if TYPE_CHECKING:
 
 
 MAX_BOUND = 100
+# At most this many processes (each a fork of the whole search, memory and all).
+MAX_JOBS = 64
 # A latency's seconds: digits, a point, digits (no sign, exponent, nan, inf).
 DECIMAL = re.compile(r"[0-9]{1,12}(\.[0-9]{1,12})?|\.[0-9]{1,12}")
 MAX_SCHEDULE = 1_000_000
@@ -133,6 +135,15 @@ def add_arguments(commands: Commands) -> None:
         "from merging orders)",
     )
     explore.add_argument(
+        "--jobs",
+        type=up_to(MAX_JOBS),
+        default=1,
+        metavar="N",
+        help=f"dfs: N processes, 1 to {MAX_JOBS} (default 1), share the search's last level, "
+        "the bulk of a long one: forked as it begins, each explores its share and reports "
+        "back (a platform with os.fork)",
+    )
+    explore.add_argument(
         "--timeline",
         metavar="FILE",
         help="draw the failing run (replayed once more with a trace) as SVG",
@@ -208,6 +219,12 @@ def execute(args: argparse.Namespace) -> int:
             "highest-priority runnable task at each step); --delays is for dfs and random"
         )
         return 2
+    if args.jobs > 1 and (args.strategy != "dfs" or args.replay is not None):
+        print_error(
+            f"{PROG} explore: error: argument --jobs: the processes share the last level of a "
+            "dfs search: for --strategy dfs without --replay"
+        )
+        return 2
     if args.timeline is not None:
         check_outputs([("--timeline", args.timeline)])
     specs = load_specs(paths)
@@ -247,6 +264,7 @@ def execute(args: argparse.Namespace) -> int:
         reduction=args.reduction,
         count_traces=args.count_traces,
         count_dependence=args.dependence,
+        jobs=args.jobs,
     )
     try:
         return explore_command(specs, topology, how, sys.stdout)

@@ -74,6 +74,8 @@ class ExploreOptions:
     count_traces: bool = False
     # Report the dependent pairs of steps by what both touched.
     count_dependence: bool = False
+    # dfs: the processes that share the search's last level.
+    jobs: int = 1
 
 
 def explore_command(
@@ -121,6 +123,7 @@ def _explore_one(spec: Spec, topology: Topology, how: ExploreOptions, out: TextI
             count_traces=how.count_traces,
             shared=SHARED,
             count_dependence=how.count_dependence,
+            jobs=how.jobs,
         )
     except NondeterminismError as error:
         # The replica is meant to be deterministic for a schedule: a finding.
@@ -222,7 +225,8 @@ def _strategy_text(how: ExploreOptions) -> str:
         return f"replay {how.replay}{latency}"
     delays = f" delays {how.delays}" if how.delays else ""
     if how.strategy == "dfs":
-        return f"dfs bound {how.bound}{delays}{latency}"
+        jobs = f" jobs {how.jobs}" if how.jobs > 1 else ""
+        return f"dfs bound {how.bound}{delays}{latency}{jobs}"
     if how.strategy == "pct":
         return f"pct depth {how.depth}{latency}"
     return f"random{delays}{latency}"

@@ -312,3 +312,55 @@ def test_dependence_under_pct_says_there_is_nothing_to_count(
     lines = capsys.readouterr().out.splitlines()
     assert lines[-1].startswith("  no dependent pairs of steps in one batch counted (pct"), lines
     assert not any(line.startswith("  dependent pairs") for line in lines)
+
+
+def test_jobs_share_the_last_level_and_keep_every_trace(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    command = ["explore", RECREATE, "--strategy", "dfs", "--bound", "1", "--count-traces"]
+    counts = []
+    for jobs in ("1", "2"):
+        assert main([*command, "--jobs", jobs]) == 0
+        out = capsys.readouterr().out
+        shown = "" if jobs == "1" else " jobs 2"
+        found = re.search(
+            rf"^ok {re.escape(RECREATE)}: dfs bound 1{shown}: (\d+) runs, complete, \d+ "
+            r"interleavings \((\d+) traces\)",
+            out,
+            re.M,
+        )
+        assert found, out
+        counts.append((int(found[1]), int(found[2])))
+    assert counts[0][1] == counts[1][1], counts
+    assert counts[1][0] >= counts[0][0], counts
+
+
+def test_with_jobs_the_frozen_read_is_found_and_replays(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["explore", RACE, "--no-barrier", "--strategy", "dfs", "--bound", "1", "--jobs", "2"]
+    assert main(args) == 1
+    out = capsys.readouterr().out
+    assert "a frozen view" in out
+    (replay,) = re.findall(r"^  replay: (trio-reconcile explore .*)$", out, re.M)
+    assert main(shlex.split(replay)[1:]) == 1
+    assert "a failing schedule in run 1 (1 runs" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--jobs", "0"], "argument --jobs: must be at least 1: 0"),
+        (["--jobs", "65"], "argument --jobs: must be at most 64: 65"),
+        (["--jobs", "2"], "argument --jobs: the processes share the last level of a dfs search"),
+        (
+            ["--jobs", "2", "--strategy", "dfs", "--replay", "1:"],
+            "argument --jobs: the processes share the last level of a dfs search",
+        ),
+    ],
+)
+def test_jobs_outside_a_dfs_search_are_refused(
+    capsys: pytest.CaptureFixture[str], args: list[str], message: str
+) -> None:
+    assert main(["explore", RECREATE, *args]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert f"{EXPLORE_ERROR}{message}" in err

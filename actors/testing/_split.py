@@ -1,0 +1,195 @@
+"""The last level of a ``dfs`` shared between processes (``explore``'s
+``jobs``).
+
+Iterative deepening runs its last level (every schedule of as many
+deviations as the bounds allow) after all the others, and at the bounds a
+long proof is run with, that level is most of the work: on the recreate
+scenario at P=1 W=1, bound 1 and two delays, 7.7 times as many schedules as
+all the levels before it (``docs/protocol.md``). As it begins, the process
+forks a worker for each share but its own (:func:`os.fork`: the runs so
+far, the states explored and the plays observed come along, nothing is
+sent); each explores the subtrees of its share of the level's first
+deviations (``_Dfs._ours``), merging only into states it, or the levels
+before, explored on from. At its end a worker sends what its runs add up to
+through a pipe, or, at its first failing run, that run's schedule (which
+the first process replays, minimises and confirms itself: an exception need
+not pickle), and leaves with :func:`os._exit`: nothing of the caller's runs
+in it. The first process reads each worker's report after each of its own
+runs (a failure ends its part too) and, its part done, waits for the rest.
+
+Each worker explores its subtrees as the one process would, except for the
+merges into states another worker explored: so the workers together may run
+more schedules than one process, never fewer than they must; an exploration
+that fails nowhere counts the same in every run of it. Where two shares
+each have a failure, which is reported is whichever was found first.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pickle
+import select
+import signal
+import struct
+import sys
+import traceback
+from typing import Any
+
+import attrs
+
+_LENGTH = struct.Struct("<Q")
+
+
+class WorkerError(RuntimeError):
+    """A worker process of a shared exploration ended without its report,
+    or with an error of its own (its traceback is in the message)."""
+
+
+@attrs.define
+class _Child:
+    pid: int
+    fd: int
+    report: dict[str, Any] | None = None
+
+
+@attrs.define
+class Split:
+    """The processes sharing one exploration's last level: this one's index
+    among them and, in the first, the others."""
+
+    workers: int
+    index: int = 0
+    _children: list[_Child] = attrs.Factory(list)
+    _report_fd: int = -1
+    _parent: int = -1
+
+    @property
+    def is_worker(self) -> bool:
+        """Whether this is a forked worker (not the caller's process)."""
+        return self.index > 0
+
+    def fork(self) -> tuple[int, int]:
+        """Fork the other workers; this process's share, (index, workers)."""
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()  # or the child would write what is buffered again
+        for index in range(1, self.workers):
+            read, write = os.pipe()
+            pid = os.fork()
+            if pid == 0:  # pragma: no cover (measured in the parent only)
+                os.close(read)
+                for child in self._children:
+                    os.close(child.fd)
+                self._children = []
+                self.index, self._report_fd, self._parent = index, write, os.getppid()
+                # Ctrl-C is the caller's: it ends the exploration, and this worker with it.
+                signal.signal(signal.SIGINT, signal.SIG_IGN)
+                return index, self.workers
+            os.close(write)
+            self._children.append(_Child(pid, read))
+        return 0, self.workers
+
+    # In a worker -----------------------------------------------------------------
+
+    def orphaned(self) -> bool:
+        """Whether the process that forked this worker is gone."""
+        return self.is_worker and os.getppid() != self._parent
+
+    def leave(self, report: dict[str, Any]) -> None:  # pragma: no cover (in a worker)
+        """Send ``report`` and end this worker (never returns)."""
+        code = 0
+        try:
+            data = pickle.dumps(report, protocol=pickle.HIGHEST_PROTOCOL)
+            _write_all(self._report_fd, _LENGTH.pack(len(data)) + data)
+        except BaseException:
+            code = 1
+        finally:
+            for stream in (sys.stdout, sys.stderr):
+                try:
+                    stream.flush()
+                except BaseException:
+                    code = 1
+            os._exit(code)
+
+    def fail(self, error: BaseException) -> None:  # pragma: no cover (in a worker)
+        """End this worker with ``error`` reported."""
+        self.leave(
+            {
+                "error": type(error).__name__,
+                "message": str(error),
+                "traceback": "".join(traceback.format_exception(error)),
+            }
+        )
+
+    # In the first process --------------------------------------------------------
+
+    def poll(self) -> bool:
+        """Receive the reports that arrived (waiting for none): whether one
+        ends the exploration (a failure or an error)."""
+        waiting = [child for child in self._children if child.report is None]
+        if waiting:
+            ready, _, _ = select.select([child.fd for child in waiting], [], [], 0)
+            for child in waiting:
+                if child.fd in ready:
+                    self._receive(child)
+        return any(child.report is not None and _ends(child.report) for child in self._children)
+
+    def reports(self, *, wait: bool = True) -> list[dict[str, Any]]:
+        """Every worker's report, in the order of their shares, each waited
+        for unless not ``wait`` (then those received)."""
+        if wait:
+            for child in self._children:
+                if child.report is None:
+                    self._receive(child)
+        return [child.report for child in self._children if child.report is not None]
+
+    def _receive(self, child: _Child) -> dict[str, Any]:
+        header = _read_exactly(child.fd, _LENGTH.size)
+        report: dict[str, Any]
+        if len(header) < _LENGTH.size:
+            report = {"error": "WorkerError", "message": _ended(child), "traceback": ""}
+        else:
+            (length,) = _LENGTH.unpack(header)
+            data = _read_exactly(child.fd, length)
+            if len(data) < length:
+                report = {"error": "WorkerError", "message": _ended(child), "traceback": ""}
+            else:
+                report = pickle.loads(data)
+        child.report = report
+        return report
+
+    def close(self) -> None:
+        """End the workers still running, and reap them all."""
+        for child in self._children:
+            if child.report is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(child.pid, signal.SIGKILL)
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(child.pid, 0)
+            os.close(child.fd)
+        self._children = []
+
+
+def _ends(report: dict[str, Any]) -> bool:
+    return "error" in report or report["failed"] is not None
+
+
+def _ended(child: _Child) -> str:
+    return f"worker process {child.pid} ended without a report"
+
+
+def _write_all(fd: int, data: bytes) -> None:  # pragma: no cover (in a worker)
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _read_exactly(fd: int, count: int) -> bytes:
+    chunks = []
+    while count:
+        chunk = os.read(fd, min(count, 1 << 20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        count -= len(chunk)
+    return b"".join(chunks)

@@ -1,0 +1,266 @@
+"""``explore(jobs=)``: the last level of a dfs shared between forked
+processes (docs/actors.md, "Both cores"). Each worker reports what its runs
+add up to; together they reach every trace and final state one process
+does, and a failure found in a worker's share is replayed, minimised and
+confirmed in the caller's process. (Real processes: every wait on one is
+bounded by its exploration's end.)"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import pytest
+import trio
+
+from actors.testing import Exploration, ExplorationFailedError, NondeterminismError, explore
+from actors.testing._split import WorkerError
+
+from .test_delays import tellers
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="jobs need os.fork")
+
+
+def three_tasks(
+    log: Path | None = None, sequence: tuple[str, ...] | None = None
+) -> Callable[[], Awaitable[None]]:
+    """Three tasks of two steps each, appending to one list: its final order
+    is the run's final state, written to ``log`` with the process's id; the
+    run fails where it is ``sequence``."""
+
+    async def main() -> None:
+        seen: list[str] = []
+
+        async def task(name: str) -> None:
+            for step in range(2):
+                seen.append(f"{name}{step}")
+                await trio.lowlevel.checkpoint()
+
+        async with trio.open_nursery() as nursery:
+            for name in "abc":
+                nursery.start_soon(task, name)
+        if log is not None:
+            with log.open("a") as out:
+                out.write(f"{os.getpid()} {' '.join(seen)}\n")
+        assert tuple(seen) != sequence, "the sequence looked for"
+
+    return main
+
+
+def finals(log: Path) -> tuple[set[str], set[int]]:
+    """The final states ``log`` has, and the processes that wrote them."""
+    lines = [line.split(" ", 1) for line in log.read_text().splitlines()]
+    return {state for _, state in lines}, {int(pid) for pid, _ in lines}
+
+
+@pytest.mark.parametrize(("bound", "delays"), [(1, 0), (2, 0), (1, 1), (0, 2)])
+@pytest.mark.parametrize("reduction", [True, False])
+def test_two_jobs_reach_every_trace_and_final_state_one_does(
+    tmp_path: Path, bound: int, delays: int, reduction: bool
+) -> None:
+    found: dict[int, tuple[Exploration, set[str], set[int]]] = {}
+    for jobs in (1, 2):
+        log = tmp_path / f"finals-{jobs}"
+        exploration = explore(
+            three_tasks(log),
+            strategy="dfs",
+            bound=bound,
+            delays=delays,
+            budget=100_000,
+            reduction=reduction,
+            count_traces=True,
+            jobs=jobs,
+        )
+        assert exploration.complete
+        assert exploration.failure is None
+        found[jobs] = (exploration, *finals(log))
+    (alone, alone_finals, alone_pids), (shared, shared_finals, shared_pids) = found[1], found[2]
+    assert shared_finals == alone_finals
+    assert shared.traces == alone.traces
+    assert shared.interleavings >= alone.interleavings if reduction else shared.runs == alone.runs
+    assert alone_pids == {os.getpid()}
+    # The worker ran schedules of its own, and its runs are counted.
+    assert len(shared_pids) == 2
+    assert os.getpid() in shared_pids
+    assert shared.runs == len((tmp_path / "finals-2").read_text().splitlines())
+
+
+def test_a_shared_exploration_counts_the_same_each_time() -> None:
+    def shared() -> Exploration:
+        return explore(
+            three_tasks(),
+            strategy="dfs",
+            bound=1,
+            delays=1,
+            budget=100_000,
+            count_traces=True,
+            jobs=2,
+        )
+
+    first, second = shared(), shared()
+    assert first == second
+    assert first.complete
+    assert first.merged + first.skipped > 0
+
+
+def test_the_budget_left_at_the_fork_is_split_between_the_jobs(tmp_path: Path) -> None:
+    whole = explore(three_tasks(), strategy="dfs", bound=2, budget=100_000)
+    assert whole.complete
+    log = tmp_path / "finals"
+    cut = explore(three_tasks(log), strategy="dfs", bound=2, budget=whole.runs - 1, jobs=2)
+    assert not cut.complete
+    assert cut.runs <= whole.runs - 1
+    assert cut.runs == len(log.read_text().splitlines())
+
+
+def sequences(bound: int) -> list[tuple[str, ...]]:
+    """The final orders of three_tasks's runs, in the order one process's
+    dfs without reduction runs them."""
+    seen: list[tuple[str, ...]] = []
+
+    async def main() -> None:
+        order: list[str] = []
+
+        async def task(name: str) -> None:
+            for step in range(2):
+                order.append(f"{name}{step}")
+                await trio.lowlevel.checkpoint()
+
+        async with trio.open_nursery() as nursery:
+            for name in "abc":
+                nursery.start_soon(task, name)
+        seen.append(tuple(order))
+
+    explore(main, strategy="dfs", bound=bound, budget=100_000, reduction=False)
+    return seen
+
+
+@pytest.mark.parametrize("share", [0, 1])
+def test_a_failure_in_either_share_is_reported_replayable_and_minimised(share: int) -> None:
+    # Bound 1: the last level is the first, each of its schedules one
+    # deviation of the default run, the first process's (share 0) and the
+    # worker's in turn. The run fails at the final order only one schedule
+    # reaches, in the share chosen.
+    runs = sequences(1)
+    target = next(
+        order
+        for index, order in enumerate(runs)
+        if index and (index - 1) % 2 == share and runs.count(order) == 1
+    )
+    failing = three_tasks(sequence=target)
+    alone = explore(failing, strategy="dfs", bound=1, raise_on_failure=False, reduction=False)
+    assert alone.failure is not None
+    with pytest.raises(ExplorationFailedError) as raised:
+        explore(failing, strategy="dfs", bound=1, reduction=False, jobs=2)
+    failure = raised.value.exploration.failure
+    assert failure is not None
+    assert str(failure.schedule) == str(alone.failure.schedule)
+    assert failure.trace_hash == alone.failure.trace_hash
+    assert f'replay="{failure.schedule}"' in str(raised.value)
+    with pytest.raises(ExplorationFailedError):
+        explore(failing, replay=str(failure.schedule))
+
+
+def test_the_teller_race_is_found_with_two_jobs() -> None:
+    exploration = explore(
+        tellers(3),
+        strategy="dfs",
+        bound=0,
+        delays=2,
+        budget=1000,
+        raise_on_failure=False,
+        jobs=2,
+    )
+    assert exploration.failure is not None
+    assert exploration.failure.schedule.holds == 1
+
+
+def test_a_worker_that_runs_differently_is_nondeterminism() -> None:
+    parent = os.getpid()
+
+    async def main() -> None:
+        async def task() -> None:
+            await trio.lowlevel.checkpoint()
+
+        async with trio.open_nursery() as nursery:
+            # One more task in a worker: its first batch has more options.
+            for _ in range(2 if os.getpid() == parent else 3):
+                nursery.start_soon(task)
+
+    with pytest.raises(NondeterminismError, match="choice point"):
+        explore(main, strategy="dfs", bound=1, jobs=2)
+
+
+def test_a_worker_that_dies_without_its_report_is_an_error() -> None:
+    parent = os.getpid()
+
+    async def main() -> None:
+        async def task() -> None:
+            await trio.lowlevel.checkpoint()
+            if os.getpid() != parent:
+                os._exit(3)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(task)
+            nursery.start_soon(task)
+
+    with pytest.raises(WorkerError, match="ended without a report"):
+        explore(main, strategy="dfs", bound=1, jobs=2)
+
+
+def children() -> set[int]:
+    """The processes whose parent is this one (Linux's /proc)."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == os.getpid():
+                found.add(int(entry.name))
+    return found
+
+
+class Stop(Exception):
+    pass
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_an_exploration_that_ends_early_ends_its_workers() -> None:
+    before = children()
+    seen = []
+
+    def progress(runs: int, so_far: Exploration) -> None:
+        seen.append(runs)
+        if runs == 3:  # past the fork: bound 1's last level follows the default run
+            raise Stop
+
+    with pytest.raises(Stop):
+        explore(three_tasks(), strategy="dfs", bound=1, budget=100_000, progress=progress, jobs=2)
+    assert seen == [1, 2, 3]
+    assert children() == before
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"jobs": 0}, "jobs must be an integer of at least 1"),
+        ({"jobs": True}, "jobs must be an integer"),
+        ({"jobs": 2.0}, "jobs must be an integer"),
+        ({"jobs": 2, "strategy": "pct"}, "for strategy 'dfs' without replay, not 'pct'"),
+        ({"jobs": 2, "strategy": "dfs", "replay": "1:"}, "not a replay"),
+    ],
+)
+def test_jobs_that_are_not_a_share_of_dfs_are_refused(
+    options: dict[str, object], message: str
+) -> None:
+    ran = []
+
+    async def main() -> None:
+        ran.append(1)
+
+    with pytest.raises(ValueError, match=message):
+        explore(main, **options)  # type: ignore[arg-type]
+    assert not ran
