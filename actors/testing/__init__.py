@@ -30,6 +30,7 @@ from ._schedule import Schedule as Schedule
 from ._schedule import ScheduleError as ScheduleError
 from ._schedule import StepLimitError as StepLimitError
 from ._schedule import StrategyName as StrategyName
+from ._split import WorkerError as WorkerError
 
 for _value in (
     Exploration,
@@ -40,6 +41,7 @@ for _value in (
     Schedule,
     ScheduleError,
     StepLimitError,
+    WorkerError,
 ):
     _value.__module__ = "actors.testing"
 del _value

@@ -38,12 +38,15 @@ from typing import Any
 
 import attrs
 
+from ._schedule import ExplorationError
+
 _LENGTH = struct.Struct("<Q")
 
 
-class WorkerError(RuntimeError):
-    """A worker process of a shared exploration ended without its report,
-    or with an error of its own (its traceback is in the message)."""
+class WorkerError(ExplorationError, RuntimeError):
+    """A worker process of a shared exploration (``explore(jobs=)``) ended
+    without its report, or with an error of its own (its traceback is in
+    the message)."""
 
 
 @attrs.define

@@ -83,6 +83,7 @@ def test_the_testing_module_names_are_pinned_and_report_it_as_their_module() -> 
         "ScheduleError",
         "StepLimitError",
         "StrategyName",
+        "WorkerError",
         "explore",
         "failure_report",
         "belong",

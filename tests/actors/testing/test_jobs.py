@@ -14,8 +14,13 @@ from pathlib import Path
 import pytest
 import trio
 
-from actors.testing import Exploration, ExplorationFailedError, NondeterminismError, explore
-from actors.testing._split import WorkerError
+from actors.testing import (
+    Exploration,
+    ExplorationFailedError,
+    NondeterminismError,
+    WorkerError,
+    explore,
+)
 
 from .test_delays import tellers
 
