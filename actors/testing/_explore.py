@@ -100,7 +100,7 @@ from ._schedule import (
     repick,
     unpick,
 )
-from ._split import Split, WorkerError
+from ._split import MAX_JOBS, Split, WorkerError, passed_on
 from ._strategies import _ddmin, _Dfs, _Pct, _Random, _Strategy
 
 
@@ -234,6 +234,8 @@ def explore(
     dependence: collections.Counter[str] | None = (
         collections.Counter() if count_dependence else None
     )
+    if jobs > MAX_JOBS:
+        raise ValueError(f"jobs must be at most {MAX_JOBS}, not {jobs!r}")
     if jobs > 1 and (strategy != "dfs" or replay is not None):
         raise ValueError(
             f"jobs={jobs!r} shares the last level of a dfs search: for strategy "
@@ -445,6 +447,9 @@ def _absorb(
     found: Schedule | None = None
     for report in reports:
         if "error" in report:
+            again = passed_on(report)
+            if again is not None:
+                raise again
             if report["error"] == "NondeterminismError":
                 raise NondeterminismError(report["message"])
             raise WorkerError(

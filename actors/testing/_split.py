@@ -42,6 +42,14 @@ from ._schedule import ExplorationError
 
 _LENGTH = struct.Struct("<Q")
 
+MAX_JOBS = 64
+"""The most processes an exploration may share its last level between
+(each a fork of the whole search, memory and all)."""
+
+# What a worker's program may raise that is no failure: it ends the
+# exploration, and is raised in the first process as itself.
+_PASSED_ON = {kind.__name__: kind for kind in (KeyboardInterrupt, SystemExit, GeneratorExit)}
+
 
 class WorkerError(ExplorationError, RuntimeError):
     """A worker process of a shared exploration (``explore(jobs=)``) ended
@@ -87,6 +95,7 @@ class Split:
                 self.index, self._report_fd, self._parent = index, write, os.getppid()
                 # Ctrl-C is the caller's: it ends the exploration, and this worker with it.
                 signal.signal(signal.SIGINT, signal.SIG_IGN)
+                _die_with_parent()
                 return index, self.workers
             os.close(write)
             self._children.append(_Child(pid, read))
@@ -115,11 +124,17 @@ class Split:
             os._exit(code)
 
     def fail(self, error: BaseException) -> None:  # pragma: no cover (in a worker)
-        """End this worker with ``error`` reported."""
+        """End this worker with ``error`` reported (with its arguments,
+        where they pickle: one passed on is raised again with them)."""
+        try:
+            arguments = pickle.loads(pickle.dumps(error.args))
+        except Exception:
+            arguments = (str(error),)
         self.leave(
             {
                 "error": type(error).__name__,
                 "message": str(error),
+                "arguments": arguments,
                 "traceback": "".join(traceback.format_exception(error)),
             }
         )
@@ -171,6 +186,29 @@ class Split:
                 os.waitpid(child.pid, 0)
             os.close(child.fd)
         self._children = []
+
+
+def passed_on(report: dict[str, Any]) -> BaseException | None:
+    """The exception a worker's ``report`` says its program raised that
+    ends the exploration as itself (KeyboardInterrupt, SystemExit,
+    GeneratorExit), made again; None for any other report."""
+    kind = _PASSED_ON.get(report.get("error", ""))
+    return None if kind is None else kind(*report["arguments"])
+
+
+def _die_with_parent() -> None:  # pragma: no cover (in a worker)
+    """Have the kernel kill this worker when the process that forked it
+    ends (Linux's PR_SET_PDEATHSIG), so that even a worker whose program
+    never returns is not left behind; elsewhere, a worker sees it between
+    runs (Split.orphaned)."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
 
 
 def _ends(report: dict[str, Any]) -> bool:

@@ -9,6 +9,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from actors.testing import ScheduleError
+from actors.testing._split import MAX_JOBS
 
 from ...compute._holds import HoldMechanism
 from ..lang._escape import print_error
@@ -32,8 +33,6 @@ if TYPE_CHECKING:
 
 
 MAX_BOUND = 100
-# At most this many processes (each a fork of the whole search, memory and all).
-MAX_JOBS = 64
 # A latency's seconds: digits, a point, digits (no sign, exponent, nan, inf).
 DECIMAL = re.compile(r"[0-9]{1,12}(\.[0-9]{1,12})?|\.[0-9]{1,12}")
 MAX_SCHEDULE = 1_000_000

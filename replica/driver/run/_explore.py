@@ -225,7 +225,8 @@ def _strategy_text(how: ExploreOptions) -> str:
         return f"replay {how.replay}{latency}"
     delays = f" delays {how.delays}" if how.delays else ""
     if how.strategy == "dfs":
-        jobs = f" jobs {how.jobs}" if how.jobs > 1 else ""
+        # (Bound 0 and no delay: one schedule, no level to share.)
+        jobs = f" jobs {how.jobs}" if how.jobs > 1 and how.bound + how.delays else ""
         return f"dfs bound {how.bound}{delays}{latency}{jobs}"
     if how.strategy == "pct":
         return f"pct depth {how.depth}{latency}"

@@ -28,7 +28,9 @@ pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="jobs need os.fo
 
 
 def three_tasks(
-    log: Path | None = None, sequence: tuple[str, ...] | None = None
+    log: Path | None = None,
+    sequence: tuple[str, ...] | None = None,
+    raising: BaseException | None = None,
 ) -> Callable[[], Awaitable[None]]:
     """Three tasks of two steps each, appending to one list: its final order
     is the run's final state, written to ``log`` with the process's id; the
@@ -48,6 +50,8 @@ def three_tasks(
         if log is not None:
             with log.open("a") as out:
                 out.write(f"{os.getpid()} {' '.join(seen)}\n")
+        if raising is not None and tuple(seen) == sequence:
+            raise raising
         assert tuple(seen) != sequence, "the sequence looked for"
 
     return main
@@ -141,18 +145,36 @@ def sequences(bound: int) -> list[tuple[str, ...]]:
     return seen
 
 
+def only_in(share: int) -> tuple[str, ...]:
+    """A final order of three_tasks that one schedule alone reaches at bound
+    1, in the first process's share (0) or the worker's (1) of two jobs."""
+    runs = sequences(1)
+    return next(
+        order
+        for index, order in enumerate(runs)
+        if index and (index - 1) % 2 == share and runs.count(order) == 1
+    )
+
+
+@pytest.mark.parametrize("share", [0, 1])
+@pytest.mark.parametrize("raising", [SystemExit(7), KeyboardInterrupt("seven")])
+def test_what_passes_on_from_either_share_is_raised_as_itself(
+    share: int, raising: BaseException
+) -> None:
+    program = three_tasks(sequence=only_in(share), raising=raising)
+    with pytest.raises(type(raising)) as raised:
+        explore(program, strategy="dfs", bound=1, reduction=False, jobs=2)
+    assert raised.value.args == raising.args
+    assert type(raised.value) is type(raising)
+
+
 @pytest.mark.parametrize("share", [0, 1])
 def test_a_failure_in_either_share_is_reported_replayable_and_minimised(share: int) -> None:
     # Bound 1: the last level is the first, each of its schedules one
     # deviation of the default run, the first process's (share 0) and the
     # worker's in turn. The run fails at the final order only one schedule
     # reaches, in the share chosen.
-    runs = sequences(1)
-    target = next(
-        order
-        for index, order in enumerate(runs)
-        if index and (index - 1) % 2 == share and runs.count(order) == 1
-    )
+    target = only_in(share)
     failing = three_tasks(sequence=target)
     alone = explore(failing, strategy="dfs", bound=1, raise_on_failure=False, reduction=False)
     assert alone.failure is not None
@@ -252,6 +274,8 @@ def test_an_exploration_that_ends_early_ends_its_workers() -> None:
     ("options", "message"),
     [
         ({"jobs": 0}, "jobs must be an integer of at least 1"),
+        ({"jobs": 65}, "jobs must be at most 64, not 65"),
+        ({"jobs": 10**6}, "jobs must be at most 64"),
         ({"jobs": True}, "jobs must be an integer"),
         ({"jobs": 2.0}, "jobs must be an integer"),
         ({"jobs": 2, "strategy": "pct"}, "for strategy 'dfs' without replay, not 'pct'"),

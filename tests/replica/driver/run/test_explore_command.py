@@ -335,6 +335,13 @@ def test_jobs_share_the_last_level_and_keep_every_trace(
     assert counts[1][0] >= counts[0][0], counts
 
 
+def test_jobs_are_not_shown_where_there_is_no_level_to_share(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["explore", RECREATE, "--strategy", "dfs", "--bound", "0", "--jobs", "3"]) == 0
+    assert f"ok {RECREATE}: dfs bound 0: 1 runs, complete" in capsys.readouterr().out
+
+
 def test_with_jobs_the_frozen_read_is_found_and_replays(capsys: pytest.CaptureFixture[str]) -> None:
     args = ["explore", RACE, "--no-barrier", "--strategy", "dfs", "--bound", "1", "--jobs", "2"]
     assert main(args) == 1
