@@ -2,8 +2,9 @@
 processes (docs/actors.md, "Both cores"). Each worker reports what its runs
 add up to; together they reach every trace and final state one process
 does, and a failure found in a worker's share is replayed, minimised and
-confirmed in the caller's process. (Real processes: every wait on one is
-bounded by its exploration's end.)"""
+confirmed in the caller's process. (Real processes: each exploration here
+ends by itself, and the test of a worker that never does bounds every wait
+on the processes it starts.)"""
 
 from __future__ import annotations
 
@@ -293,3 +294,64 @@ def test_jobs_that_are_not_a_share_of_dfs_are_refused(
     with pytest.raises(ValueError, match=message):
         explore(main, **options)  # type: ignore[arg-type]
     assert not ran
+
+
+HANGS = """
+import os, sys, time
+import trio
+from actors.testing import explore
+
+parent = os.getpid()
+
+
+async def main():
+    async def task(name):
+        for _ in range(2):
+            await trio.lowlevel.checkpoint()
+
+    async with trio.open_nursery() as nursery:
+        for name in "abc":
+            nursery.start_soon(task, name)
+    if os.getpid() != parent:
+        with open(sys.argv[1], "w") as out:
+            out.write(str(os.getpid()))
+        time.sleep(600)  # a worker's program that never returns
+
+
+explore(main, strategy="dfs", bound=1, jobs=2)
+"""
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` is a process that has not ended (a zombie has)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="Linux: PR_SET_PDEATHSIG")
+def test_a_hung_worker_dies_with_the_process_that_forked_it(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+    import time
+
+    script, written = tmp_path / "hangs.py", tmp_path / "worker"
+    script.write_text(HANGS)
+    explorer = subprocess.Popen([sys.executable, str(script), str(written)])
+    try:
+        deadline = time.monotonic() + 120
+        while not written.exists() or not written.read_text():
+            assert explorer.poll() is None, "the exploration ended"
+            assert time.monotonic() < deadline, "no worker wrote its pid"
+            time.sleep(0.05)
+        worker = int(written.read_text())
+        assert alive(worker)
+    finally:
+        explorer.kill()
+        explorer.wait(timeout=60)
+    deadline = time.monotonic() + 60
+    while alive(worker):
+        assert time.monotonic() < deadline, f"worker {worker} outlived its parent"
+        time.sleep(0.05)
