@@ -369,16 +369,7 @@ def explore(
                     ),
                 )
             if run.error is not None:
-                found = run.schedule
-                # A run past the step limit is not minimised: each try is as
-                # long, and ddmin tries about as many as it has choices.
-                failure = (
-                    _minimised(run_once, run, found, max_steps=max_steps)
-                    if minimise and not isinstance(run.error, StepLimitError)
-                    else _failure(run, found, found, 0, max_steps)
-                )
-                assert failure is not None, "a run with an error is a failure"
-                _confirm(run_once, failure)
+                failure = _reported(run_once, run, run.schedule, minimise, max_steps)
                 break
             if split is not None and split.poll():
                 stopped_by = True  # a worker's failure (or error) ends this share too
@@ -476,10 +467,20 @@ def _replayed(run_once: _RunOnce, schedule: Schedule, minimise: bool, max_steps:
             f"{_NONDETERMINISTIC}: schedule {schedule} failed in a worker process and "
             "passed when replayed"
         )
+    return _reported(run_once, run, schedule, minimise, max_steps)
+
+
+def _reported(
+    run_once: _RunOnce, run: _Run, found: Schedule, minimise: bool, max_steps: int
+) -> Failure:
+    """The failure of ``run`` (of schedule ``found``), minimised unless not
+    ``minimise``, and confirmed."""
+    # A run past the step limit is not minimised: each try is as long, and
+    # ddmin tries about as many as it has choices.
     failure = (
-        _minimised(run_once, run, schedule, max_steps=max_steps)
+        _minimised(run_once, run, found, max_steps=max_steps)
         if minimise and not isinstance(run.error, StepLimitError)
-        else _failure(run, schedule, schedule, 0, max_steps)
+        else _failure(run, found, found, 0, max_steps)
     )
     assert failure is not None, "a run with an error is a failure"
     _confirm(run_once, failure)

@@ -32,10 +32,12 @@ def three_tasks(
     log: Path | None = None,
     sequence: tuple[str, ...] | None = None,
     raising: BaseException | None = None,
+    orders: list[tuple[str, ...]] | None = None,
 ) -> Callable[[], Awaitable[None]]:
     """Three tasks of two steps each, appending to one list: its final order
-    is the run's final state, written to ``log`` with the process's id; the
-    run fails where it is ``sequence``."""
+    is the run's final state, appended to ``orders`` and written to ``log``
+    with the process's id; where it is ``sequence``, the run raises
+    ``raising``, or fails."""
 
     async def main() -> None:
         seen: list[str] = []
@@ -48,6 +50,8 @@ def three_tasks(
         async with trio.open_nursery() as nursery:
             for name in "abc":
                 nursery.start_soon(task, name)
+        if orders is not None:
+            orders.append(tuple(seen))
         if log is not None:
             with log.open("a") as out:
                 out.write(f"{os.getpid()} {' '.join(seen)}\n")
@@ -128,21 +132,7 @@ def sequences(bound: int) -> list[tuple[str, ...]]:
     """The final orders of three_tasks's runs, in the order one process's
     dfs without reduction runs them."""
     seen: list[tuple[str, ...]] = []
-
-    async def main() -> None:
-        order: list[str] = []
-
-        async def task(name: str) -> None:
-            for step in range(2):
-                order.append(f"{name}{step}")
-                await trio.lowlevel.checkpoint()
-
-        async with trio.open_nursery() as nursery:
-            for name in "abc":
-                nursery.start_soon(task, name)
-        seen.append(tuple(order))
-
-    explore(main, strategy="dfs", bound=bound, budget=100_000, reduction=False)
+    explore(three_tasks(orders=seen), strategy="dfs", bound=bound, budget=100_000, reduction=False)
     return seen
 
 

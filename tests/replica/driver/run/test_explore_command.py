@@ -92,6 +92,13 @@ def test_the_race_needs_the_scheduler_a_default_schedule_misses_it(
         (["--depth", "0"], "argument --depth: must be at least 1: 0"),
         (["--budget", "0"], "argument --budget: must be at least 1: 0"),
         (["--strategy", "bfs"], "argument --strategy: invalid choice: 'bfs'"),
+        (["--jobs", "0"], "argument --jobs: must be at least 1: 0"),
+        (["--jobs", "65"], "argument --jobs: must be at most 64: 65"),
+        (["--jobs", "2"], "argument --jobs: the processes share the last level of a dfs search"),
+        (
+            ["--jobs", "2", "--strategy", "dfs", "--replay", "1:"],
+            "argument --jobs: the processes share the last level of a dfs search",
+        ),
     ],
 )
 def test_bad_arguments_exit_2_before_anything_runs(
@@ -350,24 +357,3 @@ def test_with_jobs_the_frozen_read_is_found_and_replays(capsys: pytest.CaptureFi
     (replay,) = re.findall(r"^  replay: (trio-reconcile explore .*)$", out, re.M)
     assert main(shlex.split(replay)[1:]) == 1
     assert "a failing schedule in run 1 (1 runs" in capsys.readouterr().out
-
-
-@pytest.mark.parametrize(
-    ("args", "message"),
-    [
-        (["--jobs", "0"], "argument --jobs: must be at least 1: 0"),
-        (["--jobs", "65"], "argument --jobs: must be at most 64: 65"),
-        (["--jobs", "2"], "argument --jobs: the processes share the last level of a dfs search"),
-        (
-            ["--jobs", "2", "--strategy", "dfs", "--replay", "1:"],
-            "argument --jobs: the processes share the last level of a dfs search",
-        ),
-    ],
-)
-def test_jobs_outside_a_dfs_search_are_refused(
-    capsys: pytest.CaptureFixture[str], args: list[str], message: str
-) -> None:
-    assert main(["explore", RECREATE, *args]) == 2
-    out, err = capsys.readouterr()
-    assert out == ""
-    assert f"{EXPLORE_ERROR}{message}" in err
