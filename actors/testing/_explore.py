@@ -385,10 +385,20 @@ def explore(
         )
         if split is not None and split.is_worker:
             split.leave(_report(runs, chosen, forked, dependence, complete=complete))
-        reports = [] if split is None or failure is not None else split.reports(wait=not stopped_by)
+        reports: list[dict[str, Any]] = []
+        if split is not None:
+            # A failure here ends the exploration without waiting for the
+            # workers; what one has already sent still counts (an error or an
+            # exception passed on in it is raised rather than this failure).
+            if failure is not None:
+                split.poll()
+            reports = split.reports(wait=failure is None and not stopped_by)
     except BaseException as error:
         if split is not None and split.is_worker:  # pragma: no cover (in a worker)
-            split.fail(error)
+            try:
+                split.fail(error)
+            finally:
+                os._exit(1)  # (fail never returns: this is the last guard)
         raise
     finally:
         if split is not None:
@@ -399,7 +409,7 @@ def explore(
         added, failing = _absorb(reports, runs, dependence)
         merged, skipped = merged + added[0], skipped + added[1]
         complete = complete and not stopped_by and added[2]
-        if failing is not None:
+        if failing is not None and failure is None:
             failure = _replayed(run_once, failing, minimise, max_steps)
             complete = False
     exploration = finish(runs, complete=complete, failure=failure, merged=merged, skipped=skipped)

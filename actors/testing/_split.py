@@ -124,20 +124,14 @@ class Split:
             os._exit(code)
 
     def fail(self, error: BaseException) -> None:  # pragma: no cover (in a worker)
-        """End this worker with ``error`` reported (with its arguments,
-        where they pickle: one passed on is raised again with them)."""
+        """End this worker with ``error`` reported (never returns, never
+        raises: whatever ``error`` does when converted, the report says
+        what it could; an unsendable one ends the worker without one)."""
         try:
-            arguments = pickle.loads(pickle.dumps(error.args))
-        except Exception:
-            arguments = (str(error),)
-        self.leave(
-            {
-                "error": type(error).__name__,
-                "message": str(error),
-                "arguments": arguments,
-                "traceback": "".join(traceback.format_exception(error)),
-            }
-        )
+            report = _failure(error)
+        except BaseException:
+            report = {"error": "WorkerError", "message": _text(error), "traceback": ""}
+        self.leave(report)
 
     # In the first process --------------------------------------------------------
 
@@ -186,6 +180,33 @@ class Split:
                 os.waitpid(child.pid, 0)
             os.close(child.fd)
         self._children = []
+
+
+def _failure(error: BaseException) -> dict[str, Any]:  # pragma: no cover (in a worker)
+    """The report of ``error``: a kind passed on (or a subclass of one) under
+    the built-in kind's name, with its arguments where they pickle (else its
+    text), to be raised again as that kind."""
+    kind = next(
+        (name for name, passed in _PASSED_ON.items() if isinstance(error, passed)),
+        type(error).__name__,
+    )
+    try:
+        arguments = pickle.loads(pickle.dumps(error.args))
+    except BaseException:
+        arguments = (_text(error),)
+    try:
+        text = "".join(traceback.format_exception(error))
+    except BaseException:
+        text = ""
+    return {"error": kind, "message": _text(error), "arguments": arguments, "traceback": text}
+
+
+def _text(error: BaseException) -> str:
+    """``str(error)``, or what it is where that raises."""
+    try:
+        return str(error)
+    except BaseException:
+        return f"<{type(error).__name__} whose str() raised>"
 
 
 def passed_on(report: dict[str, Any]) -> BaseException | None:

@@ -9,6 +9,7 @@ on the processes it starts.)"""
 from __future__ import annotations
 
 import os
+import select
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -159,6 +160,64 @@ def test_what_passes_on_from_either_share_is_raised_as_itself(
     assert type(raised.value) is type(raising)
 
 
+class Unsendable:
+    """An exception's argument that neither pickles nor converts to text."""
+
+    def __reduce__(self) -> str:
+        raise TypeError("does not pickle")
+
+    def __str__(self) -> str:
+        raise ValueError("has no text")
+
+    __repr__ = __str__
+
+
+class Leaving(SystemExit):
+    pass
+
+
+def awkward(name: str) -> tuple[BaseException, type[BaseException], tuple[object, ...] | None]:
+    """An exception a program raises, the kind the exploration raises for
+    it (in either share) and that one's arguments (None: not compared)."""
+    if name == "argument without text":
+        return KeyboardInterrupt(Unsendable()), KeyboardInterrupt, None
+    if name == "subclass of SystemExit":
+        return Leaving(5), SystemExit, (5,)
+    return GeneratorExit(lambda: 1), GeneratorExit, None  # (a lambda does not pickle)
+
+
+@pytest.mark.parametrize("share", [0, 1])
+@pytest.mark.parametrize(
+    "name", ["argument without text", "subclass of SystemExit", "argument that does not pickle"]
+)
+def test_what_passes_on_awkwardly_still_ends_the_exploration_in_the_caller(
+    share: int, name: str
+) -> None:
+    # Built here, not as a parameter: pytest shows its parameters, and one of
+    # these has no text.
+    raising, kind, arguments = awkward(name)
+    caller = os.getpid()
+    try:
+        explore(
+            three_tasks(sequence=only_in(share), raising=raising),
+            strategy="dfs",
+            bound=1,
+            reduction=False,
+            jobs=2,
+        )
+    except BaseException as error:
+        raised: BaseException | None = error
+    else:
+        raised = None
+    if os.getpid() != caller:  # a worker that got out into the caller's code
+        os._exit(9)
+    assert isinstance(raised, kind)
+    if share == 1:
+        assert type(raised) is kind  # made again, as the built-in kind
+    if arguments is not None:
+        assert raised.args == arguments
+
+
 @pytest.mark.parametrize("share", [0, 1])
 def test_a_failure_in_either_share_is_reported_replayable_and_minimised(share: int) -> None:
     # Bound 1: the last level is the first, each of its schedules one
@@ -239,6 +298,43 @@ def children() -> set[int]:
             if int(fields[1]) == os.getpid():
                 found.add(int(entry.name))
     return found
+
+
+@pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="waits on a pidfd")
+def test_what_a_worker_passes_on_is_not_lost_to_a_failure_here() -> None:
+    # The worker raises SystemExit in its first run; the first process's
+    # first run after the fork waits (bounded) until the worker has ended,
+    # its report sent, and fails: with no poll between, the report arrives
+    # while this process is failing.
+    caller = os.getpid()
+    waited: list[bool] = []
+
+    async def main() -> None:
+        await trio.lowlevel.checkpoint()
+        await trio.lowlevel.checkpoint()
+        if os.getpid() != caller:
+            raise SystemExit(4)
+        workers = children()
+        if workers:  # (and in the replays that minimise and confirm the failure)
+            if not waited:
+                (worker,) = workers
+                fd = os.pidfd_open(worker)
+                try:
+                    ended, _, _ = select.select([fd], [], [], 30)
+                finally:
+                    os.close(fd)
+                waited.append(bool(ended))
+            raise AssertionError("the failure here")
+
+    async def program() -> None:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(main)
+            nursery.start_soon(trio.lowlevel.checkpoint)
+
+    with pytest.raises(SystemExit) as raised:
+        explore(program, strategy="dfs", bound=1, reduction=False, jobs=2)
+    assert waited == [True]
+    assert raised.value.args == (4,)
 
 
 class Stop(Exception):
