@@ -177,9 +177,9 @@ def explore(
     choose one task at each step, not a batch's order).
 
     ``jobs`` (dfs, where :func:`os.fork` is): that many processes share
-    the search's last level, the bulk of a long one (docs/actors.md,
-    "Both cores"): as it begins, the process forks the others, each
-    explores its share of the level's subtrees and reports back. An
+    the search after its default run (docs/actors.md, "Both cores"): the
+    process forks the others, each explores every level of its share of
+    the subtrees below the first deviations and reports back. An
     exploration with no failure counts the same in every run of it (the
     jobs together may run more schedules than one process: each merges
     only into states it explored); the budget left at the fork is split
@@ -238,7 +238,7 @@ def explore(
         raise ValueError(f"jobs must be at most {MAX_JOBS}, not {jobs!r}")
     if jobs > 1 and (strategy != "dfs" or replay is not None):
         raise ValueError(
-            f"jobs={jobs!r} shares the last level of a dfs search: for strategy "
+            f"jobs={jobs!r} shares a dfs search: for strategy "
             f"'dfs' without replay, not {'a replay' if replay is not None else repr(strategy)}"
         )
     if jobs > 1 and not hasattr(os, "fork"):
@@ -375,7 +375,7 @@ def explore(
                 stopped_by = True  # a worker's failure (or error) ends this share too
                 break
         if isinstance(chosen, _Dfs):
-            chosen.split = None  # (a budget spent before the last level: no fork now)
+            chosen.split = None  # (a budget spent on the default run: no fork now)
         # A budget spent on the last schedule within the bound is complete too:
         # whether another is left is known without running it.
         complete = (

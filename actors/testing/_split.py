@@ -1,16 +1,17 @@
-"""The last level of a ``dfs`` shared between processes (``explore``'s
-``jobs``).
+"""A ``dfs`` shared between processes (``explore``'s ``jobs``).
 
-Iterative deepening runs its last level (every schedule of as many
-deviations as the bounds allow) after all the others, and at the bounds a
-long proof is run with, that level is most of the work: on the recreate
-scenario at P=1 W=1, bound 1 and two delays, 7.7 times as many schedules as
-all the levels before it (``docs/protocol.md``). As it begins, the process
-forks a worker for each share but its own (:func:`os.fork`: the runs so
-far, the states explored and the plays observed come along, nothing is
-sent); each explores the subtrees of its share of the level's first
-deviations (``_Dfs._ours``), merging only into states it, or the levels
-before, explored on from. At its end a worker sends what its runs add up to
+Iterative deepening runs the default schedule (level 0), then every
+schedule of one deviation from it, of two, and so on; a schedule of a
+deeper level extends one of the level before after that one's last
+deviation, so its first deviation from the default run is that one's. So
+the first deviations, each with every schedule that begins with it at every
+level, part the whole search into disjoint subtrees. As level 1 begins, the
+process forks a worker for each share but its own (:func:`os.fork`: the
+default run, its states and the plays observed come along, nothing is
+sent); each runs every level of the subtrees of its share of the first
+deviations (``_Dfs._ours``), walking only its own runs at the deeper
+levels and merging only into states it, or the default run, explored on
+from. At its end a worker sends what its runs add up to
 through a pipe, or, at its first failing run, that run's schedule (which
 the first process replays, minimises and confirms itself: an exception need
 not pickle), and leaves with :func:`os._exit`: nothing of the caller's runs
@@ -43,7 +44,7 @@ from ._schedule import ExplorationError
 _LENGTH = struct.Struct("<Q")
 
 MAX_JOBS = 64
-"""The most processes an exploration may share its last level between
+"""The most processes an exploration may be shared between
 (each a fork of the whole search, memory and all)."""
 
 # What a worker's program may raise that is no failure: it ends the
@@ -66,7 +67,7 @@ class _Child:
 
 @attrs.define
 class Split:
-    """The processes sharing one exploration's last level: this one's index
+    """The processes sharing one exploration: this one's index
     among them and, in the first, the others."""
 
     workers: int

@@ -199,11 +199,11 @@ class _Dfs(_Strategy):
         # Whether this level ran or walked a schedule (level 0 runs the
         # default one).
         self._added = True
-        # Shared work (explore's ``jobs``): called as the last level
-        # begins, it gives this process's share of it, (index, workers);
-        # then each deviation from the default run at that level, with its
-        # subtree, is one worker's (see _ours): the rank of each, in the
-        # order the level meets them, modulo the workers.
+        # Shared work (explore's ``jobs``): called as level 1 begins, it
+        # gives this process's share of the search, (index, workers); then
+        # each deviation from the default run, with its subtree at every
+        # level, is one worker's (see _ours): the rank of each, in the
+        # order level 1 meets them, modulo the workers.
         self.split: Callable[[], tuple[int, int]] | None = None
         self._share: tuple[int, int] | None = None
         self._ranks: Memo[tuple[int, int], int] = Memo()
@@ -223,7 +223,7 @@ class _Dfs(_Strategy):
                 self._level += 1
                 self._prefix = []
                 self._added = False
-                if self._level == self._cap and self.split is not None:
+                if self._level == 1 and self.split is not None:
                     self._divide(self.split())
                 continue
             choices = Schedule.from_picks(prefix).choices
@@ -539,7 +539,7 @@ class _Dfs(_Strategy):
         return len(picks)
 
     def _divide(self, share: tuple[int, int]) -> None:
-        """Take ``share`` of the last level: rank its first deviations
+        """Take ``share`` of the search: rank its first deviations
         (from the default run, the order _next_of meets them in: the last
         choice point first, each point's options in order)."""
         self._share = share
@@ -556,18 +556,23 @@ class _Dfs(_Strategy):
     def _ours(self, point: int, pick: int, used: tuple[int, int]) -> bool:
         """Whether this process explores the schedules whose picks up to
         ``point`` are those run so far, then ``pick`` (with ``used`` before
-        it): all of them, but at the last level shared between workers: a
-        first deviation is the worker's of its rank, and all below it with
-        it (the picks before a first deviation are the default run's, so
-        every worker ranks it the same). The subtrees are disjoint and
-        together the whole level, and a worker merges a schedule only into
-        a state it or the levels before explored on from: a state on the
-        default path was explored on from by every worker, each below the
-        first deviations after it, which come before any deviation that
+        it): all of them, but in a search shared between workers: a first
+        deviation is the worker's of its rank, and all below it with it, at
+        every level (the picks before a first deviation are the default
+        run's, so every worker ranks it the same, and a deeper level's
+        schedule extends one of the level before after its last deviation,
+        keeping its first). The subtrees are disjoint and together the
+        whole search, so a worker's deeper levels need only its own runs;
+        and at each level a worker merges a schedule only into a state it
+        or the default run explored on from: a state on the default path
+        was explored on from, at this level, by every worker, each below
+        the first deviations after it, which come before any deviation that
         reaches that state again; so what a merge leaves to another worker
         lies below a later first deviation, and no chain of such merges
-        returns to where it began. A deviation the ranks do not know (none,
-        if the default run is the one kept) is everyone's."""
+        returns to where it began (a state of a worker's own subtree from
+        a level before is one process's claim, as in one search). A
+        deviation the ranks do not know (none, if the default run is the one
+        kept) is everyone's."""
         share = self._share
         if share is None or share[1] < 2 or used != (0, 0):
             return True

@@ -138,9 +138,9 @@ def add_arguments(commands: Commands) -> None:
         type=up_to(MAX_JOBS),
         default=1,
         metavar="N",
-        help=f"dfs: N processes, 1 to {MAX_JOBS} (default 1), share the search's last level, "
-        "the bulk of a long one: forked as it begins, each explores its share and reports "
-        "back (a platform with os.fork)",
+        help=f"dfs: N processes, 1 to {MAX_JOBS} (default 1), share the search: forked "
+        "after the default run, each explores its share of the subtrees below the first "
+        "deviations, at every level, and reports back (a platform with os.fork)",
     )
     explore.add_argument(
         "--timeline",
@@ -220,8 +220,8 @@ def execute(args: argparse.Namespace) -> int:
         return 2
     if args.jobs > 1 and (args.strategy != "dfs" or args.replay is not None):
         print_error(
-            f"{PROG} explore: error: argument --jobs: the processes share the last level of a "
-            "dfs search: for --strategy dfs without --replay"
+            f"{PROG} explore: error: argument --jobs: the processes share a dfs search: "
+            "for --strategy dfs without --replay"
         )
         return 2
     if args.timeline is not None:

@@ -74,7 +74,7 @@ class ExploreOptions:
     count_traces: bool = False
     # Report the dependent pairs of steps by what both touched.
     count_dependence: bool = False
-    # dfs: the processes that share the search's last level.
+    # dfs: the processes that share the search.
     jobs: int = 1
 
 

@@ -1,4 +1,4 @@
-"""``explore(jobs=)``: the last level of a dfs shared between forked
+"""``explore(jobs=)``: a dfs shared between forked
 processes (docs/actors.md, "Both cores"). Each worker reports what its runs
 add up to; together they reach every trace and final state one process
 does, and a failure found in a worker's share is replayed, minimised and
@@ -127,6 +127,16 @@ def test_the_budget_left_at_the_fork_is_split_between_the_jobs(tmp_path: Path) -
     assert not cut.complete
     assert cut.runs <= whole.runs - 1
     assert cut.runs == len(log.read_text().splitlines())
+
+
+def test_the_levels_before_the_last_are_shared_too(tmp_path: Path) -> None:
+    # A budget of the runs of levels 0 and 1 alone: were only the last level
+    # (2) shared, one process would spend it before any fork.
+    first_levels = len(sequences(1))
+    log = tmp_path / "finals"
+    explore(three_tasks(log), strategy="dfs", bound=2, budget=first_levels, reduction=False, jobs=2)
+    processes = {line.split()[0] for line in log.read_text().splitlines()}
+    assert len(processes) == 2
 
 
 def sequences(bound: int) -> list[tuple[str, ...]]:

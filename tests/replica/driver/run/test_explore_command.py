@@ -94,10 +94,10 @@ def test_the_race_needs_the_scheduler_a_default_schedule_misses_it(
         (["--strategy", "bfs"], "argument --strategy: invalid choice: 'bfs'"),
         (["--jobs", "0"], "argument --jobs: must be at least 1: 0"),
         (["--jobs", "65"], "argument --jobs: must be at most 64: 65"),
-        (["--jobs", "2"], "argument --jobs: the processes share the last level of a dfs search"),
+        (["--jobs", "2"], "argument --jobs: the processes share a dfs search"),
         (
             ["--jobs", "2", "--strategy", "dfs", "--replay", "1:"],
-            "argument --jobs: the processes share the last level of a dfs search",
+            "argument --jobs: the processes share a dfs search",
         ),
     ],
 )
