@@ -304,6 +304,7 @@ def explore(
     # The runs this process may make (its share of the budget, once split).
     limit = budget
     split = Split(jobs) if jobs > 1 else None
+    caller = os.getpid()
     # A worker's counts of merged and skipped schedules at the fork.
     forked = (0, 0)
 
@@ -401,6 +402,8 @@ def explore(
                 os._exit(1)  # (fail never returns: this is the last guard)
         raise
     finally:
+        if split is not None and os.getpid() != caller:  # pragma: no cover (in a worker)
+            os._exit(1)  # (however it got here: never into the caller's code)
         if split is not None:
             split.close()
         heap.close()

@@ -87,7 +87,12 @@ class Split:
             stream.flush()  # or the child would write what is buffered again
         for index in range(1, self.workers):
             read, write = os.pipe()
-            pid = os.fork()
+            try:
+                pid = os.fork()
+            except BaseException:
+                os.close(read)
+                os.close(write)
+                raise
             if pid == 0:  # pragma: no cover (measured in the parent only)
                 os.close(read)
                 for child in self._children:
@@ -141,7 +146,11 @@ class Split:
         ends the exploration (a failure or an error)."""
         waiting = [child for child in self._children if child.report is None]
         if waiting:
-            ready, _, _ = select.select([child.fd for child in waiting], [], [], 0)
+            # (poll, not select: a caller may have descriptors past 1023 open)
+            poller = select.poll()
+            for child in waiting:
+                poller.register(child.fd, select.POLLIN)
+            ready = {fd for fd, _ in poller.poll(0)}
             for child in waiting:
                 if child.fd in ready:
                     self._receive(child)
@@ -167,7 +176,15 @@ class Split:
             if len(data) < length:
                 report = {"error": "WorkerError", "message": _ended(child), "traceback": ""}
             else:
-                report = pickle.loads(data)
+                try:
+                    report = pickle.loads(data)
+                except Exception as error:
+                    report = {
+                        "error": "WorkerError",
+                        "message": f"worker process {child.pid} sent a report that does not "
+                        f"unpickle here: {error!r}",
+                        "traceback": "",
+                    }
         child.report = report
         return report
 
@@ -184,22 +201,54 @@ class Split:
 
 
 def _failure(error: BaseException) -> dict[str, Any]:  # pragma: no cover (in a worker)
-    """The report of ``error``: a kind passed on (or a subclass of one) under
-    the built-in kind's name, with its arguments where they pickle (else its
+    """The report of ``error``: a kind passed on (or a subclass of one: the
+    first of them in its method resolution order) under the built-in kind's
+    name, with its arguments (as stored, whatever ``args`` a subclass
+    defines) and a SystemExit's code, pickled where they pickle (else its
     text), to be raised again as that kind."""
     kind = next(
-        (name for name, passed in _PASSED_ON.items() if isinstance(error, passed)),
-        type(error).__name__,
+        (
+            klass.__name__
+            for klass in type(error).__mro__
+            if _PASSED_ON.get(klass.__name__) is klass
+        ),
+        None,
     )
+    message = _text(error)
     try:
-        arguments = pickle.loads(pickle.dumps(error.args))
+        arguments = pickle.dumps(_ARGS.__get__(error, BaseException))
     except BaseException:
-        arguments = (_text(error),)
+        arguments = pickle.dumps((message,))
+    code = None
+    if isinstance(error, SystemExit):
+        try:
+            code = pickle.dumps(_CODE.__get__(error, SystemExit))
+        except BaseException:
+            code = None
     try:
         text = "".join(traceback.format_exception(error))
     except BaseException:
         text = ""
-    return {"error": kind, "message": _text(error), "arguments": arguments, "traceback": text}
+    return {
+        "error": kind if kind is not None else _name(error),
+        "message": message,
+        "arguments": arguments,
+        "code": code,
+        "traceback": text,
+    }
+
+
+# The arguments and exit code as BaseException and SystemExit store them (a
+# subclass's own ``args`` or ``code`` property is not asked).
+_ARGS = BaseException.__dict__["args"]
+_CODE = SystemExit.__dict__["code"]
+
+
+def _name(error: BaseException) -> str:
+    try:
+        return str(type.__dict__["__name__"].__get__(type(error)))
+    except BaseException:
+        return "BaseException"
 
 
 def _text(error: BaseException) -> str:
@@ -207,15 +256,27 @@ def _text(error: BaseException) -> str:
     try:
         return str(error)
     except BaseException:
-        return f"<{type(error).__name__} whose str() raised>"
+        return f"<{_name(error)} whose str() raised>"
 
 
 def passed_on(report: dict[str, Any]) -> BaseException | None:
     """The exception a worker's ``report`` says its program raised that
     ends the exploration as itself (KeyboardInterrupt, SystemExit,
-    GeneratorExit), made again; None for any other report."""
+    GeneratorExit), made again (with its text where its arguments do not
+    unpickle here); None for any other report."""
     kind = _PASSED_ON.get(report.get("error", ""))
-    return None if kind is None else kind(*report["arguments"])
+    if kind is None:
+        return None
+    message = report.get("message", "")
+    try:
+        arguments = pickle.loads(report["arguments"])
+        made = kind(*arguments) if isinstance(arguments, tuple) else kind(message)
+    except Exception:
+        made = kind(message)
+    if isinstance(made, SystemExit) and report.get("code") is not None:
+        with contextlib.suppress(Exception):
+            made.code = pickle.loads(report["code"])
+    return made
 
 
 def _die_with_parent() -> None:  # pragma: no cover (in a worker)

@@ -186,6 +186,12 @@ class Leaving(SystemExit):
     pass
 
 
+class Untupled(KeyboardInterrupt):
+    @property
+    def args(self) -> int:  # type: ignore[override]
+        return 5
+
+
 def awkward(name: str) -> tuple[BaseException, type[BaseException], tuple[object, ...] | None]:
     """An exception a program raises, the kind the exploration raises for
     it (in either share) and that one's arguments (None: not compared)."""
@@ -193,12 +199,25 @@ def awkward(name: str) -> tuple[BaseException, type[BaseException], tuple[object
         return KeyboardInterrupt(Unsendable()), KeyboardInterrupt, None
     if name == "subclass of SystemExit":
         return Leaving(5), SystemExit, (5,)
+    if name == "exit code set after":
+        error = SystemExit(1)
+        error.code = 2
+        return error, SystemExit, (1,)
+    if name == "arguments that are not a tuple":
+        return Untupled(), KeyboardInterrupt, None
     return GeneratorExit(lambda: 1), GeneratorExit, None  # (a lambda does not pickle)
 
 
 @pytest.mark.parametrize("share", [0, 1])
 @pytest.mark.parametrize(
-    "name", ["argument without text", "subclass of SystemExit", "argument that does not pickle"]
+    "name",
+    [
+        "argument without text",
+        "subclass of SystemExit",
+        "argument that does not pickle",
+        "exit code set after",
+        "arguments that are not a tuple",
+    ],
 )
 def test_what_passes_on_awkwardly_still_ends_the_exploration_in_the_caller(
     share: int, name: str
@@ -226,6 +245,8 @@ def test_what_passes_on_awkwardly_still_ends_the_exploration_in_the_caller(
         assert type(raised) is kind  # made again, as the built-in kind
     if arguments is not None:
         assert raised.args == arguments
+    if isinstance(raised, SystemExit):
+        assert raised.code == raising.code  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize("share", [0, 1])
@@ -261,6 +282,21 @@ def test_the_teller_race_is_found_with_two_jobs() -> None:
     )
     assert exploration.failure is not None
     assert exploration.failure.schedule.holds == 1
+
+
+def test_a_caller_with_many_descriptors_open_can_share() -> None:
+    # The workers' pipes numbered past 1023, where select() refuses them.
+    import resource
+
+    if resource.getrlimit(resource.RLIMIT_NOFILE)[0] < 1200:
+        pytest.skip("needs 1200 descriptors")
+    opened = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]
+    try:
+        shared = explore(three_tasks(), strategy="dfs", bound=1, jobs=2)
+    finally:
+        for fd in opened:
+            os.close(fd)
+    assert shared.complete
 
 
 def test_a_worker_that_runs_differently_is_nondeterminism() -> None:
