@@ -87,24 +87,29 @@ class Split:
             stream.flush()  # or the child would write what is buffered again
         for index in range(1, self.workers):
             read, write = os.pipe()
+            # A Ctrl-C waits until the child is recorded (and so reaped).
+            mask = _block_interrupts()
             try:
                 pid = os.fork()
             except BaseException:
+                _restore(mask)
                 os.close(read)
                 os.close(write)
                 raise
             if pid == 0:  # pragma: no cover (measured in the parent only)
+                # Ctrl-C is the caller's: it ends the exploration, and this worker with it.
+                signal.signal(signal.SIGINT, signal.SIG_IGN)
+                _restore(mask)
                 os.close(read)
                 for child in self._children:
                     os.close(child.fd)
                 self._children = []
                 self.index, self._report_fd, self._parent = index, write, os.getppid()
-                # Ctrl-C is the caller's: it ends the exploration, and this worker with it.
-                signal.signal(signal.SIGINT, signal.SIG_IGN)
                 _die_with_parent()
                 return index, self.workers
-            os.close(write)
             self._children.append(_Child(pid, read))
+            _restore(mask)
+            os.close(write)
         return 0, self.workers
 
     # In a worker -----------------------------------------------------------------
@@ -277,6 +282,18 @@ def passed_on(report: dict[str, Any]) -> BaseException | None:
         with contextlib.suppress(Exception):
             made.code = pickle.loads(report["code"])
     return made
+
+
+def _block_interrupts() -> set[int | signal.Signals] | None:
+    """Block SIGINT for this thread, where it can be: the mask before."""
+    if not hasattr(signal, "pthread_sigmask"):
+        return None
+    return signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+
+
+def _restore(mask: set[int | signal.Signals] | None) -> None:
+    if mask is not None:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
 
 def _die_with_parent() -> None:  # pragma: no cover (in a worker)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 import select
+import signal
+import threading
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -344,6 +346,27 @@ def children() -> set[int]:
             if int(fields[1]) == os.getpid():
                 found.add(int(entry.name))
     return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+@pytest.mark.skipif(not hasattr(signal, "pthread_sigmask"), reason="blocks SIGINT")
+def test_a_ctrl_c_as_a_worker_is_forked_leaves_no_worker_behind(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    before = children()
+    fork = os.fork
+
+    def interrupted_fork() -> int:
+        pid = fork()
+        if pid:
+            # As the child is made (to this thread: another may take a signal to the process).
+            signal.pthread_kill(threading.get_ident(), signal.SIGINT)
+        return pid
+
+    monkeypatch.setattr(os, "fork", interrupted_fork)
+    with pytest.raises(KeyboardInterrupt):
+        explore(three_tasks(), strategy="dfs", bound=1, jobs=2)
+    assert children() == before
 
 
 @pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="waits on a pidfd")
