@@ -396,10 +396,7 @@ def explore(
             reports = split.reports(wait=failure is None and not stopped_by)
     except BaseException as error:
         if split is not None and split.is_worker:  # pragma: no cover (in a worker)
-            try:
-                split.fail(error)
-            finally:
-                os._exit(1)  # (fail never returns: this is the last guard)
+            split.fail(error)  # (never returns; if it raised, the finally ends the worker)
         raise
     finally:
         if split is not None and os.getpid() != caller:  # pragma: no cover (in a worker)

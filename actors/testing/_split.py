@@ -224,12 +224,10 @@ def _failure(error: BaseException) -> dict[str, Any]:  # pragma: no cover (in a 
         arguments = pickle.dumps(_ARGS.__get__(error, BaseException))
     except BaseException:
         arguments = pickle.dumps((message,))
-    code = None
+    code: bytes | None = None
     if isinstance(error, SystemExit):
-        try:
+        with contextlib.suppress(BaseException):
             code = pickle.dumps(_CODE.__get__(error, SystemExit))
-        except BaseException:
-            code = None
     try:
         text = "".join(traceback.format_exception(error))
     except BaseException:
