@@ -37,7 +37,10 @@ Figures, printed by ``.venv/bin/python bench/explore_bench.py [--proofs]``:
 * with ``--full-count --bound B --delays D [--small]``, the schedules the
   full enumeration (no reduction) runs on the recreate scenario, its last
   level counted from the runs of the level before (``full_count``), at
-  P=1 W=1 (and P=2 W=2 without ``--small``).
+  P=1 W=1 (and P=2 W=2 without ``--small``); with ``--sample K``, a lower
+  bound of it where the level before the last is too many to run: the last
+  level counted below only K schedules of that level
+  (``full_count_at_least``).
 """
 
 from __future__ import annotations
@@ -372,6 +375,86 @@ def full_count(
     return ran + last
 
 
+def full_count_at_least(
+    bound: int, delays: int, topology: Topology, sample: int, spec: str = RECREATE
+) -> tuple[int, int]:
+    """A lower bound of the schedules the full enumeration runs, where its
+    level before the last is too many to run (``full_count`` runs it all):
+    the levels before that one are run, that one is counted from them (both
+    exact, as in ``full_count``), and the last level is counted below only
+    ``sample`` schedules of the level before it, those whose last deviation
+    comes earliest (most choice points after it, so most schedules below).
+    Each schedule counted is a distinct one of the enumeration, so the sum is
+    at most the full count; with every schedule of that level run, it is
+    the full count (checked against ``full_count``: ``--full-count
+    --sample``). Returns the bound and the schedules of that level run."""
+    from actors.testing._schedule import _run_once, hold, wait
+    from actors.testing._strategies import _Dfs
+
+    main = spec_main(bundled(spec), topology)
+    cap = bound + delays
+    assert cap >= 1
+
+    def run(picks: list[int]) -> tuple[int, ...]:
+        result = _run_once(
+            main,
+            lambda point, ids, step: picks[point] if point < len(picks) else 0,
+            seed=0,
+            max_steps=1_000_000,
+            shared=SHARED,
+        )
+        assert result.error is None, result.error
+        assert list(result.picks[: len(picks)]) == picks, "not the schedule asked for"
+        return tuple(result.options)
+
+    def picks_at(options: int, reorders: int, holds: int) -> list[int]:
+        # As _Dfs._following at a level with room for one more deviation,
+        # with no reduction (every hold at every point: ``least`` 0).
+        allowed = list(range(1, options)) if reorders < bound else []
+        if holds < delays:
+            allowed += [hold(i) for i in range(options)] + [wait(i) for i in range(options)]
+        return allowed
+
+    def below(options: tuple[int, ...], after: int, reorders: int, holds: int) -> int:
+        return sum(len(picks_at(n, reorders, holds)) for n in options[after:])
+
+    # The levels up to the one before the last, run as the enumeration does
+    # (its kept runs give each schedule's options).
+    search = _Dfs(bound, delays)
+    exact = 0
+    for index in range(10**9):
+        decide = search.next_run(index)
+        if decide is None or search._level >= cap - 1:
+            break
+        ran = _run_once(main, decide, seed=0, max_steps=1_000_000, shared=SHARED)
+        assert ran.error is None, ran.error
+        exact += 1
+        search.after(ran)
+    # The schedules of the level before the last, each as its picks, the
+    # budgets it used and its parent's options (what it may deviate by).
+    parents = [
+        (list(known.picks), tuple(known.options))
+        for choices, known in search._known.items()
+        if sum(pick != 0 for pick in known.picks) == cap - 2
+    ]
+    candidates: list[tuple[int, list[int], int, int]] = []
+    for picks, options in parents:
+        reorders = sum(pick > 0 for pick in picks)
+        holds = sum(pick < 0 for pick in picks)
+        last = max((point for point, pick in enumerate(picks) if pick), default=-1)
+        for point in range(last + 1, len(options)):
+            for pick in picks_at(options[point], reorders, holds):
+                candidates.append(
+                    (point, [*picks[:point], pick], reorders + (pick > 0), holds + (pick < 0))
+                )
+    exact += len(candidates)  # the level before the last, counted
+    candidates.sort(key=lambda candidate: candidate[0])
+    last_level = 0
+    for point, picks, reorders, holds in candidates[:sample]:
+        last_level += below(run(picks), point + 1, reorders, holds)
+    return exact + last_level, min(sample, len(candidates))
+
+
 def ablation(bound: int, delays: int, topology: Topology, shown: int = 14) -> None:
     """The recreate scenario's traces with the accesses of each of the
     ``shown`` most dependent things left out in turn (see the module)."""
@@ -463,8 +546,21 @@ if __name__ == "__main__":
     if "--full-count" in sys.argv:
         bound, delays = _option("--bound", 1), _option("--delays", 1)
         upto = _option("--upto", bound + delays)
+        sample = _option("--sample", 0)
         for processes, workers in TOPOLOGIES[:1] if "--small" in sys.argv else TOPOLOGIES[::3]:
             start = time.perf_counter()
+            if sample:
+                least, sampled = full_count_at_least(
+                    bound, delays, Topology(processes, workers), sample
+                )
+                print(
+                    f"  {RECREATE} (P={processes} W={workers}) bound {bound} delays {delays}: "
+                    f"the full enumeration runs at least {least} schedules (its last level "
+                    f"counted below {sampled} schedules of the level before) "
+                    f"[{time.perf_counter() - start:.1f}s]",
+                    flush=True,
+                )
+                continue
             count = full_count(bound, delays, Topology(processes, workers), upto=upto)
             which = "" if upto >= bound + delays else f" with at most {upto} non-default picks"
             print(
