@@ -378,6 +378,13 @@ def full_count(
 def full_count_at_least(
     bound: int, delays: int, topology: Topology, sample: int, spec: str = RECREATE
 ) -> tuple[int, int]:
+    """``count_at_least`` of a scenario (the recreate one by default)."""
+    return count_at_least(spec_main(bundled(spec), topology), bound, delays, sample)
+
+
+def count_at_least(
+    main: Callable[[], Awaitable[None]], bound: int, delays: int, sample: int
+) -> tuple[int, int]:
     """A lower bound of the schedules the full enumeration runs, where its
     level before the last is too many to run (``full_count`` runs it all):
     the levels before that one are run, that one is counted from them (both
@@ -386,14 +393,20 @@ def full_count_at_least(
     comes earliest (most choice points after it, so most schedules below).
     Each schedule counted is a distinct one of the enumeration, so the sum is
     at most the full count; with every schedule of that level run, it is
-    the full count (checked against ``full_count``: ``--full-count
-    --sample``). Returns the bound and the schedules of that level run."""
+    the full count (checked against ``full_count``, ``--full-count
+    --sample``, and against the enumeration itself on a small program:
+    tests/bench). Returns the bound and the schedules of that level run.
+    Needs two levels at least (``bound + delays >= 2``): with one,
+    ``full_count`` runs no more than the default run."""
     from actors.testing._schedule import _run_once, hold, wait
     from actors.testing._strategies import _Dfs
 
-    main = spec_main(bundled(spec), topology)
     cap = bound + delays
-    assert cap >= 1
+    if cap < 2:
+        raise ValueError(
+            f"a sampled count needs bound + delays >= 2, not {cap}: full_count "
+            "runs only the default run to count a search of one level"
+        )
 
     def run(picks: list[int]) -> tuple[int, ...]:
         result = _run_once(
@@ -549,6 +562,8 @@ if __name__ == "__main__":
         sample = _option("--sample", 0)
         for processes, workers in TOPOLOGIES[:1] if "--small" in sys.argv else TOPOLOGIES[::3]:
             start = time.perf_counter()
+            if sample and bound + delays < 2:
+                sys.exit("--sample needs --bound and --delays of 2 or more in all")
             if sample:
                 least, sampled = full_count_at_least(
                     bound, delays, Topology(processes, workers), sample

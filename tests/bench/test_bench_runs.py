@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import signal
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
+import trio
+
+from actors.testing import explore
 
 from ..paths import run_python
 
@@ -136,3 +141,66 @@ def test_the_full_counts_lower_bound_reaches_the_count_with_every_schedule_sampl
     few = _schedules("--sample", "3")
     assert below < few < exact
     assert few < _schedules("--sample", "30") < exact
+
+
+def _explore_bench() -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        "explore_bench", ROOT / "bench" / "explore_bench.py"
+    )
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+async def _two_workers_and_a_waiter() -> None:
+    # Small enough to enumerate: two workers of three steps, one of which
+    # wakes a third task.
+    woken = trio.Event()
+
+    async def worker(index: int) -> None:
+        for step in range(3):
+            if index == 0 and step == 1:
+                woken.set()
+            await trio.lowlevel.checkpoint()
+
+    async def waiter() -> None:
+        await woken.wait()
+        await trio.lowlevel.checkpoint()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(worker, 0)
+        nursery.start_soon(worker, 1)
+        nursery.start_soon(waiter)
+
+
+@pytest.mark.parametrize(("bound", "delays"), [(1, 1), (0, 2), (1, 2), (2, 1)])
+def test_the_sampled_count_is_the_enumerations_with_every_schedule_sampled(
+    bound: int, delays: int
+) -> None:
+    # Against the enumeration itself (reduction=False), three levels deep
+    # where bound + delays is 3: the sampled schedules' parents are then
+    # the runs of level 1, not the default run alone.
+    bench = _explore_bench()
+    full = explore(
+        _two_workers_and_a_waiter,
+        strategy="dfs",
+        bound=bound,
+        delays=delays,
+        reduction=False,
+        budget=10**6,
+    )
+    assert full.complete
+    assert full.runs > 100
+    counted, sampled = bench.count_at_least(_two_workers_and_a_waiter, bound, delays, 10**9)
+    assert counted == full.runs
+    few, two = bench.count_at_least(_two_workers_and_a_waiter, bound, delays, 2)
+    assert two == 2 < sampled
+    assert few < full.runs
+
+
+def test_a_sampled_count_of_one_level_is_refused() -> None:
+    bench = _explore_bench()
+    with pytest.raises(ValueError, match="bound \\+ delays >= 2"):
+        bench.count_at_least(_two_workers_and_a_waiter, 0, 1, 10)
