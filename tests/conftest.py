@@ -5,13 +5,15 @@ the clock jump to the deadline, so it fails fast instead of hanging the run.
 
 Hypothesis runs derandomized (its examples are drawn from a seed fixed by the
 test, so every run tries the same ones), with no example database and no
-deadline: a test's result depends on nothing but the code."""
+deadline: a test's result depends on nothing but the code. A test that
+sends itself SIGINT asks for ``default_sigint``."""
 
 from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Awaitable, Callable, Sequence
+import signal
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 
 import pytest
 import trio
@@ -40,6 +42,18 @@ VIRTUAL_DEADLINE = 24 * 3600.0
 async def _within_deadline(fn: Callable[[], Awaitable[object]]) -> object:
     with trio.fail_after(VIRTUAL_DEADLINE):
         return await fn()
+
+
+@pytest.fixture
+def default_sigint() -> Iterator[None]:
+    """SIGINT under Python's own handler for the test (a test runner's worker
+    may have set another, or ignore it): a Ctrl-C raises KeyboardInterrupt,
+    and Trio takes SIGINT over only from that handler."""
+    saved = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, saved)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -5,23 +5,13 @@ came (where, inside trio's start of a task, it would break trio's task sets)."""
 from __future__ import annotations
 
 import signal
-from collections.abc import Iterator
 
 import pytest
 import trio
 
 import actors
 
-
-@pytest.fixture(autouse=True)
-def default_sigint() -> Iterator[None]:
-    # Trio takes SIGINT over only from Python's default handler (a test
-    # runner's worker may have set another).
-    saved = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, saved)
+pytestmark = pytest.mark.usefixtures("default_sigint")
 
 
 def _interrupted_in_a_child(restrict: bool) -> list[str]:

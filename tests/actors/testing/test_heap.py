@@ -294,6 +294,7 @@ class _Interrupting:
 
 @pytest.mark.parametrize("cycles", [0, 1000])
 @pytest.mark.parametrize("reduction", [True, False])
+@pytest.mark.usefixtures("default_sigint")
 def test_an_interrupt_while_a_runs_garbage_is_collected_is_not_lost(
     cycles: int, reduction: bool
 ) -> None:
@@ -301,8 +302,6 @@ def test_an_interrupt_while_a_runs_garbage_is_collected_is_not_lost(
     # as ignored and the exploration went on; and where the run left enough
     # to collect, so it was again: the collector, on again, ran on its own
     # at the next allocation, before the collection that holds interrupts.)
-    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
-        pytest.skip("SIGINT is not under Python's own handler in this process")
     runs = 0
 
     async def main() -> None:
@@ -326,9 +325,8 @@ def test_an_interrupt_while_a_runs_garbage_is_collected_is_not_lost(
 
 
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+@pytest.mark.usefixtures("default_sigint")
 def test_a_second_interrupt_stops_a_finalizer_that_hangs() -> None:
-    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
-        pytest.skip("SIGINT is not under Python's own handler in this process")
     reached: list[str] = []
 
     class Hanging:

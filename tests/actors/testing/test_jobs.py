@@ -350,6 +350,7 @@ def children() -> set[int]:
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
 @pytest.mark.skipif(not hasattr(signal, "pthread_sigmask"), reason="blocks SIGINT")
+@pytest.mark.usefixtures("default_sigint")
 def test_a_ctrl_c_as_a_worker_is_forked_leaves_no_worker_behind(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
