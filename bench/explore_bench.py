@@ -56,6 +56,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from actors.testing import Exploration, StrategyName
 from actors.testing import explore as _explore
+from actors.testing._schedule import Decide, _Run, _run_once, hold, wait
 from replica.driver.lang._spec import Spec, read_spec
 from replica.driver.run._bundled import bundled_spec
 from replica.driver.run._runner import Topology, _run, run_spec
@@ -344,7 +345,6 @@ def full_count(
     ``upto``, only the schedules of at most ``upto`` non-default picks (the
     levels up to it): a lower bound of the full count where its last
     levels are too many to run."""
-    from actors.testing._schedule import _run_once
     from actors.testing._strategies import _Dfs
 
     main = spec_main(bundled(spec), topology)
@@ -356,8 +356,7 @@ def full_count(
         decide = search.next_run(index)
         if decide is None or search._level >= cap:
             break
-        run = _run_once(main, decide, seed=0, max_steps=1_000_000, shared=SHARED)
-        assert run.error is None, run.error
+        run = _plain_run(main, decide)
         ran += 1
         search.after(run)
         picks = run.picks
@@ -368,11 +367,27 @@ def full_count(
         holds = len(deviations) - reorders
         after = deviations[-1] + 1 if deviations else 0
         for point in range(after, len(picks)):
-            options = run.options[point]
-            last += (options - 1 if reorders < bound else 0) + (
-                2 * options if holds < delays else 0
-            )
+            last += len(_deviations(run.options[point], reorders, holds, bound, delays))
     return ran + last
+
+
+def _plain_run(main: Callable[[], Awaitable[None]], decide: Decide) -> _Run:
+    """One run of the full enumeration's (nothing recorded), which must pass."""
+
+    run = _run_once(main, decide, seed=0, max_steps=1_000_000, shared=SHARED)
+    assert run.error is None, run.error
+    return run
+
+
+def _deviations(options: int, reorders: int, holds: int, bound: int, delays: int) -> list[int]:
+    """The picks other than the default that the full enumeration offers at
+    a choice point of ``options`` after ``reorders`` and ``holds``, where its
+    level has room for one more deviation: as _Dfs._following, with no
+    reduction (every hold at every point)."""
+    allowed = list(range(1, options)) if reorders < bound else []
+    if holds < delays:
+        allowed += [hold(i) for i in range(options)] + [wait(i) for i in range(options)]
+    return allowed
 
 
 def full_count_at_least(
@@ -398,7 +413,6 @@ def count_at_least(
     tests/bench). Returns the bound and the schedules of that level run.
     Needs two levels at least (``bound + delays >= 2``): with one,
     ``full_count`` runs no more than the default run."""
-    from actors.testing._schedule import _run_once, hold, wait
     from actors.testing._strategies import _Dfs
 
     cap = bound + delays
@@ -409,24 +423,14 @@ def count_at_least(
         )
 
     def run(picks: list[int]) -> tuple[int, ...]:
-        result = _run_once(
-            main,
-            lambda point, ids, step: picks[point] if point < len(picks) else 0,
-            seed=0,
-            max_steps=1_000_000,
-            shared=SHARED,
+        result = _plain_run(
+            main, lambda point, ids, step: picks[point] if point < len(picks) else 0
         )
-        assert result.error is None, result.error
         assert list(result.picks[: len(picks)]) == picks, "not the schedule asked for"
         return tuple(result.options)
 
     def picks_at(options: int, reorders: int, holds: int) -> list[int]:
-        # As _Dfs._following at a level with room for one more deviation,
-        # with no reduction (every hold at every point: ``least`` 0).
-        allowed = list(range(1, options)) if reorders < bound else []
-        if holds < delays:
-            allowed += [hold(i) for i in range(options)] + [wait(i) for i in range(options)]
-        return allowed
+        return _deviations(options, reorders, holds, bound, delays)
 
     def below(options: tuple[int, ...], after: int, reorders: int, holds: int) -> int:
         return sum(len(picks_at(n, reorders, holds)) for n in options[after:])
@@ -439,15 +443,13 @@ def count_at_least(
         decide = search.next_run(index)
         if decide is None or search._level >= cap - 1:
             break
-        ran = _run_once(main, decide, seed=0, max_steps=1_000_000, shared=SHARED)
-        assert ran.error is None, ran.error
+        search.after(_plain_run(main, decide))
         exact += 1
-        search.after(ran)
     # The schedules of the level before the last, each as its picks, the
     # budgets it used and its parent's options (what it may deviate by).
     parents = [
         (list(known.picks), tuple(known.options))
-        for choices, known in search._known.items()
+        for known in search._known.values()
         if sum(pick != 0 for pick in known.picks) == cap - 2
     ]
     candidates: list[tuple[int, list[int], int, int]] = []
@@ -560,10 +562,10 @@ if __name__ == "__main__":
         bound, delays = _option("--bound", 1), _option("--delays", 1)
         upto = _option("--upto", bound + delays)
         sample = _option("--sample", 0)
+        if sample and bound + delays < 2:
+            sys.exit("--sample needs --bound and --delays of 2 or more in all")
         for processes, workers in TOPOLOGIES[:1] if "--small" in sys.argv else TOPOLOGIES[::3]:
             start = time.perf_counter()
-            if sample and bound + delays < 2:
-                sys.exit("--sample needs --bound and --delays of 2 or more in all")
             if sample:
                 least, sampled = full_count_at_least(
                     bound, delays, Topology(processes, workers), sample
